@@ -1,0 +1,13 @@
+"""Errors a user can act on: the CLI prints their message on one line and exits non-zero."""
+
+
+class OpenQAError(Exception):
+    """A problem with the user's input, data or settings (never a bug)."""
+
+
+class DataError(OpenQAError):
+    """A question or corpus file is missing or malformed; the message names file and line."""
+
+
+class IndexMismatchError(OpenQAError):
+    """An index was built with other settings or from another corpus than the one asked for."""
