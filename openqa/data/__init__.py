@@ -1,0 +1,25 @@
+"""Question data: the MedQA dataset registry and validated loading of its splits."""
+
+from openqa.data.questions import (
+    DATASETS,
+    SPLITS,
+    TRAINABLE_SPLITS,
+    DatasetSpec,
+    Question,
+    load_questions,
+    parse_train_split,
+    read_question_file,
+    split_questions,
+)
+
+__all__ = [
+    "DATASETS",
+    "SPLITS",
+    "TRAINABLE_SPLITS",
+    "DatasetSpec",
+    "Question",
+    "load_questions",
+    "parse_train_split",
+    "read_question_file",
+    "split_questions",
+]

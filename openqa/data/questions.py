@@ -1,0 +1,290 @@
+"""MedQA question files: the dataset registry, a validating JSONL reader and the dev split for training."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from openqa.errors import DataError
+
+#: Split names a dataset can be asked for, in the order of the original release.
+SPLITS = ("train", "dev", "test")
+
+#: Splits that may be cut into training and selection parts (test never is; see TRAIN.md).
+TRAINABLE_SPLITS = ("train", "dev")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One multiple-choice question, validated, with an id that is stable across runs."""
+
+    qid: str
+    question: str
+    options: dict[str, str]
+    answer_idx: str
+    answer: str
+    meta_info: str | None = None
+    metamap_phrases: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready form, so predictions and reports can carry the question."""
+        return {
+            "qid": self.qid,
+            "question": self.question,
+            "options": dict(self.options),
+            "answer_idx": self.answer_idx,
+            "answer": self.answer,
+            "meta_info": self.meta_info,
+            "metamap_phrases": None if self.metamap_phrases is None else list(self.metamap_phrases),
+        }
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """Where a named dataset's splits live and how to answer it (corpus language, option count)."""
+
+    name: str
+    lang: str
+    n_options: int
+    files: dict[str, str]
+    description: str
+
+
+#: The datasets the project knows, by name; paths are relative to ``<data_dir>/questions``.
+#: ``us5`` and ``tw-en`` read the MetaMap files, which hold the same records as ``US/{split}.jsonl``
+#: and ``Taiwan/tw_translated_jsonl/en/{split}-2en.jsonl`` plus ``metamap_phrases``.
+DATASETS: dict[str, DatasetSpec] = {
+    spec.name: spec
+    for spec in (
+        DatasetSpec(
+            name="us",
+            lang="en",
+            n_options=4,
+            files={
+                "train": "US/4_options/phrases_no_exclude_train.jsonl",
+                "dev": "US/4_options/phrases_no_exclude_dev.jsonl",
+                "test": "US/4_options/phrases_no_exclude_test.jsonl",
+            },
+            description="USMLE (English), 4 options, with metamap_phrases",
+        ),
+        DatasetSpec(
+            name="us5",
+            lang="en",
+            n_options=5,
+            files={
+                "train": "US/metamap_extracted_phrases/train/phrases_train.jsonl",
+                "dev": "US/metamap_extracted_phrases/dev/phrases_dev.jsonl",
+                "test": "US/metamap_extracted_phrases/test/phrases_test.jsonl",
+            },
+            description="USMLE (English), 5 options, with metamap_phrases",
+        ),
+        DatasetSpec(
+            name="mainland",
+            lang="zh",
+            n_options=4,
+            files={
+                "train": "Mainland/4_options/train.jsonl",
+                "dev": "Mainland/4_options/dev.jsonl",
+                "test": "Mainland/4_options/test.jsonl",
+            },
+            description="MCMLE (simplified Chinese), 4 options",
+        ),
+        DatasetSpec(
+            name="mainland5",
+            lang="zh",
+            n_options=5,
+            files={
+                "train": "Mainland/train.jsonl",
+                "dev": "Mainland/dev.jsonl",
+                "test": "Mainland/test.jsonl",
+            },
+            description="MCMLE (simplified Chinese), 5 options",
+        ),
+        DatasetSpec(
+            name="tw",
+            lang="zh",
+            n_options=4,
+            files={
+                "train": "Taiwan/train.jsonl",
+                "dev": "Taiwan/dev.jsonl",
+                "test": "Taiwan/test.jsonl",
+            },
+            description="TWMLE original (traditional Chinese, options often English), 4 options",
+        ),
+        DatasetSpec(
+            name="tw-en",
+            lang="en",
+            n_options=4,
+            files={
+                "train": "Taiwan/metamap/train/tw_train.jsonl",
+                "dev": "Taiwan/metamap/dev/tw_dev.jsonl",
+                "test": "Taiwan/metamap/test/tw_test.jsonl",
+            },
+            description="TWMLE machine-translated to English, 4 options, with metamap_phrases",
+        ),
+        DatasetSpec(
+            name="tw-zh",
+            lang="zh",
+            n_options=4,
+            files={
+                "train": "Taiwan/tw_translated_jsonl/zh/train-2zh.jsonl",
+                "dev": "Taiwan/tw_translated_jsonl/zh/dev-2zh.jsonl",
+                "test": "Taiwan/tw_translated_jsonl/zh/test-2zh.jsonl",
+            },
+            description="TWMLE converted to simplified Chinese, 4 options",
+        ),
+    )
+}
+
+
+def _option_letters(n: int) -> list[str]:
+    """The letters a question with n options must use, in order: A, B, C, ..."""
+    return [chr(ord("A") + i) for i in range(n)]
+
+
+def _parse_record(record: Any, qid: str, n_options: int | None) -> Question:
+    """Check one decoded JSON line and build its Question; raises ValueError saying what is wrong."""
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, found {type(record).__name__}")
+
+    question = record.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("missing or empty 'question'")
+
+    options = record.get("options")
+    if not isinstance(options, dict) or not options:
+        raise ValueError("'options' must be a non-empty object of letter -> text")
+    for letter, text in options.items():
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError(f"option {letter!r} is not a non-empty string")
+    letters = _option_letters(len(options))
+    if list(options) != letters:
+        raise ValueError(f"option letters must be {', '.join(letters)} in order, found {', '.join(options)}")
+    if n_options is not None and len(options) != n_options:
+        raise ValueError(f"expected {n_options} options, found {len(options)}")
+
+    answer_idx = record.get("answer_idx")
+    if not isinstance(answer_idx, str) or answer_idx not in options:
+        raise ValueError(f"'answer_idx' {answer_idx!r} is not one of the option letters {', '.join(options)}")
+    answer = record.get("answer")
+    if answer is not None and (not isinstance(answer, str) or answer.strip() != options[answer_idx].strip()):
+        raise ValueError(f"'answer' {answer!r} is not the text of option {answer_idx}")
+
+    meta_info = record.get("meta_info")
+    if meta_info is not None and not isinstance(meta_info, str):
+        raise ValueError("'meta_info' is not a string")
+
+    phrases = record.get("metamap_phrases")
+    if phrases is not None and (not isinstance(phrases, list) or not all(isinstance(p, str) for p in phrases)):
+        raise ValueError("'metamap_phrases' is not a list of strings")
+
+    return Question(
+        qid=qid,
+        question=question,
+        options=dict(options),
+        answer_idx=answer_idx,
+        answer=options[answer_idx],
+        meta_info=meta_info,
+        metamap_phrases=None if phrases is None else tuple(phrases),
+    )
+
+
+def read_question_file(path: Path, qid_prefix: str | None = None, n_options: int | None = None) -> list[Question]:
+    """Read and validate a MedQA-format JSONL file, so bad data stops the run with file and line named.
+
+    Each question's id is ``f"{qid_prefix}-{line_number}"`` (prefix defaults to the file stem;
+    line numbers count blank lines, which are skipped). ``answer``, when present, must equal the
+    text of option ``answer_idx`` after stripping whitespace (it is exactly equal in every record
+    of the shipped files); the Question always carries the option's text.
+    """
+    path = Path(path)
+    prefix = path.stem if qid_prefix is None else qid_prefix
+    try:
+        raw_lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+    questions: list[Question] = []
+    for line_no, raw in enumerate(raw_lines, start=1):
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DataError(f"{path}:{line_no}: not valid UTF-8") from None
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{line_no}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        try:
+            questions.append(_parse_record(record, f"{prefix}-{line_no}", n_options))
+        except ValueError as exc:
+            raise DataError(f"{path}:{line_no}: {exc}") from None
+
+    if not questions:
+        raise DataError(f"{path}: no questions")
+    return questions
+
+
+def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
+    """Load one split of a named dataset from ``<data_dir>/questions``, never substituting another file."""
+    spec = DATASETS.get(dataset)
+    if spec is None:
+        raise DataError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
+    if split not in SPLITS:
+        raise DataError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise DataError(f"{data_dir}: data folder not found (set OPENQA_DATA or --data-dir)")
+
+    path = data_dir / "questions" / spec.files[split]
+    if split == "train" and not path.is_file():
+        raise DataError(
+            f"{path}: file not found; the official {dataset} train split is not in this copy of MedQA, "
+            f"so train on a seeded split of dev instead, e.g. --train-split dev:0.8 (see TRAIN.md)"
+        )
+    return read_question_file(path, qid_prefix=f"{dataset}-{split}", n_options=spec.n_options)
+
+
+def split_questions(
+    questions: Sequence[Question], fraction: float = 0.8, seed: int = 13
+) -> tuple[list[Question], list[Question]]:
+    """Cut questions by a seeded shuffle into training and selection parts, as TRAIN.md prescribes.
+
+    The first part holds ``round(fraction * len(questions))`` questions; both parts keep the
+    shuffled order. US dev (1272) gives 1018 / 254, Mainland (3425) 2740 / 685, Taiwan (1412) 1130 / 282.
+    """
+    if not 0.0 < fraction < 1.0:
+        raise DataError(f"split fraction must be between 0 and 1 (exclusive), got {fraction}")
+    n_train = round(fraction * len(questions))
+    if n_train == 0 or n_train == len(questions):
+        raise DataError(f"cannot split {len(questions)} questions at {fraction}: one part would be empty")
+    order = list(range(len(questions)))
+    random.Random(seed).shuffle(order)
+    return [questions[i] for i in order[:n_train]], [questions[i] for i in order[n_train:]]
+
+
+def parse_train_split(spec: str) -> tuple[str, float]:
+    """Parse a ``--train-split`` value such as ``dev:0.8`` into (split, fraction), rejecting test."""
+    usage = "expected SPLIT:FRACTION such as dev:0.8"
+    name, sep, value = spec.strip().partition(":")
+    name = name.strip()
+    if not sep:
+        raise DataError(f"invalid train split {spec!r}: {usage}")
+    if name not in TRAINABLE_SPLITS:
+        raise DataError(
+            f"invalid train split {spec!r}: split must be one of {', '.join(TRAINABLE_SPLITS)} "
+            f"(test is never used for training or selection)"
+        )
+    try:
+        fraction = float(value)
+    except ValueError:
+        raise DataError(f"invalid train split {spec!r}: {usage}") from None
+    if not 0.0 < fraction < 1.0:
+        raise DataError(f"invalid train split {spec!r}: fraction must be between 0 and 1 (exclusive)")
+    return name, fraction

@@ -1,0 +1,1 @@
+"""Retrieval engines behind one interface (``base.SearchEngine``), chosen by name in ``registry``."""

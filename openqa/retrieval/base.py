@@ -1,0 +1,58 @@
+"""The interface every retrieval engine implements, and the paragraph store they share."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Iterable, Sequence
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.text.tokenize import Tokenizer
+
+PARAGRAPHS = "paragraphs.jsonl"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A retrieved paragraph: its row in the engine's paragraph store and its score."""
+
+    index: int
+    score: float
+
+
+class ParagraphStore:
+    """Paragraph texts of an index, read from disk only when first needed (display, readers)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._items: list[Paragraph] | None = None
+
+    @staticmethod
+    def write(path: Path, paragraphs: Iterable[Paragraph]) -> None:
+        """Store paragraphs one JSON object per line, in index order."""
+        with open(path, "w", encoding="utf-8") as out:
+            for p in paragraphs:
+                out.write(json.dumps({"id": p.pid, "book": p.book, "contents": p.text}, ensure_ascii=False))
+                out.write("\n")
+
+    def __getitem__(self, index: int) -> Paragraph:
+        if self._items is None:
+            with open(self.path, encoding="utf-8") as lines:
+                rows = [json.loads(line) for line in lines]
+            self._items = [Paragraph(r["id"], r["book"], r["contents"]) for r in rows]
+        return self._items[index]
+
+
+class SearchEngine(ABC):
+    """A built index that answers text queries with ranked paragraphs."""
+
+    name: ClassVar[str]
+    tokenizer: Tokenizer
+    paragraphs: ParagraphStore
+    manifest: dict[str, Any]
+
+    @abstractmethod
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Top-``k`` hits (best first) for each query; queries of one question go together."""

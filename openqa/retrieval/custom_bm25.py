@@ -1,0 +1,183 @@
+"""The paper's re-weighted BM25 (Appendix B) over a scipy.sparse term-by-paragraph matrix.
+
+    score(D, Q) = sum over terms q of Q:
+        IDF(q) * f(q,D)(kD+1) / (f(q,D) + kD(1 - bD + bD|D|/avgDL))        # document side
+               * f(q,Q)(kQ+1) / (f(q,Q) + kQ(1 - bQ + bQ|Q|/avgQL))        # query side
+
+The document side times IDF is precomputed at index time into one float32 CSR matrix (a row per
+term), so a query is a sparse row slice times a small dense matrix: no Python loop over paragraphs.
+IDF is Lucene's non-negative form log(1 + (N - n + 0.5) / (n + 0.5)). The paper prints f(q,D) in
+the document-side denominator's place as a document term frequency; it means f(q,D).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from tqdm import tqdm
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.retrieval.base import PARAGRAPHS, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.text.tokenize import Tokenizer, make_tokenizer
+
+WEIGHTS = "weights.npz"
+VOCAB = "vocab.txt"
+
+
+@dataclass(frozen=True)
+class DocParams:
+    """Document-side BM25 parameters, fixed when the index is built (paper: kD 0.9, bD 0.35)."""
+
+    kd: float = 0.9
+    bd: float = 0.35
+
+
+@dataclass(frozen=True)
+class QueryParams:
+    """Query-side saturation; ``avg_len`` None means the mean length of the queries searched."""
+
+    kq: float = 0.4
+    bq: float = 0.7
+    avg_len: float | None = None
+
+
+#: Per-exam query parameters of the paper's Table B.13.
+QUERY_PRESETS: dict[str, QueryParams] = {
+    "usmle": QueryParams(kq=0.40, bq=0.70),
+    "mcmle": QueryParams(kq=1.10, bq=0.20),
+    "twmle": QueryParams(kq=0.90, bq=1.00),
+}
+
+
+def idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
+    """Lucene's BM25 IDF, never negative."""
+    return np.log1p((n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
+
+
+def document_weights(
+    term_lists: Iterable[list[str]], params: DocParams, n_docs: int | None = None
+) -> tuple[sp.csr_matrix, list[str]]:
+    """Term-by-paragraph CSR matrix of IDF x document-side BM25, and the vocabulary (row order)."""
+    vocab: dict[str, int] = {}
+    term_ids: list[np.ndarray] = []
+    lengths: list[int] = []
+    for terms in tqdm(term_lists, total=n_docs, desc="tokenizing", unit="para", leave=False):
+        ids = [vocab.setdefault(t, len(vocab)) for t in terms]
+        term_ids.append(np.asarray(ids, dtype=np.int32))
+        lengths.append(len(ids))
+    n = len(lengths)
+    doc_len = np.asarray(lengths, dtype=np.float64)
+    rows = np.concatenate(term_ids) if term_ids else np.zeros(0, np.int32)
+    cols = np.repeat(np.arange(n, dtype=np.int32), doc_len.astype(np.int64))
+    tf = sp.csr_matrix(
+        (np.ones(len(rows), np.float32), (rows, cols)), shape=(len(vocab), n), dtype=np.float32
+    )
+    tf.sum_duplicates()
+    doc_freq = np.diff(tf.indptr)
+    avg_len = doc_len.mean() if n else 1.0
+    norm = params.kd * (1 - params.bd + params.bd * doc_len / avg_len)
+    term_of_entry = np.repeat(np.arange(len(vocab)), doc_freq)
+    data = tf.data * (params.kd + 1) / (tf.data + norm[tf.indices]) * idf(doc_freq, n)[term_of_entry]
+    weights = sp.csr_matrix((data.astype(np.float32), tf.indices, tf.indptr), shape=tf.shape)
+    return weights, list(vocab)
+
+
+def query_weights(counts: np.ndarray, length: float, avg_len: float, params: QueryParams) -> np.ndarray:
+    """Query-side saturation of term counts ``counts`` in a query of ``length`` terms."""
+    norm = params.kq * (1 - params.bq + params.bq * length / avg_len)
+    return counts * (params.kq + 1) / (counts + norm)
+
+
+def top_k(scores: np.ndarray, k: int) -> list[list[Hit]]:
+    """Best ``k`` positive-scoring columns of each row, best first (ties: lower index first)."""
+    k = min(k, scores.shape[1])
+    if k == 0:
+        return [[] for _ in scores]
+    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+    out = []
+    for row, idx in zip(scores, part):
+        idx = idx[np.lexsort((idx, -row[idx]))]
+        out.append([Hit(int(i), float(row[i])) for i in idx if row[i] > 0])
+    return out
+
+
+class CustomBM25(SearchEngine):
+    """IR-Custom's engine: precomputed document weights, query-side saturation at search time."""
+
+    name = "custom"
+
+    def __init__(self, folder: Path, manifest: dict[str, Any], weights: sp.csr_matrix, vocab: list[str]):
+        self.folder = folder
+        self.manifest = manifest
+        self.weights = weights
+        self.vocab = {term: i for i, term in enumerate(vocab)}
+        self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
+        self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
+        self.query_params = QueryParams()
+
+    @classmethod
+    def build(
+        cls,
+        folder: Path,
+        paragraphs: Sequence[Paragraph],
+        tokenizer: Tokenizer,
+        corpus: dict[str, Any],
+        params: DocParams = DocParams(),
+    ) -> None:
+        """Index ``paragraphs`` into ``folder`` atomically; ``corpus`` (checksum, ...) goes in the manifest."""
+        with atomic_folder(folder) as scratch:
+            terms = (tokenizer.tokenize(p.text) for p in paragraphs)
+            weights, vocab = document_weights(terms, params, n_docs=len(paragraphs))
+            sp.save_npz(scratch / WEIGHTS, weights, compressed=False)
+            (scratch / VOCAB).write_text("\n".join(vocab) + "\n", encoding="utf-8")
+            ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
+            write_manifest(
+                scratch,
+                {
+                    "engine": cls.name,
+                    **corpus,
+                    "tokenizer": tokenizer.config(),
+                    "doc_params": asdict(params),
+                    "paragraphs": len(paragraphs),
+                    "terms": len(vocab),
+                },
+            )
+
+    @classmethod
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "CustomBM25":
+        """Open an index, refusing one whose manifest differs from ``expected``."""
+        manifest = read_manifest(folder, build_hint)
+        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
+        weights = sp.load_npz(folder / WEIGHTS).tocsr()
+        vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
+        return cls(folder, manifest, weights, vocab)
+
+    def term_ids(self, terms: list[str]) -> list[int]:
+        """Vocabulary rows of the query terms the index knows (unknown terms score nothing)."""
+        vocab = self.vocab
+        return [vocab[t] for t in terms if t in vocab]
+
+    def score_terms(self, term_lists: Sequence[list[str]], avg_len: float | None = None) -> np.ndarray:
+        """Dense (queries x paragraphs) scores for tokenized queries searched together."""
+        lengths = np.array([len(t) for t in term_lists], dtype=np.float64)
+        params = self.query_params
+        avg = avg_len or params.avg_len or max(lengths.mean(), 1.0)
+        ids = [self.term_ids(t) for t in term_lists]
+        rows = np.unique(np.concatenate([np.asarray(i, dtype=np.int64) for i in ids]))
+        if len(rows) == 0:
+            return np.zeros((len(term_lists), self.weights.shape[1]), np.float32)
+        counts = np.zeros((len(term_lists), len(rows)), np.float32)
+        for q, qids in enumerate(ids):
+            np.add.at(counts[q], np.searchsorted(rows, qids), 1.0)
+        qw = query_weights(counts, lengths[:, None], avg, params).astype(np.float32)
+        return np.asarray((self.weights[rows].T @ qw.T).T)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        tok = self.tokenizer
+        terms = [tok.tokenize(tok.prepare_query(q)) for q in queries]
+        return top_k(self.score_terms(terms), k)

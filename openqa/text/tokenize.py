@@ -1,0 +1,149 @@
+"""One tokenizer per language; every index and scorer gets its terms from here.
+
+English: lower-case, alphanumeric words, NLTK's English stop-word list (shipped by bm25s),
+Snowball stemming (PyStemmer), optional word bigrams. Chinese: single characters plus
+character bigrams, or jieba words; Latin words inside Chinese text are kept lower-cased.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+import Stemmer
+from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN_PLUS
+
+from openqa.errors import OpenQAError
+
+_EN_WORD = re.compile(r"[a-z0-9]+")
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_RUN = re.compile(f"[{_CJK}]+")
+_ZH_PIECE = re.compile(f"[{_CJK}]+|[a-z0-9]+")
+_LATIN = re.compile(r"[a-z0-9]+")
+_HAS_WORD = re.compile(f"[{_CJK}a-z0-9]")
+
+
+class Tokenizer(ABC):
+    """Turns text into index terms; ``config()`` goes into index manifests."""
+
+    lang: ClassVar[str]
+
+    @abstractmethod
+    def tokenize(self, text: str) -> list[str]:
+        """Index terms of ``text`` in reading order (n-grams after the unigrams they span)."""
+
+    @abstractmethod
+    def config(self) -> dict[str, Any]:
+        """Every setting that changes the terms, so a mismatched index can be refused."""
+
+    def prepare_query(self, text: str) -> str:
+        """Normalise query text before tokenizing (e.g. script conversion); identity by default."""
+        return text
+
+
+def _with_bigrams(terms: list[str], ngram: int) -> list[str]:
+    """Append adjacent-term bigrams joined by a space when ``ngram`` is 2."""
+    if ngram < 2 or len(terms) < 2:
+        return terms
+    return terms + [f"{a} {b}" for a, b in zip(terms, terms[1:])]
+
+
+class EnglishTokenizer(Tokenizer):
+    """Lower-case words minus stop words, Snowball-stemmed, optionally with bigrams."""
+
+    lang = "en"
+
+    def __init__(self, ngram: int = 1, stem: bool = True) -> None:
+        if ngram not in (1, 2):
+            raise OpenQAError(f"English n-gram order must be 1 or 2, not {ngram}")
+        self.ngram = ngram
+        self.stem = stem
+        self._stop = frozenset(STOPWORDS_EN_PLUS)
+        self._stemmer = Stemmer.Stemmer("english") if stem else None
+
+    def words(self, text: str) -> list[str]:
+        """Lower-cased content words (stop words and single characters dropped), unstemmed."""
+        stop = self._stop
+        return [w for w in _EN_WORD.findall(text.lower()) if len(w) > 1 and w not in stop]
+
+    def tokenize(self, text: str) -> list[str]:
+        terms = self.words(text)
+        if self._stemmer is not None:
+            terms = self._stemmer.stemWords(terms)
+        return _with_bigrams(terms, self.ngram)
+
+    def config(self) -> dict[str, Any]:
+        return {"lang": "en", "ngram": self.ngram, "stem": self.stem, "stopwords": "nltk-english"}
+
+
+class ChineseTokenizer(Tokenizer):
+    """Characters plus character bigrams (``mode='char'``) or jieba words (``mode='word'``)."""
+
+    lang = "zh"
+    MODES = ("char", "word")
+
+    def __init__(self, mode: str = "word", ngram: int = 2) -> None:
+        if mode not in self.MODES:
+            raise OpenQAError(f"Chinese tokenizer mode must be one of {self.MODES}, not {mode!r}")
+        self.mode = mode
+        self.ngram = ngram
+        self._stop = frozenset(STOPWORDS_CHINESE)
+        self._t2s = None
+
+    def tokenize(self, text: str) -> list[str]:
+        text = text.lower()
+        if self.mode == "char":
+            return self._char_terms(text)
+        return self._word_terms(text)
+
+    def _char_terms(self, text: str) -> list[str]:
+        terms: list[str] = []
+        for piece in _ZH_PIECE.findall(text):
+            if piece[0].isascii():
+                if len(piece) > 1:
+                    terms.append(piece)
+                continue
+            terms.extend(piece)
+            if self.ngram >= 2:
+                terms.extend(piece[i : i + 2] for i in range(len(piece) - 1))
+        return terms
+
+    def _word_terms(self, text: str) -> list[str]:
+        import jieba  # imported here: loading its dictionary costs ~0.6 s
+
+        jieba.setLogLevel(logging.WARNING)
+
+        stop = self._stop
+        words = [
+            w.strip()
+            for w in jieba.lcut(text, HMM=False)
+            if w.strip() and w not in stop and _HAS_WORD.search(w)
+        ]
+        words = [w for w in words if not (w.isascii() and len(w) < 2)]
+        return _with_bigrams(words, self.ngram)
+
+    def prepare_query(self, text: str) -> str:
+        """Convert traditional characters to simplified: the Chinese textbooks are simplified."""
+        if self._t2s is None:
+            from opencc import OpenCC
+
+            self._t2s = OpenCC("t2s")
+        return self._t2s.convert(text)
+
+    def config(self) -> dict[str, Any]:
+        return {"lang": "zh", "mode": self.mode, "ngram": self.ngram}
+
+
+TOKENIZERS: dict[str, type[Tokenizer]] = {"en": EnglishTokenizer, "zh": ChineseTokenizer}
+
+
+def make_tokenizer(config: dict[str, Any]) -> Tokenizer:
+    """Build the tokenizer a config (as stored in a manifest) describes."""
+    options = dict(config)
+    lang = options.pop("lang", None)
+    if lang not in TOKENIZERS:
+        raise OpenQAError(f"unknown language {lang!r}: choose one of {sorted(TOKENIZERS)}")
+    options.pop("stopwords", None)
+    return TOKENIZERS[lang](**options)
