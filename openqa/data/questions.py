@@ -51,6 +51,7 @@ class DatasetSpec:
     n_options: int
     files: dict[str, str]
     description: str
+    exam: str  # "usmle", "mcmle" or "twmle": selects the paper's per-exam BM25 query parameters
 
 
 #: The datasets the project knows, by name; paths are relative to ``<data_dir>/questions``.
@@ -61,6 +62,7 @@ DATASETS: dict[str, DatasetSpec] = {
     for spec in (
         DatasetSpec(
             name="us",
+            exam="usmle",
             lang="en",
             n_options=4,
             files={
@@ -72,6 +74,7 @@ DATASETS: dict[str, DatasetSpec] = {
         ),
         DatasetSpec(
             name="us5",
+            exam="usmle",
             lang="en",
             n_options=5,
             files={
@@ -83,6 +86,7 @@ DATASETS: dict[str, DatasetSpec] = {
         ),
         DatasetSpec(
             name="mainland",
+            exam="mcmle",
             lang="zh",
             n_options=4,
             files={
@@ -94,6 +98,7 @@ DATASETS: dict[str, DatasetSpec] = {
         ),
         DatasetSpec(
             name="mainland5",
+            exam="mcmle",
             lang="zh",
             n_options=5,
             files={
@@ -105,6 +110,7 @@ DATASETS: dict[str, DatasetSpec] = {
         ),
         DatasetSpec(
             name="tw",
+            exam="twmle",
             lang="zh",
             n_options=4,
             files={
@@ -116,6 +122,7 @@ DATASETS: dict[str, DatasetSpec] = {
         ),
         DatasetSpec(
             name="tw-en",
+            exam="twmle",
             lang="en",
             n_options=4,
             files={
@@ -127,6 +134,7 @@ DATASETS: dict[str, DatasetSpec] = {
         ),
         DatasetSpec(
             name="tw-zh",
+            exam="twmle",
             lang="zh",
             n_options=4,
             files={
@@ -231,11 +239,17 @@ def read_question_file(path: Path, qid_prefix: str | None = None, n_options: int
     return questions
 
 
-def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
-    """Load one split of a named dataset from ``<data_dir>/questions``, never substituting another file."""
+def dataset_spec(dataset: str) -> DatasetSpec:
+    """The registered dataset ``dataset``, or an error listing the known names."""
     spec = DATASETS.get(dataset)
     if spec is None:
         raise DataError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
+    return spec
+
+
+def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
+    """Load one split of a named dataset from ``<data_dir>/questions``, never substituting another file."""
+    spec = dataset_spec(dataset)
     if split not in SPLITS:
         raise DataError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
     data_dir = Path(data_dir)

@@ -53,6 +53,9 @@ class SearchEngine(ABC):
     paragraphs: ParagraphStore
     manifest: dict[str, Any]
 
+    def fit_queries(self, queries: Sequence[str]) -> None:
+        """See the whole batch of queries before searching (e.g. their average length)."""
+
     @abstractmethod
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """Top-``k`` hits (best first) for each query; queries of one question go together."""

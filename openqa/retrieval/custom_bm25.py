@@ -12,7 +12,7 @@ the document-side denominator's place as a document term frequency; it means f(q
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -177,7 +177,16 @@ class CustomBM25(SearchEngine):
         qw = query_weights(counts, lengths[:, None], avg, params).astype(np.float32)
         return np.asarray((self.weights[rows].T @ qw.T).T)
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+    def tokenize_queries(self, queries: Sequence[str]) -> list[list[str]]:
+        """Query terms, after the tokenizer's query normalisation."""
         tok = self.tokenizer
-        terms = [tok.tokenize(tok.prepare_query(q)) for q in queries]
-        return top_k(self.score_terms(terms), k)
+        return [tok.tokenize(tok.prepare_query(q)) for q in queries]
+
+    def fit_queries(self, queries: Sequence[str]) -> None:
+        """Set avgQL, the paper's average query length, to the mean over this query set."""
+        lengths = [len(t) for t in self.tokenize_queries(queries)]
+        avg = sum(lengths) / len(lengths) if lengths else None
+        self.query_params = replace(self.query_params, avg_len=avg or None)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        return top_k(self.score_terms(self.tokenize_queries(queries)), k)

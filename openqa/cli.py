@@ -1,0 +1,319 @@
+"""The ``openqa`` command: argument parsing and printing only, over the modules below."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from openqa.config import RESULTS_DIR, Settings
+from openqa.errors import OpenQAError
+
+LANGS = ("en", "zh")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    """Location flags every command takes (each falls back to its environment variable)."""
+    parser.add_argument("--data-dir", help="MedQA data_clean folder (default: $OPENQA_DATA)")
+    parser.add_argument("--index-dir", help="folder of built indexes (default: $OPENQA_INDEXES or ./indexes)")
+    parser.add_argument("--models-dir", help="folder of local models (default: $OPENQA_MODELS)")
+
+
+def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
+    """Flags that change index terms; eval/answer must repeat what index was given."""
+    parser.add_argument("--ngram", type=int, choices=(1, 2), help="add word (en) / term (zh) bigrams: 2 (default: 1)")
+    parser.add_argument("--zh-mode", choices=("word", "char"), help="Chinese terms: jieba words or characters+bigrams (default: word)")
+
+
+def _scorer_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--method", default="ir-custom", help="option scorer (default: ir-custom)")
+    parser.add_argument("--top-n", type=int, help="paragraphs per option to aggregate (default: tuned on dev, else 10)")
+    parser.add_argument("--aggregate", help="how top-N scores combine: sum, max, decay (default: tuned, else sum)")
+    parser.add_argument("--query", help="question part of queries: phrases (MetaMap), filter, full (default: tuned, else phrases)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full command-line interface."""
+    p = argparse.ArgumentParser(prog="openqa", description="Open-domain QA for medical licensing exams (MedQA).")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ix = sub.add_parser("index", help="clean, segment and index a language's textbooks")
+    ix.add_argument("--lang", choices=LANGS, required=True, help="corpus language")
+    ix.add_argument("--engine", default="custom", help="retrieval engine (default: custom)")
+    _tokenizer_flags(ix)
+    _common(ix)
+
+    cs = sub.add_parser("corpus", help="corpus tools")
+    cs_sub = cs.add_subparsers(dest="corpus_command", required=True)
+    st = cs_sub.add_parser("stats", help="books, paragraphs, tokens, vocabulary, paragraph lengths (paper Table 4)")
+    st.add_argument("--lang", choices=LANGS, required=True, help="corpus language")
+    st.add_argument("--json", action="store_true", help="print one JSON object")
+    _common(st)
+
+    ev = sub.add_parser("eval", help="accuracy of a method on a dataset split, with a 95%% CI")
+    src = ev.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help="dataset name: us, us5, mainland, mainland5, tw, tw-en, tw-zh")
+    src.add_argument("--questions", help="any question file in the MedQA JSONL format (with --lang)")
+    ev.add_argument("--split", default="test", help="train, dev or test (default: test)")
+    ev.add_argument("--lang", choices=LANGS, help="corpus language for --questions (default: en)")
+    ev.add_argument("--exam", help="BM25 query preset for --questions: usmle, mcmle, twmle (default by language)")
+    ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
+    ev.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    ev.add_argument("--output", default=str(RESULTS_DIR), help=f"folder for result files (default: {RESULTS_DIR})")
+    _scorer_flags(ev)
+    _tokenizer_flags(ev)
+    _common(ev)
+
+    tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev; record the choice")
+    tu.add_argument("--dataset", required=True, help="dataset whose dev split is searched")
+    tu.add_argument("--method", default="ir-custom", help="option scorer (default: ir-custom)")
+    _tokenizer_flags(tu)
+    _common(tu)
+
+    an = sub.add_parser("answer", help="solve questions interactively, with evidence")
+    an.add_argument("--lang", choices=LANGS, default="en", help="corpus language (default: en)")
+    an.add_argument("--exam", help="BM25 query preset: usmle, mcmle, twmle (default by language)")
+    an.add_argument("--question", help="one-shot: the question text (with --option)")
+    an.add_argument("--option", action="append", default=[], help="one-shot: an option as 'A=text' (repeat)")
+    an.add_argument("--json", action="store_true", help="one-shot: print the ranking and evidence as JSON")
+    an.add_argument("--evidence", type=int, default=2, help="evidence paragraphs shown per option (default: 2)")
+    an.add_argument("--show", type=int, default=2, help="options whose evidence is shown (default: 2)")
+    _scorer_flags(an)
+    _tokenizer_flags(an)
+    _common(an)
+
+    fa = sub.add_parser("filter-agreement", help="token agreement of the free-text medical filter with MetaMap")
+    fa.add_argument("--dataset", default="us", help="a dataset with metamap_phrases (default: us)")
+    fa.add_argument("--split", default="dev", help="split (default: dev)")
+    fa.add_argument("--output", default=str(RESULTS_DIR), help=f"folder for the result file (default: {RESULTS_DIR})")
+    _common(fa)
+    return p
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir)
+
+
+def _tokenizer(args: argparse.Namespace, lang: str) -> dict[str, Any]:
+    from openqa.retrieval.registry import tokenizer_config
+
+    return tokenizer_config(lang, ngram=args.ngram, **({"mode": args.zh_mode} if lang == "zh" else {}))
+
+
+def cmd_index(args: argparse.Namespace) -> None:
+    from openqa.retrieval.registry import build_index
+
+    s = _settings(args)
+    start = time.perf_counter()
+    folder = build_index(s.require_data_dir(), s.index_dir, args.lang, args.engine, _tokenizer(args, args.lang))
+    print(f"built {folder} in {time.perf_counter() - start:.1f} s")
+
+
+def cmd_corpus_stats(args: argparse.Namespace) -> None:
+    from openqa.corpus.paragraphs import corpus_stats, read_paragraphs
+
+    stats = corpus_stats(list(read_paragraphs(_settings(args).require_data_dir(), args.lang)), args.lang)
+    if args.json:
+        print(json.dumps({"lang": args.lang, **stats}))
+        return
+    unit = "words" if args.lang == "en" else "characters"
+    for key, value in stats.items():
+        print(f"{key.replace('_', ' '):<24} {value}" + (f" {unit}" if "length" in key else ""))
+
+
+def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None):
+    """Open the method's index and build its scorer with tuned-or-flag settings."""
+    from dataclasses import asdict, replace
+
+    from openqa.evaluate import load_tuned
+    from openqa.retrieval.registry import open_index
+    from openqa.scorers.ir import IRSettings
+    from openqa.scorers.registry import method
+
+    s = _settings(args)
+    m = method(args.method)
+    tuned, source = load_tuned(args.method, dataset)
+    flags = {"top_n": args.top_n, "aggregate": args.aggregate, "query": args.query}
+    settings = IRSettings(**{**asdict(tuned), **{k: v for k, v in flags.items() if v is not None}})
+    if any(v is not None for v in flags.values()):
+        source += " + command-line flags"
+    engine = open_index(s.index_dir, lang, m.engine, _tokenizer(args, lang), s.data_dir)
+    return m.make(engine, exam, settings), engine, source
+
+
+def cmd_eval(args: argparse.Namespace) -> None:
+    from dataclasses import asdict
+
+    from openqa.data import dataset_spec, load_questions, read_question_file
+    from openqa.evaluate import prediction_rows, run_record, summarise, write_results
+
+    if args.dataset:
+        spec = dataset_spec(args.dataset)
+        lang, exam = spec.lang, spec.exam
+        questions = load_questions(args.dataset, args.split, _settings(args).require_data_dir())
+        name, split, data = args.dataset, args.split, spec.files[args.split]
+    else:
+        lang = args.lang or "en"
+        exam = args.exam or {"en": "usmle", "zh": "mcmle"}[lang]
+        questions = read_question_file(Path(args.questions))
+        name, split, data = Path(args.questions).stem, "file", str(args.questions)
+    if args.limit is not None:
+        if args.limit < 1:
+            raise OpenQAError("--limit must be at least 1")
+        questions = questions[: args.limit]
+    start = time.perf_counter()
+    scorer, engine, source = _scorer(args, lang, args.exam or exam, args.dataset)
+    load_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    results = scorer.score(questions, progress=not args.json)
+    seconds = time.perf_counter() - start
+    m = engine.manifest
+    summary = {
+        "dataset": name,
+        "split": split,
+        "method": args.method,
+        **summarise(results),
+        "seconds": round(seconds, 3),
+        "load_seconds": round(load_seconds, 3),
+        "limit": args.limit,
+        "settings": {**asdict(scorer.settings), "source": source, "exam": args.exam or exam},
+        "data": data,
+        "corpus": f"{m['lang']}: {len(m['books'])} books, {m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}",
+        "index": {"engine": m["engine"], "tokenizer": m["tokenizer"], "built_at": m.get("built_at")},
+        **run_record(),
+    }
+    path = write_results(summary, prediction_rows(results), Path(args.output))
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False))
+        return
+    lo, hi = summary["ci95"]
+    print(
+        f"{name} {split} {args.method}: {summary['accuracy']:.2f}% ({summary['correct']}/{summary['n']}), "
+        f"95% CI {lo:.2f}-{hi:.2f}; tied best {summary['ties']['tie_rate']:.1f}%; "
+        f"{seconds:.1f} s after {load_seconds:.1f} s load\nwrote {path}"
+    )
+
+
+def cmd_tune(args: argparse.Namespace) -> None:
+    from dataclasses import asdict
+
+    from openqa.data import dataset_spec, load_questions
+    from openqa.evaluate import write_atomic, run_record, tune_ir, tuned_path
+    from openqa.retrieval.registry import open_index
+    from openqa.scorers.ir import QUERY_MODES, IRSettings
+    from openqa.scorers.registry import method
+
+    spec = dataset_spec(args.dataset)
+    s = _settings(args)
+    questions = load_questions(args.dataset, "dev", s.require_data_dir())
+    m = method(args.method)
+    engine = open_index(s.index_dir, spec.lang, m.engine, _tokenizer(args, spec.lang), s.data_dir)
+    scorer = m.make(engine, spec.exam, IRSettings())
+    modes = QUERY_MODES if spec.lang == "en" else ("full",)
+    best, table = tune_ir(scorer, questions, modes)
+    record = {
+        "dataset": args.dataset,
+        "split": "dev",
+        "method": args.method,
+        "chosen": asdict(best),
+        "dev_accuracy": max(row["accuracy"] for row in table),
+        "grid": [{k: row[k] for k in ("top_n", "aggregate", "query", "accuracy")} for row in table],
+        "index": {"tokenizer": engine.manifest["tokenizer"]},
+        **run_record(),
+    }
+    path = tuned_path(args.method, args.dataset)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(record, indent=2) + "\n")
+    print(f"chose {asdict(best)} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {path}")
+
+
+def cmd_answer(args: argparse.Namespace) -> None:
+    from openqa.answer import as_dict, make_question, parse_block, parse_option_flags, render, solve
+
+    exam = args.exam or {"en": "usmle", "zh": "mcmle"}[args.lang]
+    if args.question is not None or args.option:
+        question = make_question(args.question or "", parse_option_flags(args.option))
+        scorer, engine, _ = _scorer(args, args.lang, exam, None)
+        result = solve(scorer, question)
+        if args.json:
+            print(json.dumps(as_dict(result, engine, args.evidence), ensure_ascii=False))
+        else:
+            print(render(result, engine, args.show, args.evidence, sys.stdout.isatty()))
+        return
+    scorer, engine, _ = _scorer(args, args.lang, exam, None)
+    interactive = sys.stdin.isatty()
+    while True:
+        if interactive:
+            print("Paste a question, then options as 'A: ...' lines; an empty line solves it (Ctrl-D quits).")
+        block = _read_block(interactive)
+        if block is None:
+            return
+        try:
+            print(render(solve(scorer, parse_block(block)), engine, args.show, args.evidence, sys.stdout.isatty()))
+        except OpenQAError as exc:
+            print(f"openqa: {exc}", file=sys.stderr)
+            if not interactive:
+                raise SystemExit(2) from None
+        print()
+
+
+def _read_block(interactive: bool) -> str | None:
+    """Lines up to an empty line (interactive) or the end of input; None at the end."""
+    lines = []
+    for line in sys.stdin:
+        if not line.strip() and interactive and lines:
+            break
+        lines.append(line.rstrip("\n"))
+    if not lines and not interactive:
+        return None
+    if not lines:
+        return None
+    return "\n".join(lines)
+
+
+def cmd_filter_agreement(args: argparse.Namespace) -> None:
+    from openqa.data import load_questions
+    from openqa.evaluate import write_atomic, filter_agreement, run_record
+
+    questions = load_questions(args.dataset, args.split, _settings(args).require_data_dir())
+    record = {"dataset": args.dataset, "split": args.split, "method": "medical-filter-vs-metamap",
+              **filter_agreement(questions), **run_record()}
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{args.dataset}-{args.split}-filter-agreement.json"
+    write_atomic(path, json.dumps(record, indent=2) + "\n")
+    print(f"precision {record['precision']:.3f} recall {record['recall']:.3f} over {record['n']} questions; wrote {path}")
+
+
+COMMANDS = {
+    "index": cmd_index,
+    "corpus": cmd_corpus_stats,
+    "eval": cmd_eval,
+    "tune": cmd_tune,
+    "answer": cmd_answer,
+    "filter-agreement": cmd_filter_agreement,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the console script: one-line errors and a non-zero exit on bad input."""
+    args = build_parser().parse_args(argv)
+    try:
+        COMMANDS[args.command](args)
+    except OpenQAError as exc:
+        print(f"openqa: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("openqa: interrupted", file=sys.stderr)
+        return 130
+    except OSError as exc:
+        print(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The textbook corpus: OCR clean-up and paragraphs with stable ids."""

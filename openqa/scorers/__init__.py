@@ -1,0 +1,1 @@
+"""Option scorers that need no training, chosen by name from ``registry``."""

@@ -1,0 +1,53 @@
+"""What every option scorer returns, and the position-free rule that breaks ties."""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import ClassVar, Sequence
+
+from openqa.data import Question
+from openqa.retrieval.base import Hit
+
+#: Scores closer than this (relative) count as tied.
+TIE_TOLERANCE = 1e-6
+
+
+@dataclass
+class OptionScores:
+    """Scores of one question's options and the evidence behind each (best first)."""
+
+    question: Question
+    scores: dict[str, float]
+    evidence: dict[str, list[Hit]] = field(default_factory=dict)
+
+    def tied_best(self) -> list[str]:
+        """The letters whose score equals the best score (within ``TIE_TOLERANCE``)."""
+        best = max(self.scores.values())
+        slack = TIE_TOLERANCE * max(abs(best), 1.0)
+        return [letter for letter, s in self.scores.items() if s >= best - slack]
+
+    def prediction(self) -> str:
+        """The best option; ties go to the option whose text hashes lowest with the question id.
+
+        The hash depends on the option's text, not its letter or position, so no position is
+        favoured, and the choice is the same on every run.
+        """
+        tied = self.tied_best()
+        if len(tied) == 1:
+            return tied[0]
+        key = lambda letter: hashlib.sha1(  # noqa: E731
+            f"{self.question.qid}\x00{self.question.options[letter]}".encode()
+        ).hexdigest()
+        return min(tied, key=key)
+
+
+class OptionScorer(ABC):
+    """Scores every option of every question; higher is better."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def score(self, questions: Sequence[Question]) -> list[OptionScores]:
+        """One ``OptionScores`` per question, in order."""
