@@ -81,7 +81,9 @@ def test_figure_captions_with_text_are_kept(line):
     assert clean_line(line, "en") == line
 
 
-@pytest.mark.parametrize("line", ["2.", "(A)", "12.5 / 3.4 (±0.2) 17 %", "F91.3", "• • •", "V61.21 995.52 995.52"])
+@pytest.mark.parametrize(
+    "line", ["2.", "(A)", "12.5 / 3.4 (±0.2) 17 %", "F91.3", "• • •", "V61.21 995.52 995.52"]
+)
 def test_lines_made_mostly_of_symbols_and_digits_are_debris(line):
     assert clean_line(line, "en") == ""
 
@@ -152,26 +154,27 @@ def test_lines_repeated_less_often_or_reading_as_prose_are_kept():
 
 
 def test_header_variants_differing_only_in_noise_are_counted_together():
-    raw = "\n".join(f"Available @ StudentConsult.com{' ' * i}\nBody paragraph {i} about the heart." for i in range(6))
+    raw = "\n".join(
+        f"Available @ StudentConsult.com{' ' * i}\nBody paragraph {i} about the heart." for i in range(6)
+    )
     cleaned = clean_book(raw, "en")
     assert "StudentConsult" not in cleaned
     assert cleaned.count("\n") == 5
 
 
 def test_chinese_text_is_kept_and_full_width_forms_normalised():
-    raw = "病理学（pathology）是研究疾病的病因、发病机制的医学基础学科。\n\n［治疗］\n１２\n血压＞１４０／９０ｍｍＨｇ为高血压。"
-    assert clean_book(raw, "zh") == (
-        "病理学(pathology)是研究疾病的病因、发病机制的医学基础学科。\n[治疗]\n血压>140/90mmHg为高血压。"
-    )
+    raw = "病理学（pathology）是研究疾病的医学基础学科。\n\n［治疗］\n１２\n血压＞１４０／９０ｍｍＨｇ为高血压。"
+    expected = "病理学(pathology)是研究疾病的医学基础学科。\n[治疗]\n血压>140/90mmHg为高血压。"
+    assert clean_book(raw, "zh") == expected
 
 
 # --- idempotence ---------------------------------------------------------------------------
 
 NOISY_BOOKS = [
-    ("en", "The ﬁrst  step\u200b is inflam-\n\n12\n\nmation.\n\nFig. 1.1\n\n........\n\nNext para-\ngraph here."),
+    ("en", "The ﬁrst  step\u200b is inflam-\n\n12\n\nmation.\n\nFig. 1.1\n\n........\n\nNext para-\ngraph."),
     ("en", "\n".join(f"Header\nBody text {i}.\n- {i} -" for i in range(7)) + "\nFig-\nure 2.1\nxi-\ni"),
     # the joins make a fifth "Gene activation": a repeated line only the second round sees
-    ("en", "Gene acti-\nvation\n" * 4 + "Gene activation\nGenes are switched on by transcription factors."),
+    ("en", "Gene acti-\nvation\n" * 4 + "Gene activation\nGenes are switched on by factors."),
     ("zh", "第一章　绪论\n\n病理学（ｐａｔｈｏｌｏｇｙ）……是研究疾病的学科。\n\n\ufeff——————\n\nxii"),
 ]
 
@@ -186,15 +189,15 @@ def test_cleaning_a_noisy_book_twice_changes_nothing(lang, raw):
 
 
 def test_clean_text_is_left_unchanged():
-    text = "Gene activation\nThe human genome contains about 3.2 billion DNA base pairs.\nβ-cells secrete insulin."
+    text = "Gene activation\nThe genome has about 3.2 billion DNA base pairs.\nβ-cells secrete insulin."
     assert clean_book(text, "en") == text
-    assert clean_book("病理学是研究疾病的学科。\n第二段。", "zh") == "病理学是研究疾病的学科。\n第二段。"
+    text = "病理学是研究疾病的学科。\n第二段。"
+    assert clean_book(text, "zh") == text
 
 
 def test_idempotence_on_random_noise():
-    pieces = list("ab xiv.-_*+:|\t\n") + [
-        "ﬁ", "\u0301", "\u200b", "\x81", "˜", "…", "（", "病理", "Fig. ", "Page ", "-\n", "\n\n", "Header\n", "１２",
-    ]
+    pieces = list("ab xiv.-_*+:|\t\n") + ["ﬁ", "\u0301", "\u200b", "\x81", "˜", "…", "（", "病理"]
+    pieces += ["Fig. ", "Page ", "-\n", "\n\n", "Header\n", "１２"]
     rng = random.Random(20240601)
     for _ in range(300):
         raw = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 200)))

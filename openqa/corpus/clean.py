@@ -60,8 +60,10 @@ def clean_book(text: str, lang: str) -> str:
     """Clean one whole book into one paragraph per line, so paragraphs can be split on "\\n"."""
     _check_lang(lang)
     lines = [cleaned for line in text.splitlines() if (cleaned := clean_line(line, lang))]
-    while True:  # a join can make a new header or debris line; each round that changes
-        kept = _drop_running_headers(lines)  # anything removes a line, so this ends
+    # A join can make a new repeated line or debris, so repeat until nothing changes;
+    # a round that changes anything removes a line, so this ends.
+    while True:
+        kept = _drop_running_headers(lines)
         if lang == "en":
             kept = _join_hyphenated(kept, lang)
         if kept == lines:
@@ -72,8 +74,8 @@ def clean_book(text: str, lang: str) -> str:
 def clean_line(line: str, lang: str) -> str:
     """Clean one line of OCR text; "" when the line is pure debris (page number, stub, noise)."""
     _check_lang(lang)
-    line = _drop_invisible(line)
-    line = unicodedata.normalize("NFKC", line)  # also expands ligatures: "ﬁ" -> "fi"
+    line = _drop_invisible(line)  # first, so NFKC sees the characters that stay side by side
+    line = _normalise_unicode(line)
     line = _blank_repeated_chars(line)
     line = _normalise_whitespace(line)
     return "" if _is_debris(line) else line
@@ -88,6 +90,11 @@ def _check_lang(lang: str) -> None:
 def _drop_invisible(line: str) -> str:
     """Delete zero-width/format characters and turn control and private-use glyphs into spaces."""
     return _JUNK_GLYPHS.sub(" ", _FORMAT_CHARS.sub("", line))
+
+
+def _normalise_unicode(line: str) -> str:
+    """NFKC: ligatures ("ﬁ" -> "fi"), full-width forms ("（" -> "("), odd spaces become plain."""
+    return unicodedata.normalize("NFKC", line)
 
 
 def _blank_repeated_chars(line: str) -> str:
