@@ -33,7 +33,7 @@ def parse_block(block: str) -> Question:
     question_lines, options = [], {}
     for line in block.splitlines():
         match = _OPTION_LINE.match(line)
-        if match and (options or question_lines):
+        if match:
             options[match.group(1).upper()] = match.group(2)
         elif line.strip():
             if options:

@@ -1,0 +1,145 @@
+"""The ``openqa`` console script end to end on tiny fixtures, including every bad-input case."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import make_data_dir
+
+OPENQA = str(Path(sys.executable).with_name("openqa"))
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """Run the console script in an empty folder, so no tuned settings or results of the repo leak in."""
+    with tempfile.TemporaryDirectory() as cwd:
+        return subprocess.run([OPENQA, *args], capture_output=True, text=True, input=stdin, cwd=cwd, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    data = make_data_dir(root)
+    indexes = root / "indexes"
+    result = run("index", "--lang", "en", "--data-dir", str(data), "--index-dir", str(indexes))
+    assert result.returncode == 0, result.stderr
+    return root, data, indexes
+
+
+def loc(built) -> list[str]:
+    root, data, indexes = built
+    return ["--data-dir", str(data), "--index-dir", str(indexes)]
+
+
+#: On six paragraphs a sum over many hits mostly counts question words: judge by the best hit.
+TOP1 = ["--top-n", "1"]
+
+
+def test_index_writes_manifest(built):
+    _, _, indexes = built
+    manifest = json.loads((indexes / "en-custom" / "manifest.json").read_text())
+    assert manifest["books"] == ["Cardio", "Micro"] and manifest["paragraphs"] == 6
+
+
+def test_eval_json_and_result_files(built, tmp_path):
+    result = run("eval", "--dataset", "us", "--split", "dev", "--json", "--output", str(tmp_path), *TOP1, *loc(built))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert {"dataset", "split", "method", "n", "correct", "accuracy", "seconds", "command", "ci95"} <= set(summary)
+    assert summary["n"] == 2 and summary["accuracy"] == 100.0
+    rows = (tmp_path / "us-dev-ir-custom.predictions.jsonl").read_text().splitlines()
+    assert [json.loads(r)["prediction"] for r in rows] == ["C", "A"]
+    assert (tmp_path / "us-dev-ir-custom.md").is_file()
+
+
+def test_eval_any_question_file(built, tmp_path):
+    _, data, _ = built
+    qfile = data / "questions" / "US" / "4_options" / "phrases_no_exclude_test.jsonl"
+    result = run("eval", "--questions", str(qfile), "--lang", "en", "--json", "--output", str(tmp_path), *loc(built))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == 2
+
+
+def test_answer_one_shot_json(built):
+    result = run(
+        "answer", "--question", "Which drug blocks bacterial cell wall synthesis?",
+        "--option", "A=Gentamicin", "--option", "B=Ceftriaxone", "--json", *TOP1, *loc(built),
+    )
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["prediction"] == "B"
+    assert out["options"][0]["evidence"][0]["book"] == "Micro"
+
+
+def test_answer_reads_pasted_questions_and_highlights(built):
+    block = "Which drug inhibits cyclooxygenase?\nA: Aspirin\nB: Gentamicin\n"
+    result = run("answer", *TOP1, *loc(built), stdin=block)
+    assert result.returncode == 0, result.stderr
+    assert "Prediction: A" in result.stdout
+    assert "**cyclooxygenase**" in result.stdout
+
+
+def test_corpus_stats(built):
+    result = run("corpus", "stats", "--lang", "en", "--json", *loc(built))
+    stats = json.loads(result.stdout)
+    assert stats["books"] == 2 and stats["paragraphs"] == 6 and stats["tokens"] > 60
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["eval", "--dataset", "nope"], "unknown dataset"),
+        (["eval", "--dataset", "us", "--split", "train"], "--train-split"),
+        (["eval", "--dataset", "us", "--ngram", "2"], "rebuild with `openqa index --lang en --engine custom --ngram 2`"),
+        (["eval", "--dataset", "us", "--method", "magic"], "unknown method"),
+        (["eval", "--dataset", "us", "--limit", "0"], "--limit"),
+        (["answer", "--question", "", "--option", "A=x", "--option", "B=y"], "empty question"),
+        (["answer", "--question", "Why?", "--option", "A=x"], "at least two options"),
+        (["answer", "--question", "Why?", "--option", "Ax"], "'A=text'"),
+        (["eval", "--dataset", "us", "--top-n", "0"], "--top-n"),
+    ],
+)
+def test_bad_input_gives_one_line_error(built, args, message):
+    result = run(*args, *loc(built))
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_empty_pasted_question_is_explained(built):
+    result = run("answer", *loc(built), stdin="A: aspirin\nB: heparin\n")
+    assert result.returncode == 2 and "empty question" in result.stderr
+
+
+def test_malformed_question_file_names_file_and_line(built, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "x", "options": {"A": "a", "B": "b"}, "answer_idx": "A"}\n{oops\n')
+    result = run("eval", "--questions", str(bad), *loc(built))
+    assert result.returncode == 2 and f"{bad}:2:" in result.stderr
+
+
+def test_missing_index_and_data(tmp_path):
+    result = run("eval", "--dataset", "us", "--data-dir", str(make_data_dir(tmp_path)), "--index-dir", str(tmp_path / "none"))
+    assert result.returncode == 2 and "build it with `openqa index --lang en" in result.stderr
+    result = run("index", "--lang", "en", "--data-dir", str(tmp_path / "missing"))
+    assert result.returncode == 2 and "not found" in result.stderr
+
+
+def test_index_of_other_corpus_is_refused(built, tmp_path):
+    _, data, indexes = built
+    other = make_data_dir(tmp_path)
+    (other / "textbooks" / "en" / "Micro.txt").write_text("A different book about renal physiology and the loop of Henle.\n")
+    result = run("eval", "--dataset", "us", "--data-dir", str(other), "--index-dir", str(indexes))
+    assert result.returncode == 2 and "corpus_checksum" in result.stderr
+
+
+def test_help_explains_every_option():
+    result = run("eval", "--help")
+    assert result.returncode == 0
+    for flag in ("--dataset", "--questions", "--split", "--limit", "--json", "--output", "--top-n", "--method"):
+        assert flag in result.stdout

@@ -1,0 +1,86 @@
+"""The custom BM25 engine: scores checked against the Appendix B formula computed by hand."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import IndexMismatchError, OpenQAError
+from openqa.retrieval.custom_bm25 import CustomBM25, DocParams, QueryParams
+from openqa.retrieval.manifest import atomic_folder
+from openqa.text.tokenize import EnglishTokenizer
+
+DOCS = ["fever fever cough", "fever rash", "cough cough cough rash headache"]
+
+
+def build(tmp_path, docs=DOCS):
+    folder = tmp_path / "idx"
+    paragraphs = [Paragraph(f"B:{i}", "B", t) for i, t in enumerate(docs)]
+    CustomBM25.build(folder, paragraphs, EnglishTokenizer(stem=False), {"lang": "en", "corpus_checksum": "x"}, DocParams(0.9, 0.35))
+    return folder
+
+
+def test_scores_match_formula_by_hand(tmp_path):
+    engine = CustomBM25.load(build(tmp_path), {"corpus_checksum": "x"}, "hint")
+    engine.query_params = QueryParams(kq=0.4, bq=0.7, avg_len=2.0)
+    scores = engine.score_terms([["fever", "fever", "rash"]])[0]
+    # doc lengths 3, 2, 5 -> avgdl 10/3; df(fever)=2, df(rash)=2; N=3
+    kd, bd, kq, bq = 0.9, 0.35, 0.4, 0.7
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    def doc(tf, dl):
+        return tf * (kd + 1) / (tf + kd * (1 - bd + bd * dl / (10 / 3)))
+    def qry(tf, ql=3, avg=2.0):
+        return tf * (kq + 1) / (tf + kq * (1 - bq + bq * ql / avg))
+    expected = [
+        idf * qry(2) * doc(2, 3),
+        idf * qry(2) * doc(1, 2) + idf * qry(1) * doc(1, 2),
+        idf * qry(1) * doc(1, 5),
+    ]
+    np.testing.assert_allclose(scores, expected, rtol=1e-5)
+
+
+def test_search_ranks_and_drops_non_matching(tmp_path):
+    engine = CustomBM25.load(build(tmp_path), {}, "hint")
+    hits = engine.search(["headache", "nothing matches"], k=3)
+    assert [h.index for h in hits[0]] == [2]
+    assert hits[1] == []
+    assert engine.paragraphs[hits[0][0].index].pid == "B:2"
+
+
+def test_fit_queries_sets_average_query_length(tmp_path):
+    engine = CustomBM25.load(build(tmp_path), {}, "hint")
+    engine.fit_queries(["fever", "fever rash cough"])
+    assert engine.query_params.avg_len == 2.0
+
+
+def test_mismatched_settings_or_corpus_are_refused(tmp_path):
+    folder = build(tmp_path)
+    with pytest.raises(IndexMismatchError, match="corpus_checksum"):
+        CustomBM25.load(folder, {"corpus_checksum": "other"}, "openqa index --lang en")
+    with pytest.raises(IndexMismatchError, match="rebuild with `openqa index --lang en`"):
+        CustomBM25.load(folder, {"tokenizer": {"lang": "en", "ngram": 2}}, "openqa index --lang en")
+
+
+def test_missing_index_says_how_to_build(tmp_path):
+    with pytest.raises(OpenQAError, match="build it with"):
+        CustomBM25.load(tmp_path / "none", {}, "openqa index --lang en")
+
+
+def test_interrupted_build_keeps_the_old_index(tmp_path):
+    folder = build(tmp_path)
+    before = json.loads((folder / "manifest.json").read_text())
+    with pytest.raises(RuntimeError):
+        with atomic_folder(folder) as scratch:
+            (scratch / "partial").write_text("half")
+            raise RuntimeError("interrupted")
+    assert json.loads((folder / "manifest.json").read_text()) == before
+    assert not (folder / "partial").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["idx"]
+
+
+def test_rebuild_replaces_index(tmp_path):
+    build(tmp_path)
+    folder = build(tmp_path, ["single document about rash"])
+    assert json.loads((folder / "manifest.json").read_text())["paragraphs"] == 1
