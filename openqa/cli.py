@@ -32,7 +32,7 @@ def _scorer_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", default="ir-custom", help="option scorer (default: ir-custom)")
     parser.add_argument("--top-n", type=int, help="paragraphs per option to aggregate (default: tuned on dev, else 10)")
     parser.add_argument("--aggregate", help="how top-N scores combine: sum, max, decay (default: tuned, else sum)")
-    parser.add_argument("--query", help="question part of queries: phrases (MetaMap), filter, full (default: tuned, else phrases)")
+    parser.add_argument("--query", choices=("phrases", "filter", "full"), help="question part of queries: phrases (MetaMap), filter (our medical filter), full; top-N and aggregate then come from the best dev row for it (default: tuned, else phrases)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,8 +135,8 @@ def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None)
 
     s = _settings(args)
     m = method(args.method)
-    tuned, source = load_tuned(args.method, dataset)
-    flags = {"top_n": args.top_n, "aggregate": args.aggregate, "query": args.query}
+    tuned, source = load_tuned(args.method, dataset, args.query)
+    flags = {"top_n": args.top_n, "aggregate": args.aggregate}
     settings = IRSettings(**{**asdict(tuned), **{k: v for k, v in flags.items() if v is not None}})
     if any(v is not None for v in flags.values()):
         source += " + command-line flags"
@@ -179,6 +179,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         "seconds": round(seconds, 3),
         "load_seconds": round(load_seconds, 3),
         "limit": args.limit,
+        "variant": f"query-{args.query}" if args.query else None,
         "settings": {**asdict(scorer.settings), "source": source, "exam": args.exam or exam},
         "data": data,
         "corpus": f"{m['lang']}: {len(m['books'])} books, {m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}",

@@ -92,6 +92,8 @@ def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{summary['dataset']}-{summary['split']}-{summary['method']}"
+    if summary.get("variant"):
+        stem += f"-{summary['variant']}"
     if summary.get("limit"):
         stem += f"-limit{summary['limit']}"
     write_atomic(out_dir / f"{stem}.predictions.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
@@ -115,14 +117,23 @@ def tuned_path(method: str, dataset: str) -> Path:
     return TUNED_DIR / f"{method}-{dataset}.json"
 
 
-def load_tuned(method: str, dataset: str | None) -> tuple[IRSettings, str]:
-    """Settings chosen on dev by ``openqa tune`` (and their source), else the defaults."""
+def load_tuned(method: str, dataset: str | None, query: str | None = None) -> tuple[IRSettings, str]:
+    """Settings chosen on dev by ``openqa tune`` (and their source), else the defaults.
+
+    With ``query`` fixed, the best dev row of the recorded grid for that query mode is used.
+    """
     path = tuned_path(method, dataset) if dataset else None
     if path is None or not path.is_file():
-        return IRSettings(), "defaults (not tuned)"
+        return IRSettings(**({"query": query} if query else {})), "defaults (not tuned)"
     try:
-        chosen = json.loads(path.read_text())["chosen"]
-        return IRSettings(**chosen), str(path)
+        record = json.loads(path.read_text())
+        if query is None:
+            return IRSettings(**record["chosen"]), str(path)
+        rows = [r for r in record["grid"] if r["query"] == query]
+        if not rows:
+            return IRSettings(query=query), f"defaults (query {query!r} not in {path})"
+        best = max(rows, key=lambda r: (r["accuracy"], -r["top_n"]))
+        return IRSettings(best["top_n"], best["aggregate"], query), f"{path} (best dev row for query {query!r})"
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise OpenQAError(f"{path}: unreadable tuning record ({exc}); rerun `openqa tune`") from None
 

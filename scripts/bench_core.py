@@ -1,0 +1,66 @@
+"""Benchmark the core pipeline's speed and memory targets; writes eval/results/bench-core.json.
+
+Runs, as separate processes of the installed ``openqa`` command: ``index --lang en``,
+``index --lang zh`` and ``eval --dataset us --split test`` (index load and scoring timed by the
+command itself). Peak memory is the largest resident set of any of those processes.
+
+    python scripts/bench_core.py            # needs OPENQA_DATA (or ../shared/medqa/data_clean)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+OPENQA = str(Path(sys.executable).with_name("openqa"))
+TARGETS = {"index_en_s": 60, "index_zh_s": 120, "load_s": 3, "us_test_eval_s": 10, "peak_memory_mb": 4096}
+
+
+def timed(*args: str) -> tuple[float, str]:
+    """Wall seconds and stdout of one ``openqa`` run (fails loudly if it fails)."""
+    start = time.perf_counter()
+    done = subprocess.run([OPENQA, *args], capture_output=True, text=True, check=True)
+    return time.perf_counter() - start, done.stdout
+
+
+def main() -> None:
+    env_data = os.environ.setdefault("OPENQA_DATA", str(Path("../shared/medqa/data_clean").resolve()))
+    index_en, _ = timed("index", "--lang", "en")
+    index_zh, _ = timed("index", "--lang", "zh")
+    _, out = timed("eval", "--dataset", "us", "--split", "test", "--json", "--output", "/tmp/openqa-bench")
+    summary = json.loads(out)
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    figures = {
+        "index_en_s": round(index_en, 2),
+        "index_zh_s": round(index_zh, 2),
+        "load_s": summary["load_seconds"],
+        "us_test_eval_s": summary["seconds"],
+        "peak_memory_mb": round(peak_mb, 1),
+    }
+    record = {
+        "dataset": "us",
+        "split": "test",
+        "method": "ir-custom (speed benchmark)",
+        "n": summary["n"],
+        "accuracy": summary["accuracy"],
+        "figures": figures,
+        "targets": TARGETS,
+        "met": {k: figures[k] <= v for k, v in TARGETS.items()},
+        "command": "python scripts/bench_core.py",
+        "data": env_data,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "machine": f"{os.cpu_count()} cores",
+    }
+    out_path = Path("eval/results/bench-core.json")
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(record, indent=2) + "\n")
+    print(json.dumps(figures), "->", out_path)
+
+
+if __name__ == "__main__":
+    main()
