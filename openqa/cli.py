@@ -24,8 +24,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
     """Flags that change index terms; eval/answer must repeat what index was given."""
-    parser.add_argument("--ngram", type=int, choices=(1, 2), help="add word (en) / term (zh) bigrams: 2 (default: 1)")
-    parser.add_argument("--zh-mode", choices=("word", "char"), help="Chinese terms: jieba words or characters+bigrams (default: word)")
+    parser.add_argument("--ngram", type=int, choices=(1, 2), help="n-gram order of index terms: 2 adds bigrams (default: 1 for en, 2 for zh)")
+    parser.add_argument("--zh-mode", choices=("word", "char"), help="Chinese terms: characters (+ bigrams with --ngram 2, the default) or jieba words (default: char)")
 
 
 def _scorer_flags(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +126,7 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
 
 def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None):
     """Open the method's index and build its scorer with tuned-or-flag settings."""
-    from dataclasses import asdict, replace
+    from dataclasses import asdict
 
     from openqa.evaluate import load_tuned
     from openqa.retrieval.registry import open_index
@@ -268,11 +268,7 @@ def _read_block(interactive: bool) -> str | None:
         if not line.strip() and interactive and lines:
             break
         lines.append(line.rstrip("\n"))
-    if not lines and not interactive:
-        return None
-    if not lines:
-        return None
-    return "\n".join(lines)
+    return "\n".join(lines) if lines else None
 
 
 def cmd_filter_agreement(args: argparse.Namespace) -> None:

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from scipy.stats import binomtest
 
-from openqa.config import RESULTS_DIR, TUNED_DIR
+from openqa.config import TUNED_DIR
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.scorers.base import OptionScores

@@ -16,7 +16,7 @@ ENGINES: dict[str, type[SearchEngine]] = {CustomBM25.name: CustomBM25}
 #: Tokenizer settings used when the user gives none (chosen on dev, see README).
 DEFAULT_TOKENIZERS: dict[str, dict[str, Any]] = {
     "en": {"lang": "en", "ngram": 1, "stem": True},
-    "zh": {"lang": "zh", "mode": "word", "ngram": 1},
+    "zh": {"lang": "zh", "mode": "char", "ngram": 2},
 }
 
 

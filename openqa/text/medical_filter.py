@@ -39,10 +39,9 @@ _NARRATIVE = frozenset(
     """.split()
 )
 
-_DROP = frozenset(STOPWORDS_EN_PLUS) | _UNITS | _NARRATIVE
-
 
 _STOP = frozenset(STOPWORDS_EN_PLUS)
+_DROP = _STOP | _UNITS | _NARRATIVE
 _LOWER_WORD = re.compile(r"[a-z0-9]+")
 
 

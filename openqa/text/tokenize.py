@@ -19,9 +19,7 @@ from openqa.errors import OpenQAError
 
 _EN_WORD = re.compile(r"[a-z0-9]+")
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_RUN = re.compile(f"[{_CJK}]+")
 _ZH_PIECE = re.compile(f"[{_CJK}]+|[a-z0-9]+")
-_LATIN = re.compile(r"[a-z0-9]+")
 _HAS_WORD = re.compile(f"[{_CJK}a-z0-9]")
 
 
@@ -84,7 +82,7 @@ class ChineseTokenizer(Tokenizer):
     lang = "zh"
     MODES = ("char", "word")
 
-    def __init__(self, mode: str = "word", ngram: int = 2) -> None:
+    def __init__(self, mode: str = "char", ngram: int = 2) -> None:
         if mode not in self.MODES:
             raise OpenQAError(f"Chinese tokenizer mode must be one of {self.MODES}, not {mode!r}")
         self.mode = mode
