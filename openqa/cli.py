@@ -28,8 +28,15 @@ def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--zh-mode", choices=("word", "char"), help="Chinese terms: characters (+ bigrams with --ngram 2, the default) or jieba words (default: char)")
 
 
+def _method_flags(parser: argparse.ArgumentParser) -> None:
+    """Which option scorer, over which engine's index."""
+    parser.add_argument("--method", default="ir-custom", help="option scorer: ir-custom, ir-es (default: ir-custom)")
+    parser.add_argument("--engine", help="engine whose index the method reads (default: the method's own: custom for ir-custom, lucene for ir-es)")
+
+
 def _scorer_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--method", default="ir-custom", help="option scorer (default: ir-custom)")
+    """The method and its settings; unset settings come from ``openqa tune``'s record."""
+    _method_flags(parser)
     parser.add_argument("--top-n", type=int, help="paragraphs per option to aggregate (default: tuned on dev, else 10)")
     parser.add_argument("--aggregate", help="how top-N scores combine: sum, max, decay (default: tuned, else sum)")
     parser.add_argument("--query", choices=("phrases", "filter", "full"), help="question part of queries: phrases (MetaMap), filter (our medical filter), full; top-N and aggregate then come from the best dev row for it (default: tuned, else phrases)")
@@ -69,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev; record the choice")
     tu.add_argument("--dataset", required=True, help="dataset whose dev split is searched")
-    tu.add_argument("--method", default="ir-custom", help="option scorer (default: ir-custom)")
+    _method_flags(tu)
     _tokenizer_flags(tu)
     _common(tu)
 
@@ -140,7 +147,7 @@ def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None)
     settings = IRSettings(**{**asdict(tuned), **{k: v for k, v in flags.items() if v is not None}})
     if any(v is not None for v in flags.values()):
         source += " + command-line flags"
-    engine = open_index(s.index_dir, lang, m.engine, _tokenizer(args, lang), s.data_dir)
+    engine = open_index(s.index_dir, lang, args.engine or m.engine, _tokenizer(args, lang), s.data_dir)
     return m.make(engine, exam, settings), engine, source
 
 
@@ -211,7 +218,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
     s = _settings(args)
     questions = load_questions(args.dataset, "dev", s.require_data_dir())
     m = method(args.method)
-    engine = open_index(s.index_dir, spec.lang, m.engine, _tokenizer(args, spec.lang), s.data_dir)
+    engine = open_index(s.index_dir, spec.lang, args.engine or m.engine, _tokenizer(args, spec.lang), s.data_dir)
     scorer = m.make(engine, spec.exam, IRSettings())
     modes = QUERY_MODES if spec.lang == "en" else ("full",)
     best, table = tune_ir(scorer, questions, modes)

@@ -53,6 +53,16 @@ class SearchEngine(ABC):
     paragraphs: ParagraphStore
     manifest: dict[str, Any]
 
+    @classmethod
+    @abstractmethod
+    def build(cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any]) -> None:
+        """Index ``paragraphs`` into ``folder`` atomically; ``corpus`` (checksum, books) goes in the manifest."""
+
+    @classmethod
+    @abstractmethod
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "SearchEngine":
+        """Open the index in ``folder``, refusing one whose manifest differs from ``expected``."""
+
     def fit_queries(self, queries: Sequence[str]) -> None:
         """See the whole batch of queries before searching (e.g. their average length)."""
 

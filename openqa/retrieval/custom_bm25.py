@@ -129,7 +129,7 @@ class CustomBM25(SearchEngine):
         corpus: dict[str, Any],
         params: DocParams = DocParams(),
     ) -> None:
-        """Index ``paragraphs`` into ``folder`` atomically; ``corpus`` (checksum, ...) goes in the manifest."""
+        """Index ``paragraphs`` into ``folder`` atomically with document-side parameters ``params``."""
         with atomic_folder(folder) as scratch:
             terms = (tokenizer.tokenize(p.text) for p in paragraphs)
             weights, vocab = document_weights(terms, params, n_docs=len(paragraphs))
@@ -150,7 +150,6 @@ class CustomBM25(SearchEngine):
 
     @classmethod
     def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "CustomBM25":
-        """Open an index, refusing one whose manifest differs from ``expected``."""
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
         weights = sp.load_npz(folder / WEIGHTS).tocsr()

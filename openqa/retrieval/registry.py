@@ -8,10 +8,11 @@ from typing import Any
 from openqa.corpus.paragraphs import book_files, corpus_checksum, read_paragraphs, SEGMENTATION_VERSION
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import SearchEngine
-from openqa.retrieval.custom_bm25 import CustomBM25, DocParams
+from openqa.retrieval.custom_bm25 import CustomBM25
+from openqa.retrieval.lucene import LuceneBM25
 from openqa.text.tokenize import make_tokenizer
 
-ENGINES: dict[str, type[SearchEngine]] = {CustomBM25.name: CustomBM25}
+ENGINES: dict[str, type[SearchEngine]] = {engine.name: engine for engine in (CustomBM25, LuceneBM25)}
 
 #: Tokenizer settings used when the user gives none (chosen on dev, see README).
 DEFAULT_TOKENIZERS: dict[str, dict[str, Any]] = {
@@ -67,7 +68,7 @@ def build_index(
     if not paragraphs:
         raise OpenQAError(f"no paragraphs found in the {lang} textbooks under {data_dir}")
     folder = index_folder(index_dir, lang, engine)
-    cls.build(folder, paragraphs, make_tokenizer(tok_config), corpus, DocParams())
+    cls.build(folder, paragraphs, make_tokenizer(tok_config), corpus)
     return folder
 
 

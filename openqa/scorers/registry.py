@@ -22,15 +22,25 @@ def _ir_custom(engine: SearchEngine, exam: str, settings: IRSettings) -> OptionS
     return IRScorer(engine, settings)
 
 
+def _ir_es(engine: SearchEngine, exam: str, settings: IRSettings) -> OptionScorer:
+    """IR-ES: the engine's own BM25 (Lucene or Elasticsearch), question + option queries."""
+    if isinstance(engine, CustomBM25):
+        raise OpenQAError("ir-es needs an off-the-shelf engine: --engine lucene or --engine elasticsearch")
+    return IRScorer(engine, settings)
+
+
 @dataclass(frozen=True)
 class Method:
-    """A scoring method: the engine whose index it reads and the factory of its scorer."""
+    """A scoring method: the engine whose index it reads by default and the factory of its scorer."""
 
     engine: str
     make: Callable[[SearchEngine, str, IRSettings], OptionScorer]
 
 
-METHODS: dict[str, Method] = {"ir-custom": Method("custom", _ir_custom)}
+METHODS: dict[str, Method] = {
+    "ir-custom": Method("custom", _ir_custom),
+    "ir-es": Method("lucene", _ir_es),
+}
 
 
 def method(name: str) -> Method:

@@ -1,0 +1,104 @@
+"""Lucene BM25 through Pyserini, over exactly the paragraphs (and ids) of the custom index.
+
+Text is analysed by this project's tokenizer and indexed pre-tokenized, so Lucene sees the same
+terms as IR-Custom: Snowball-stemmed English words without stop words, or Chinese characters
+with character bigrams (a superset of Lucene's CJK bigram analyzer). Queries go through the same
+tokenizer and a whitespace analyzer. Lucene doc ids are the paragraphs' rows in the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from tqdm import tqdm
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import OpenQAError
+from openqa.retrieval.base import PARAGRAPHS, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.jvm import java_class, pyserini_lucene
+from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.text.tokenize import Tokenizer, make_tokenizer
+
+LUCENE_DIR = "lucene"
+BATCH = 2000
+
+
+@dataclass(frozen=True)
+class LuceneParams:
+    """BM25 parameters of the searcher (Elasticsearch's defaults, as the paper's IR-ES)."""
+
+    k1: float = 1.2
+    b: float = 0.75
+
+
+def pretokenized(tokenizer: Tokenizer, text: str) -> str:
+    """The tokenizer's terms joined by spaces, for Lucene's whitespace analysis."""
+    return " ".join(t for t in tokenizer.tokenize(text) if " " not in t)
+
+
+class LuceneBM25(SearchEngine):
+    """Pyserini's ``LuceneSearcher`` with BM25, behind the common engine interface."""
+
+    name = "lucene"
+
+    def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
+        self.folder = folder
+        self.manifest = manifest
+        self.tokenizer = make_tokenizer(manifest["tokenizer"])
+        self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
+        lucene = pyserini_lucene()
+        self.searcher = lucene.LuceneSearcher(str(folder / LUCENE_DIR))
+        self.searcher.set_analyzer(java_class("org.apache.lucene.analysis.core.WhitespaceAnalyzer")())
+        self.set_params(LuceneParams())
+
+    def set_params(self, params: LuceneParams) -> None:
+        """Change the searcher's BM25 k1 and b."""
+        self.params = params
+        self.searcher.set_bm25(params.k1, params.b)
+
+    @classmethod
+    def build(
+        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any]
+    ) -> None:
+        """Index the paragraphs pre-tokenized into ``folder/lucene`` atomically, ids = rows."""
+        config = tokenizer.config()
+        if config["lang"] == "en" and config.get("ngram", 1) > 1:
+            raise OpenQAError("the Lucene engine indexes single words: build it without --ngram 2 for English")
+        pyserini_lucene()
+        from pyserini.index.lucene import LuceneIndexer
+
+        with atomic_folder(folder) as scratch:
+            indexer = LuceneIndexer(args=["-index", str(scratch / LUCENE_DIR), "-pretokenized"], threads=1)
+            batch = []
+            for i, p in enumerate(tqdm(paragraphs, desc="indexing (lucene)", unit="para")):
+                batch.append({"id": str(i), "contents": pretokenized(tokenizer, p.text)})
+                if len(batch) == BATCH:
+                    indexer.add_batch_dict(batch)
+                    batch = []
+            if batch:
+                indexer.add_batch_dict(batch)
+            indexer.close()
+            ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
+            write_manifest(
+                scratch,
+                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": len(paragraphs),
+                 "analysis": "pre-tokenized by openqa, whitespace analyzer"},
+            )
+
+    @classmethod
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "LuceneBM25":
+        """Open a Lucene index, refusing one whose manifest differs from ``expected``."""
+        manifest = read_manifest(folder, build_hint)
+        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
+        return cls(folder, manifest)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        tok = self.tokenizer
+        out = []
+        for q in queries:
+            text = pretokenized(tok, tok.prepare_query(q))
+            hits = self.searcher.search(text, k) if text else []
+            out.append([Hit(int(h.docid), float(h.score)) for h in hits])
+        return out
