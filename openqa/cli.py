@@ -104,10 +104,11 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.resolve(args.data_dir, args.index_dir, args.models_dir)
 
 
-def _tokenizer(args: argparse.Namespace, lang: str) -> dict[str, Any]:
+def _tokenizer(args: argparse.Namespace, lang: str, engine: str) -> dict[str, Any]:
+    """The engine's tokenizer settings for ``lang`` with the user's --ngram / --zh-mode."""
     from openqa.retrieval.registry import tokenizer_config
 
-    return tokenizer_config(lang, ngram=args.ngram, **({"mode": args.zh_mode} if lang == "zh" else {}))
+    return tokenizer_config(lang, engine, ngram=args.ngram, **({"mode": args.zh_mode} if lang == "zh" else {}))
 
 
 def cmd_index(args: argparse.Namespace) -> None:
@@ -115,7 +116,7 @@ def cmd_index(args: argparse.Namespace) -> None:
 
     s = _settings(args)
     start = time.perf_counter()
-    folder = build_index(s.require_data_dir(), s.index_dir, args.lang, args.engine, _tokenizer(args, args.lang))
+    folder = build_index(s.require_data_dir(), s.index_dir, args.lang, args.engine, _tokenizer(args, args.lang, args.engine))
     print(f"built {folder} in {time.perf_counter() - start:.1f} s")
 
 
@@ -147,7 +148,8 @@ def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None)
     settings = IRSettings(**{**asdict(tuned), **{k: v for k, v in flags.items() if v is not None}})
     if any(v is not None for v in flags.values()):
         source += " + command-line flags"
-    engine = open_index(s.index_dir, lang, args.engine or m.engine, _tokenizer(args, lang), s.data_dir)
+    engine_name = args.engine or m.engine
+    engine = open_index(s.index_dir, lang, engine_name, _tokenizer(args, lang, engine_name), s.data_dir)
     return m.make(engine, exam, settings), engine, source
 
 
@@ -209,19 +211,21 @@ def cmd_tune(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
     from openqa.data import dataset_spec, load_questions
-    from openqa.evaluate import write_atomic, run_record, tune_ir, tuned_path
+    from openqa.evaluate import write_atomic, run_record, tune_ir, tune_query_mode, tuned_path
     from openqa.retrieval.registry import open_index
-    from openqa.scorers.ir import QUERY_MODES, IRSettings
+    from openqa.scorers.ir import QUERY_MODES, IRScorer, IRSettings
     from openqa.scorers.registry import method
 
     spec = dataset_spec(args.dataset)
     s = _settings(args)
     questions = load_questions(args.dataset, "dev", s.require_data_dir())
     m = method(args.method)
-    engine = open_index(s.index_dir, spec.lang, args.engine or m.engine, _tokenizer(args, spec.lang), s.data_dir)
+    engine_name = args.engine or m.engine
+    engine = open_index(s.index_dir, spec.lang, engine_name, _tokenizer(args, spec.lang, engine_name), s.data_dir)
     scorer = m.make(engine, spec.exam, IRSettings())
     modes = QUERY_MODES if spec.lang == "en" else ("full",)
-    best, table = tune_ir(scorer, questions, modes)
+    search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
+    best, table = search(scorer, questions, modes)
     record = {
         "dataset": args.dataset,
         "split": "dev",

@@ -18,7 +18,7 @@ from scipy.stats import binomtest
 from openqa.config import TUNED_DIR
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.scorers.base import OptionScores
+from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ir import AGGREGATES, IRScorer, IRSettings, scores_from_hits
 from openqa.text.medical_filter import filter_question
 
@@ -154,6 +154,18 @@ def tune_ir(
             table.append({**asdict(IRSettings(top_n, how, mode)), **summary})
     best = max(table, key=lambda row: (row["accuracy"], -row["top_n"]))
     return IRSettings(best["top_n"], best["aggregate"], best["query"]), table
+
+
+def tune_query_mode(
+    scorer: OptionScorer, questions: Sequence[Question], query_modes: Sequence[str]
+) -> tuple[IRSettings, list[dict[str, Any]]]:
+    """For scorers without top-N (PMI): pick the query mode with the best dev accuracy."""
+    table = []
+    for mode in query_modes:
+        scorer.settings = IRSettings(query=mode)
+        table.append({**asdict(scorer.settings), **summarise(scorer.score(questions))})
+    best = max(table, key=lambda row: row["accuracy"])
+    return IRSettings(query=best["query"]), table
 
 
 def filter_agreement(questions: Sequence[Question]) -> dict[str, Any]:

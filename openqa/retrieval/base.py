@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterable, Sequence
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.text.tokenize import Tokenizer
+from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
 
 PARAGRAPHS = "paragraphs.jsonl"
 
@@ -45,12 +45,13 @@ class ParagraphStore:
         return self._items[index]
 
 
-class SearchEngine(ABC):
-    """A built index that answers text queries with ranked paragraphs."""
+class Index(ABC):
+    """Something ``openqa index`` builds from paragraphs and later opens, with a manifest."""
 
     name: ClassVar[str]
+    #: Tokenizer settings per language when the user changes none.
+    tokenizers: ClassVar[dict[str, dict[str, Any]]] = DEFAULT_CONFIGS
     tokenizer: Tokenizer
-    paragraphs: ParagraphStore
     manifest: dict[str, Any]
 
     @classmethod
@@ -60,8 +61,14 @@ class SearchEngine(ABC):
 
     @classmethod
     @abstractmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "SearchEngine":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "Index":
         """Open the index in ``folder``, refusing one whose manifest differs from ``expected``."""
+
+
+class SearchEngine(Index):
+    """An index that answers text queries with ranked paragraphs."""
+
+    paragraphs: ParagraphStore
 
     def fit_queries(self, queries: Sequence[str]) -> None:
         """See the whole batch of queries before searching (e.g. their average length)."""

@@ -7,21 +7,16 @@ from typing import Any
 
 from openqa.corpus.paragraphs import book_files, corpus_checksum, read_paragraphs, SEGMENTATION_VERSION
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import SearchEngine
+from openqa.retrieval.base import Index
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.lucene import LuceneBM25
+from openqa.retrieval.positional import PositionalIndex
 from openqa.text.tokenize import make_tokenizer
 
-ENGINES: dict[str, type[SearchEngine]] = {engine.name: engine for engine in (CustomBM25, LuceneBM25)}
-
-#: Tokenizer settings used when the user gives none (chosen on dev, see README).
-DEFAULT_TOKENIZERS: dict[str, dict[str, Any]] = {
-    "en": {"lang": "en", "ngram": 1, "stem": True},
-    "zh": {"lang": "zh", "mode": "char", "ngram": 2},
-}
+ENGINES: dict[str, type[Index]] = {engine.name: engine for engine in (CustomBM25, LuceneBM25, PositionalIndex)}
 
 
-def engine_class(name: str) -> type[SearchEngine]:
+def engine_class(name: str) -> type[Index]:
     """The engine registered under ``name``, or an error listing the known ones."""
     if name not in ENGINES:
         raise OpenQAError(f"unknown engine {name!r}: choose one of {sorted(ENGINES)}")
@@ -33,11 +28,12 @@ def index_folder(index_dir: Path, lang: str, engine: str) -> Path:
     return Path(index_dir) / f"{lang}-{engine}"
 
 
-def tokenizer_config(lang: str, **overrides: Any) -> dict[str, Any]:
-    """The default tokenizer settings of ``lang`` with the given (non-None) overrides."""
-    if lang not in DEFAULT_TOKENIZERS:
-        raise OpenQAError(f"unknown language {lang!r}: choose one of {sorted(DEFAULT_TOKENIZERS)}")
-    return {**DEFAULT_TOKENIZERS[lang], **{k: v for k, v in overrides.items() if v is not None}}
+def tokenizer_config(lang: str, engine: str = "custom", **overrides: Any) -> dict[str, Any]:
+    """The engine's default tokenizer settings for ``lang`` with the given (non-None) overrides."""
+    defaults = engine_class(engine).tokenizers
+    if lang not in defaults:
+        raise OpenQAError(f"unknown language {lang!r}: choose one of {sorted(defaults)}")
+    return {**defaults[lang], **{k: v for k, v in overrides.items() if v is not None}}
 
 
 def corpus_identity(data_dir: Path, lang: str) -> dict[str, Any]:
@@ -53,7 +49,8 @@ def corpus_identity(data_dir: Path, lang: str) -> dict[str, Any]:
 
 def build_hint(lang: str, engine: str, tokenizer: dict[str, Any]) -> str:
     """The command that builds the index these settings need (shown in errors)."""
-    extra = "".join(f" --{k} {v}" for k, v in tokenizer.items() if DEFAULT_TOKENIZERS[lang].get(k) != v)
+    defaults = engine_class(engine).tokenizers[lang]
+    extra = "".join(f" --{k.replace('mode', 'zh-mode')} {v}" for k, v in tokenizer.items() if defaults.get(k) != v)
     return f"openqa index --lang {lang} --engine {engine}{extra}"
 
 
@@ -62,7 +59,7 @@ def build_index(
 ) -> Path:
     """Read, clean and segment the ``lang`` textbooks and index them with ``engine``."""
     cls = engine_class(engine)
-    tok_config = tokenizer or tokenizer_config(lang)
+    tok_config = tokenizer or tokenizer_config(lang, engine)
     corpus = corpus_identity(data_dir, lang)
     paragraphs = list(read_paragraphs(data_dir, lang))
     if not paragraphs:
@@ -75,14 +72,14 @@ def build_index(
 def open_index(
     index_dir: Path, lang: str, engine: str = "custom", tokenizer: dict[str, Any] | None = None,
     data_dir: Path | None = None,
-) -> SearchEngine:
+) -> Index:
     """Open the ``lang``/``engine`` index, refusing one built with other settings or corpus.
 
     The corpus checksum is compared when ``data_dir`` holds the textbooks; without them (a
     machine with only the index) the recorded settings are still checked.
     """
     cls = engine_class(engine)
-    tok_config = tokenizer or tokenizer_config(lang)
+    tok_config = tokenizer or tokenizer_config(lang, engine)
     expected: dict[str, Any] = {
         "lang": lang,
         "tokenizer": make_tokenizer(tok_config).config(),

@@ -6,10 +6,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import SearchEngine
+from openqa.retrieval.base import Index, SearchEngine
 from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25
+from openqa.retrieval.positional import PositionalIndex
 from openqa.scorers.base import OptionScorer
 from openqa.scorers.ir import IRScorer, IRSettings
+from openqa.scorers.pmi import PMIScorer
 
 
 def _ir_custom(engine: SearchEngine, exam: str, settings: IRSettings) -> OptionScorer:
@@ -29,17 +31,25 @@ def _ir_es(engine: SearchEngine, exam: str, settings: IRSettings) -> OptionScore
     return IRScorer(engine, settings)
 
 
+def _pmi(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+    """PMI over the positional index (only the settings' query mode applies)."""
+    if not isinstance(index, PositionalIndex):
+        raise OpenQAError("pmi needs the positional index: openqa index --engine pmi")
+    return PMIScorer(index, settings)
+
+
 @dataclass(frozen=True)
 class Method:
     """A scoring method: the engine whose index it reads by default and the factory of its scorer."""
 
     engine: str
-    make: Callable[[SearchEngine, str, IRSettings], OptionScorer]
+    make: Callable[[Index, str, IRSettings], OptionScorer]
 
 
 METHODS: dict[str, Method] = {
     "ir-custom": Method("custom", _ir_custom),
     "ir-es": Method("lucene", _ir_es),
+    "pmi": Method("pmi", _pmi),
 }
 
 

@@ -136,6 +136,12 @@ class ChineseTokenizer(Tokenizer):
 
 TOKENIZERS: dict[str, type[Tokenizer]] = {"en": EnglishTokenizer, "zh": ChineseTokenizer}
 
+#: Tokenizer settings of the BM25 indexes when the user gives none (chosen on dev, see README).
+DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
+    "en": {"lang": "en", "ngram": 1, "stem": True},
+    "zh": {"lang": "zh", "mode": "char", "ngram": 2},
+}
+
 
 def make_tokenizer(config: dict[str, Any]) -> Tokenizer:
     """Build the tokenizer a config (as stored in a manifest) describes."""

@@ -1,0 +1,129 @@
+"""A positional index for PMI: where every term occurs in one token stream of the corpus.
+
+Paragraphs are laid end to end with a gap of ``GAP`` positions between them, so no window
+crosses a paragraph boundary. Postings are the sorted positions of each term (one CSR-like pair
+of arrays); positions of a phrase or skip-bigram are intersections of shifted postings.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import OpenQAError
+from openqa.retrieval.base import Index
+from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.text.tokenize import Tokenizer, make_tokenizer
+
+POSITIONS = "positions.npy"
+INDPTR = "indptr.npy"
+VOCAB = "vocab.txt"
+#: Empty positions between paragraphs: larger than any co-occurrence window used.
+GAP = 64
+
+#: PMI reads a plain sequence of single terms: words (en) or characters (zh).
+SEQUENCE_TOKENIZERS: dict[str, dict[str, Any]] = {
+    "en": {"lang": "en", "ngram": 1, "stem": True},
+    "zh": {"lang": "zh", "mode": "char", "ngram": 1},
+}
+
+Gram = tuple[str, ...]  # terms; "" marks the skipped slot of a skip-bigram
+
+
+class PositionalIndex(Index):
+    """Sorted term positions over the whole corpus, and counts of n-grams and co-occurrences."""
+
+    name = "pmi"
+    tokenizers = SEQUENCE_TOKENIZERS
+
+    def __init__(self, folder: Path, manifest: dict[str, Any], positions: np.ndarray, indptr: np.ndarray, vocab: list[str]):
+        self.folder = folder
+        self.manifest = manifest
+        self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
+        self.positions = positions
+        self.indptr = indptr
+        self.vocab = {t: i for i, t in enumerate(vocab)}
+        self.total = int(manifest["tokens"])
+        self.grams = lru_cache(maxsize=200_000)(self._gram_positions)
+
+    @classmethod
+    def build(cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any]) -> None:
+        """Tokenize the paragraphs into one stream and store each term's sorted positions."""
+        if tokenizer.config() != make_tokenizer(SEQUENCE_TOKENIZERS[tokenizer.lang]).config():
+            raise OpenQAError(f"the PMI index uses its own tokenizer {SEQUENCE_TOKENIZERS[tokenizer.lang]}: drop --ngram/--zh-mode")
+        vocab: dict[str, int] = {}
+        ids, starts, cursor = [], [], 0
+        for p in tqdm(paragraphs, desc="positions (pmi)", unit="para"):
+            terms = tokenizer.tokenize(p.text)
+            ids.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in terms), np.int32, len(terms)))
+            starts.append(np.arange(cursor, cursor + len(terms), dtype=np.int64))
+            cursor += len(terms) + GAP
+        term_ids = np.concatenate(ids) if ids else np.zeros(0, np.int32)
+        pos = np.concatenate(starts) if starts else np.zeros(0, np.int64)
+        order = np.argsort(term_ids, kind="stable")
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(term_ids, minlength=len(vocab)))])
+        with atomic_folder(folder) as scratch:
+            np.save(scratch / POSITIONS, pos[order])
+            np.save(scratch / INDPTR, indptr.astype(np.int64))
+            (scratch / VOCAB).write_text("\n".join(vocab) + "\n", encoding="utf-8")
+            write_manifest(
+                scratch,
+                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": len(paragraphs),
+                 "tokens": int(len(term_ids)), "terms": len(vocab), "gap": GAP},
+            )
+
+    @classmethod
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "PositionalIndex":
+        manifest = read_manifest(folder, build_hint)
+        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
+        positions = np.load(folder / POSITIONS, mmap_mode="r")
+        indptr = np.load(folder / INDPTR)
+        vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
+        return cls(folder, manifest, positions, indptr, vocab)
+
+    def term_positions(self, term: str) -> np.ndarray:
+        """Sorted stream positions of one term (empty if unknown)."""
+        i = self.vocab.get(term)
+        if i is None:
+            return np.zeros(0, np.int64)
+        return np.asarray(self.positions[self.indptr[i] : self.indptr[i + 1]])
+
+    def _gram_positions(self, gram: Gram) -> np.ndarray:
+        """Start positions of an n-gram; an empty string is a wildcard slot (skip-bigram)."""
+        result = None
+        for offset, term in enumerate(gram):
+            if not term:
+                continue
+            shifted = self.term_positions(term) - offset
+            result = shifted if result is None else np.intersect1d(result, shifted, assume_unique=True)
+            if len(result) == 0:
+                break
+        return result if result is not None else np.zeros(0, np.int64)
+
+    def pair_counts(self, xs: Sequence[Gram], ys: Sequence[Gram], window: int) -> np.ndarray:
+        """(len(ys) x len(xs)) counts of occurrence pairs whose starts are at most ``window`` apart.
+
+        Each pair is counted from its rarer side: the positions of every ``x`` rarer than ``y`` are
+        looked up in ``y``'s postings in one vectorised call; commoner ones look ``y`` up in theirs.
+        """
+        counts = np.zeros((len(ys), len(xs)), dtype=np.int64)
+        postings = [self.grams(x) for x in xs]
+        sizes = np.array([len(p) for p in postings])
+        for row, y in enumerate(ys):
+            py = self.grams(y)
+            if len(py) == 0 or not xs:
+                continue
+            rare = np.flatnonzero((sizes < len(py)) & (sizes > 0))
+            if len(rare):
+                probes = np.concatenate([postings[i] for i in rare])
+                hits = np.searchsorted(py, probes + window, "right") - np.searchsorted(py, probes - window, "left")
+                counts[row, rare] = np.add.reduceat(hits, np.concatenate([[0], np.cumsum(sizes[rare])[:-1]]))
+            for i in np.flatnonzero(sizes >= len(py)):
+                px = postings[i]
+                counts[row, i] = int((np.searchsorted(px, py + window, "right") - np.searchsorted(px, py - window, "left")).sum())
+        return counts

@@ -1,0 +1,69 @@
+"""The paper's PMI baseline: how strongly the question's n-grams co-occur with each option's.
+
+For every pair (x from the question, y from the option) of unigrams, bigrams, trigrams and
+skip-bigrams, PMI(x, y) = log p(x, y) / (p(x) p(y)), with p(x) = count(x) / N and p(x, y) =
+(occurrence pairs of x and y within ``window`` terms) / N over the positional index's stream.
+An option's score is the mean PMI over its pairs; pairs with an n-gram absent from the corpus
+are left out, and a pair that never co-occurs counts with ``zero_count`` co-occurrences.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from openqa.data import Question
+from openqa.retrieval.positional import Gram, PositionalIndex
+from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.scorers.ir import IRSettings, question_query
+
+
+def ngrams(terms: list[str]) -> list[Gram]:
+    """Distinct unigrams, bigrams, trigrams and skip-bigrams (a, _, c) of a term sequence."""
+    grams: list[Gram] = [(t,) for t in terms]
+    grams += [tuple(terms[i : i + 2]) for i in range(len(terms) - 1)]
+    grams += [tuple(terms[i : i + 3]) for i in range(len(terms) - 2)]
+    grams += [(terms[i], "", terms[i + 2]) for i in range(len(terms) - 2)]
+    return list(dict.fromkeys(grams))
+
+
+class PMIScorer(OptionScorer):
+    """Scores options by mean PMI between question and option n-grams."""
+
+    name = "pmi"
+
+    def __init__(self, index: PositionalIndex, settings: IRSettings = IRSettings(), window: int = 10,
+                 zero_count: float = 0.5) -> None:
+        self.index = index
+        self.settings = settings
+        self.window = window
+        self.zero_count = zero_count
+        self.lang = index.manifest["lang"]
+
+    def _present(self, text: str) -> list[tuple[Gram, int]]:
+        """The n-grams of ``text`` that occur in the corpus, with their counts."""
+        tok = self.index.tokenizer
+        counted = ((g, len(self.index.grams(g))) for g in ngrams(tok.tokenize(tok.prepare_query(text))))
+        return [(g, c) for g, c in counted if c > 0]
+
+    def option_pmi(self, asked: list[tuple[Gram, int]], option: list[tuple[Gram, int]]) -> float:
+        """Mean PMI over all (question n-gram, option n-gram) pairs of distinct n-grams."""
+        if not asked or not option:
+            return 0.0
+        xs, cx = zip(*asked)
+        ys, cy = zip(*option)
+        together = self.index.pair_counts(xs, ys, self.window).astype(np.float64)
+        together[together == 0] = self.zero_count
+        pmi = np.log(together * self.index.total / np.outer(cy, cx))
+        distinct = np.array([[x != y for x in xs] for y in ys])
+        return float(pmi[distinct].mean()) if distinct.any() else 0.0
+
+    def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
+        out = []
+        for q in tqdm(questions, desc="scoring (pmi)", unit="q", disable=not progress):
+            asked = self._present(question_query(q, self.settings.query, self.lang))
+            scores = {letter: self.option_pmi(asked, self._present(text)) for letter, text in q.options.items()}
+            out.append(OptionScores(q, scores))
+        return out
