@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -85,7 +86,7 @@ def as_dict(result: OptionScores, engine: SearchEngine, evidence: int) -> dict[s
             {
                 "letter": letter,
                 "text": result.question.options[letter],
-                "score": round(score, 4),
+                "score": round(score, 4) if math.isfinite(score) else None,
                 "evidence": [
                     {"id": p.pid, "book": p.book, "score": round(h.score, 4), "text": p.text}
                     for h in result.evidence.get(letter, [])[:evidence]
@@ -102,7 +103,8 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
     data = as_dict(result, engine, evidence)
     lines = [f"Prediction: {data['prediction']}" + (f"  (tied: {', '.join(data['tied'])})" if data["tied"] else "")]
     for rank, opt in enumerate(data["options"]):
-        lines.append(f"  {opt['letter']}. {opt['text']}  score {opt['score']:.3f}")
+        score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"
+        lines.append(f"  {opt['letter']}. {opt['text']}  {score}")
         if rank >= top_options:
             continue
         query = f"{result.question.question} {opt['text']}"

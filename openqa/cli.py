@@ -20,6 +20,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="MedQA data_clean folder (default: $OPENQA_DATA)")
     parser.add_argument("--index-dir", help="folder of built indexes (default: $OPENQA_INDEXES or ./indexes)")
     parser.add_argument("--models-dir", help="folder of local models (default: $OPENQA_MODELS)")
+    parser.add_argument("--es-url", help="Elasticsearch server for --engine elasticsearch (default: $OPENQA_ES_URL)")
 
 
 def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ix = sub.add_parser("index", help="clean, segment and index a language's textbooks")
     ix.add_argument("--lang", choices=LANGS, required=True, help="corpus language")
-    ix.add_argument("--engine", default="custom", help="retrieval engine (default: custom)")
+    ix.add_argument("--engine", default="custom", help="custom (IR-Custom), lucene (Pyserini), elasticsearch (with --es-url), pmi (positional index) (default: custom)")
     _tokenizer_flags(ix)
     _common(ix)
 
@@ -101,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir)
+    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url)
 
 
 def _tokenizer(args: argparse.Namespace, lang: str, engine: str) -> dict[str, Any]:
@@ -116,7 +117,9 @@ def cmd_index(args: argparse.Namespace) -> None:
 
     s = _settings(args)
     start = time.perf_counter()
-    folder = build_index(s.require_data_dir(), s.index_dir, args.lang, args.engine, _tokenizer(args, args.lang, args.engine))
+    folder = build_index(
+        s.require_data_dir(), s.index_dir, args.lang, args.engine, _tokenizer(args, args.lang, args.engine), s.es_url
+    )
     print(f"built {folder} in {time.perf_counter() - start:.1f} s")
 
 
@@ -149,7 +152,7 @@ def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None)
     if any(v is not None for v in flags.values()):
         source += " + command-line flags"
     engine_name = args.engine or m.engine
-    engine = open_index(s.index_dir, lang, engine_name, _tokenizer(args, lang, engine_name), s.data_dir)
+    engine = open_index(s.index_dir, lang, engine_name, _tokenizer(args, lang, engine_name), s.data_dir, s.es_url)
     return m.make(engine, exam, settings), engine, source
 
 
@@ -221,7 +224,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
     questions = load_questions(args.dataset, "dev", s.require_data_dir())
     m = method(args.method)
     engine_name = args.engine or m.engine
-    engine = open_index(s.index_dir, spec.lang, engine_name, _tokenizer(args, spec.lang, engine_name), s.data_dir)
+    engine = open_index(s.index_dir, spec.lang, engine_name, _tokenizer(args, spec.lang, engine_name), s.data_dir, s.es_url)
     scorer = m.make(engine, spec.exam, IRSettings())
     modes = QUERY_MODES if spec.lang == "en" else ("full",)
     search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode

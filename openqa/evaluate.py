@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import resource
@@ -63,7 +64,7 @@ def prediction_rows(results: Sequence[OptionScores]) -> list[dict[str, Any]]:
             "answer": r.question.answer_idx,
             "correct": r.prediction() == r.question.answer_idx,
             "tied": r.tied_best() if len(r.tied_best()) > 1 else [],
-            "scores": {k: round(v, 4) for k, v in r.scores.items()},
+            "scores": {k: round(v, 4) if math.isfinite(v) else None for k, v in r.scores.items()},
         }
         for r in results
     ]

@@ -56,12 +56,18 @@ class Index(ABC):
 
     @classmethod
     @abstractmethod
-    def build(cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any]) -> None:
-        """Index ``paragraphs`` into ``folder`` atomically; ``corpus`` (checksum, books) goes in the manifest."""
+    def build(
+        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        connection: str | None = None,
+    ) -> None:
+        """Index ``paragraphs`` into ``folder`` atomically; ``corpus`` (checksum, books) goes in the manifest.
+
+        ``connection`` is the server of a remote engine (an Elasticsearch URL); local engines ignore it.
+        """
 
     @classmethod
     @abstractmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "Index":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None) -> "Index":
         """Open the index in ``folder``, refusing one whose manifest differs from ``expected``."""
 
 

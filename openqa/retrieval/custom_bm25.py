@@ -127,6 +127,7 @@ class CustomBM25(SearchEngine):
         paragraphs: Sequence[Paragraph],
         tokenizer: Tokenizer,
         corpus: dict[str, Any],
+        connection: str | None = None,
         params: DocParams = DocParams(),
     ) -> None:
         """Index ``paragraphs`` into ``folder`` atomically with document-side parameters ``params``."""
@@ -149,7 +150,7 @@ class CustomBM25(SearchEngine):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "CustomBM25":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None) -> "CustomBM25":
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
         weights = sp.load_npz(folder / WEIGHTS).tocsr()

@@ -60,7 +60,8 @@ class LuceneBM25(SearchEngine):
 
     @classmethod
     def build(
-        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any]
+        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        connection: str | None = None,
     ) -> None:
         """Index the paragraphs pre-tokenized into ``folder/lucene`` atomically, ids = rows."""
         config = tokenizer.config()
@@ -88,7 +89,7 @@ class LuceneBM25(SearchEngine):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "LuceneBM25":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None) -> "LuceneBM25":
         """Open a Lucene index, refusing one whose manifest differs from ``expected``."""
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)

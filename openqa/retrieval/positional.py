@@ -52,7 +52,10 @@ class PositionalIndex(Index):
         self.grams = lru_cache(maxsize=200_000)(self._gram_positions)
 
     @classmethod
-    def build(cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any]) -> None:
+    def build(
+        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        connection: str | None = None,
+    ) -> None:
         """Tokenize the paragraphs into one stream and store each term's sorted positions."""
         if tokenizer.config() != make_tokenizer(SEQUENCE_TOKENIZERS[tokenizer.lang]).config():
             raise OpenQAError(f"the PMI index uses its own tokenizer {SEQUENCE_TOKENIZERS[tokenizer.lang]}: drop --ngram/--zh-mode")
@@ -78,7 +81,7 @@ class PositionalIndex(Index):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str) -> "PositionalIndex":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None) -> "PositionalIndex":
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
         positions = np.load(folder / POSITIONS, mmap_mode="r")

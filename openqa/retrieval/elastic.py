@@ -1,0 +1,164 @@
+"""Elasticsearch as a retrieval engine: the engine for corpora beyond one machine.
+
+The index is created with explicit settings: one shard unless told otherwise, a ``whitespace``
+analyzer over text pre-tokenized by this project's tokenizer (the same terms as the custom and
+Lucene indexes), and a named BM25 similarity with the given k1 and b. Documents carry their row
+in the paragraph store as ``_id``. The local folder keeps the manifest (server, index name,
+settings, corpus checksum) and the paragraph store; each build loads a fresh index on the
+server and switches the manifest to it only when loading succeeded, so a failed build leaves the
+previous index in use.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from tqdm import tqdm
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import OpenQAError
+from openqa.retrieval.base import PARAGRAPHS, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.lucene import LuceneParams, pretokenized
+from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.text.tokenize import Tokenizer, make_tokenizer
+
+SIMILARITY = "openqa_bm25"
+CHUNK = 1000
+TIMEOUT_S = 60
+RETRIES = 3
+
+
+def connect(url: str | None) -> Any:
+    """An ``Elasticsearch`` client for ``url`` that has answered a ping, or a one-line error."""
+    if not url:
+        raise OpenQAError("no Elasticsearch server: pass --es-url or set OPENQA_ES_URL (e.g. http://localhost:9200)")
+    from elasticsearch import Elasticsearch
+
+    client = Elasticsearch(url, request_timeout=TIMEOUT_S, max_retries=RETRIES, retry_on_timeout=True)
+    if not _reachable(client):
+        raise OpenQAError(f"cannot reach Elasticsearch at {url}: start the server or fix --es-url / OPENQA_ES_URL")
+    return client
+
+
+def _reachable(client: Any) -> bool:
+    try:
+        return bool(client.ping())
+    except Exception:  # the client raises transport errors of several kinds for a dead server
+        return False
+
+
+def index_body(params: LuceneParams, shards: int = 1) -> dict[str, Any]:
+    """Settings and mappings of a paragraph index: whitespace analysis, our BM25 parameters."""
+    return {
+        "settings": {
+            "number_of_shards": shards,
+            "similarity": {SIMILARITY: {"type": "BM25", "k1": params.k1, "b": params.b}},
+        },
+        "mappings": {
+            "properties": {
+                "contents": {"type": "text", "analyzer": "whitespace", "similarity": SIMILARITY},
+                "pid": {"type": "keyword", "index": False},
+                "book": {"type": "keyword"},
+            }
+        },
+    }
+
+
+class ElasticBM25(SearchEngine):
+    """BM25 search on an Elasticsearch cluster behind the common engine interface."""
+
+    name = "elasticsearch"
+
+    def __init__(self, folder: Path, manifest: dict[str, Any], client: Any) -> None:
+        self.folder = folder
+        self.manifest = manifest
+        self.client = client
+        self.tokenizer = make_tokenizer(manifest["tokenizer"])
+        self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
+        self.index_name = manifest["es_index"]
+
+    @classmethod
+    def build(
+        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        connection: str | None = None, client: Any = None,
+    ) -> None:
+        """Create a fresh server index, bulk-load the paragraphs, then switch the local manifest to it."""
+        config = tokenizer.config()
+        if config["lang"] == "en" and config.get("ngram", 1) > 1:
+            raise OpenQAError("the Elasticsearch engine indexes single words: build it without --ngram 2 for English")
+        client = client or connect(connection)
+        params = LuceneParams()
+        name = f"openqa-{config['lang']}-{corpus.get('corpus_checksum', 'corpus')[:12]}-{time.time_ns()}"
+        previous = _previous_index(folder)
+        with atomic_folder(folder) as scratch:
+            body = index_body(params)
+            client.indices.create(index=name, settings=body["settings"], mappings=body["mappings"])
+            try:
+                _bulk_load(client, name, paragraphs, tokenizer)
+                client.indices.refresh(index=name)
+            except BaseException:
+                client.indices.delete(index=name, ignore_unavailable=True)
+                raise
+            ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
+            write_manifest(
+                scratch,
+                {"engine": cls.name, **corpus, "tokenizer": config, "paragraphs": len(paragraphs),
+                 "es_url": connection, "es_index": name, "bm25": {"k1": params.k1, "b": params.b},
+                 "analysis": "pre-tokenized by openqa, whitespace analyzer"},
+            )
+        if previous and previous != name:
+            client.indices.delete(index=previous, ignore_unavailable=True)
+
+    @classmethod
+    def load(
+        cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None, client: Any = None
+    ) -> "ElasticBM25":
+        """Open the manifest and connect to its server (``connection`` overrides the recorded URL)."""
+        manifest = read_manifest(folder, build_hint)
+        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
+        client = client or connect(connection or manifest.get("es_url"))
+        if not client.indices.exists(index=manifest["es_index"]):
+            raise OpenQAError(f"Elasticsearch index {manifest['es_index']} is gone from the server; rebuild with `{build_hint}`")
+        return cls(folder, manifest, client)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """One multi-search request for the batch (a question's options)."""
+        tok = self.tokenizer
+        searches: list[dict[str, Any]] = []
+        for q in queries:
+            searches += [{"index": self.index_name},
+                         {"query": {"match": {"contents": pretokenized(tok, tok.prepare_query(q))}}, "size": k, "_source": False}]
+        responses = self.client.msearch(searches=searches)["responses"]
+        out = []
+        for response in responses:
+            if "error" in response:
+                raise OpenQAError(f"Elasticsearch search failed: {response['error']}")
+            out.append([Hit(int(h["_id"]), float(h["_score"])) for h in response["hits"]["hits"]])
+        return out
+
+
+def _previous_index(folder: Path) -> str | None:
+    """The server index the current local manifest points at, if any."""
+    try:
+        return read_manifest(folder, "")["es_index"]
+    except (OpenQAError, KeyError):
+        return None
+
+
+def _bulk_load(client: Any, name: str, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer) -> None:
+    """Stream the paragraphs to the server in chunks, with retries, and a progress bar."""
+    from elasticsearch.helpers import streaming_bulk
+
+    def actions() -> Iterator[dict[str, Any]]:
+        for row, p in enumerate(paragraphs):
+            yield {"_index": name, "_id": str(row), "contents": pretokenized(tokenizer, p.text), "pid": p.pid, "book": p.book}
+
+    bar = tqdm(total=len(paragraphs), desc="bulk loading (elasticsearch)", unit="para")
+    for ok, item in streaming_bulk(client, actions(), chunk_size=CHUNK, max_retries=RETRIES, raise_on_error=False):
+        if not ok:
+            bar.close()
+            raise OpenQAError(f"Elasticsearch refused a paragraph: {item}")
+        bar.update()
+    bar.close()
