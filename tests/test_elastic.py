@@ -1,0 +1,158 @@
+"""The Elasticsearch engine against the ES-compatible emulator ``noida-db`` (started here), a
+real cluster when ``OPENQA_ES_URL`` is set, and fakes for the response handling."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import OpenQAError
+from openqa.retrieval.elastic import ElasticBM25, connect, index_body
+from openqa.retrieval.lucene import LuceneParams
+from openqa.text.tokenize import EnglishTokenizer
+from tests.helpers import BOOKS
+
+PARAGRAPHS = [Paragraph(f"{book}:{i}", book, t) for book, texts in BOOKS.items() for i, t in enumerate(texts)]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    """A noida-db server on a free loopback port for this module, stopped afterwards."""
+    exe = shutil.which("noida-db") or os.path.join(os.path.dirname(os.sys.executable), "noida-db")
+    if not os.path.exists(exe):
+        pytest.skip("noida-db (ES emulator) not installed")
+    port = free_port()
+    proc = subprocess.Popen(
+        [exe, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port), "--data-dir", str(tmp_path_factory.mktemp("es"))],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            connect(url)
+            break
+        except OpenQAError:
+            time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.skip("noida-db did not start")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def roundtrip(url: str, folder) -> ElasticBM25:
+    ElasticBM25.build(folder, PARAGRAPHS, EnglishTokenizer(), {"lang": "en", "corpus_checksum": "abc"}, url)
+    return ElasticBM25.load(folder, {"corpus_checksum": "abc"}, "hint")
+
+
+def check_search(engine: ElasticBM25) -> None:
+    hits = engine.search(["gentamicin ribosomal subunit", "aspirin cyclooxygenase"], k=2)
+    assert engine.paragraphs[hits[0][0].index].pid == "Micro:2"
+    assert engine.paragraphs[hits[1][0].index].pid == "Cardio:1"
+    assert hits[0][0].score >= hits[0][-1].score
+
+
+def test_build_search_and_settings_on_emulator(emulator, tmp_path):
+    engine = roundtrip(emulator, tmp_path / "en-es")
+    check_search(engine)
+    settings = engine.client.indices.get_settings(index=engine.index_name)[engine.index_name]["settings"]["index"]
+    assert settings["similarity"]["openqa_bm25"]["k1"] in ("1.2", 1.2)
+    assert engine.client.count(index=engine.index_name)["count"] == len(PARAGRAPHS)
+
+
+def test_rebuild_replaces_and_drops_the_old_server_index(emulator, tmp_path):
+    first = roundtrip(emulator, tmp_path / "en-es")
+    second = roundtrip(emulator, tmp_path / "en-es")
+    assert first.index_name != second.index_name
+    assert not second.client.indices.exists(index=first.index_name)
+
+
+def test_failed_load_keeps_previous_index(emulator, tmp_path, monkeypatch):
+    folder = tmp_path / "en-es"
+    first = roundtrip(emulator, folder)
+    import openqa.retrieval.elastic as elastic
+
+    def broken(*args, **kwargs):
+        raise OpenQAError("Elasticsearch refused a paragraph: test")
+
+    before = set(first.client.indices.get(index="openqa-*"))
+    monkeypatch.setattr(elastic, "_bulk_load", broken)
+    with pytest.raises(OpenQAError):
+        ElasticBM25.build(folder, PARAGRAPHS, EnglishTokenizer(), {"lang": "en", "corpus_checksum": "abc"}, emulator)
+    assert json.loads((folder / "manifest.json").read_text())["es_index"] == first.index_name
+    assert set(first.client.indices.get(index="openqa-*")) == before  # the half-loaded one is gone
+
+
+@pytest.mark.skipif(not os.environ.get("OPENQA_ES_URL"), reason="set OPENQA_ES_URL to test a real cluster")
+def test_real_cluster(tmp_path):
+    engine = roundtrip(os.environ["OPENQA_ES_URL"], tmp_path / "en-es")
+    try:
+        check_search(engine)
+    finally:
+        engine.client.indices.delete(index=engine.index_name)
+
+
+def test_unreachable_server_is_one_line_error():
+    with pytest.raises(OpenQAError, match=r"cannot reach Elasticsearch at http://127.0.0.1:\d+"):
+        connect(f"http://127.0.0.1:{free_port()}")
+    with pytest.raises(OpenQAError, match="--es-url"):
+        connect(None)
+
+
+def test_index_body_is_explicit():
+    body = index_body(LuceneParams(k1=0.9, b=0.4), shards=3)
+    assert body["settings"]["number_of_shards"] == 3
+    assert body["settings"]["similarity"]["openqa_bm25"] == {"type": "BM25", "k1": 0.9, "b": 0.4}
+    assert body["mappings"]["properties"]["contents"]["analyzer"] == "whitespace"
+
+
+class FakeClient:
+    """Answers msearch with canned responses and records the request."""
+
+    def __init__(self, responses):
+        self.responses = responses
+        self.searches = None
+
+    def msearch(self, searches):
+        self.searches = searches
+        return {"responses": self.responses}
+
+
+def fake_engine(responses) -> ElasticBM25:
+    manifest = {"tokenizer": EnglishTokenizer().config(), "es_index": "idx"}
+    return ElasticBM25(tmp_folder(), manifest, FakeClient(responses))
+
+
+def tmp_folder():
+    import pathlib
+    import tempfile
+
+    return pathlib.Path(tempfile.mkdtemp())
+
+
+def test_search_request_and_response_handling():
+    engine = fake_engine([{"hits": {"hits": [{"_id": "4", "_score": 2.5}, {"_id": "1", "_score": 1.0}]}}])
+    hits = engine.search(["The Fevers"], k=2)
+    assert [(h.index, h.score) for h in hits[0]] == [(4, 2.5), (1, 1.0)]
+    assert engine.client.searches == [{"index": "idx"}, {"query": {"match": {"contents": "fever"}}, "size": 2, "_source": False}]
+
+
+def test_search_error_is_reported():
+    engine = fake_engine([{"error": {"type": "index_not_found_exception"}}])
+    with pytest.raises(OpenQAError, match="index_not_found_exception"):
+        engine.search(["fever"], k=1)
