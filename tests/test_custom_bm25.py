@@ -8,7 +8,7 @@ import pytest
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import IndexMismatchError, OpenQAError
-from openqa.retrieval.custom_bm25 import CustomBM25, DocParams, QueryParams
+from openqa.retrieval.custom_bm25 import CustomBM25, DocParams, QueryParams, top_k
 from openqa.retrieval.manifest import atomic_folder
 from openqa.text.tokenize import EnglishTokenizer
 
@@ -84,3 +84,14 @@ def test_rebuild_replaces_index(tmp_path):
     build(tmp_path)
     folder = build(tmp_path, ["single document about rash"])
     assert json.loads((folder / "manifest.json").read_text())["paragraphs"] == 1
+
+
+def test_top_k_matches_a_full_sort():
+    rng = np.random.default_rng(7)
+    scores = np.where(rng.random((20, 500)) < 0.7, 0, rng.gamma(1.0, 2.0, (20, 500))).astype(np.float32)
+    scores[3, :] = 0  # nothing matches
+    scores[4, :10] = 1.0  # ties: lower index first
+    for k in (1, 5, 50, 600):
+        for row, hits in zip(scores, top_k(scores, k)):
+            exact = [i for i in np.lexsort((np.arange(len(row)), -row))[:k] if row[i] > 0]
+            assert [h.index for h in hits] == exact
