@@ -26,10 +26,10 @@ VOCAB = "vocab.txt"
 #: Empty positions between paragraphs: larger than any co-occurrence window used.
 GAP = 64
 
-#: PMI reads a plain sequence of single terms: words (en) or characters (zh).
+#: PMI reads a plain sequence of single terms: stemmed words (en) or jieba words (zh).
 SEQUENCE_TOKENIZERS: dict[str, dict[str, Any]] = {
     "en": {"lang": "en", "ngram": 1, "stem": True},
-    "zh": {"lang": "zh", "mode": "char", "ngram": 1},
+    "zh": {"lang": "zh", "mode": "word", "ngram": 1},
 }
 
 Gram = tuple[str, ...]  # terms; "" marks the skipped slot of a skip-bigram
