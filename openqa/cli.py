@@ -105,6 +105,18 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url)
 
 
+def _options(args: argparse.Namespace, s: Settings):
+    """Engine-specific settings from the flags this command has."""
+    from openqa.retrieval.base import EngineOptions
+
+    return EngineOptions(
+        connection=s.es_url,
+        encoder=getattr(args, "encoder", None),
+        models_dir=s.models_dir,
+        faiss_index=getattr(args, "faiss_index", None) or "flat",
+    )
+
+
 def _tokenizer(args: argparse.Namespace, lang: str, engine: str) -> dict[str, Any]:
     """The engine's tokenizer settings for ``lang`` with the user's --ngram / --zh-mode."""
     from openqa.retrieval.registry import tokenizer_config
@@ -118,7 +130,7 @@ def cmd_index(args: argparse.Namespace) -> None:
     s = _settings(args)
     start = time.perf_counter()
     folder = build_index(
-        s.require_data_dir(), s.index_dir, args.lang, args.engine, _tokenizer(args, args.lang, args.engine), s.es_url
+        s.require_data_dir(), s.index_dir, args.lang, args.engine, _tokenizer(args, args.lang, args.engine), _options(args, s)
     )
     print(f"built {folder} in {time.perf_counter() - start:.1f} s")
 
@@ -152,7 +164,7 @@ def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None)
     if any(v is not None for v in flags.values()):
         source += " + command-line flags"
     engine_name = args.engine or m.engine
-    engine = open_index(s.index_dir, lang, engine_name, _tokenizer(args, lang, engine_name), s.data_dir, s.es_url)
+    engine = open_index(s.index_dir, lang, engine_name, _tokenizer(args, lang, engine_name), s.data_dir, _options(args, s))
     return m.make(engine, exam, settings), engine, source
 
 
@@ -224,7 +236,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
     questions = load_questions(args.dataset, "dev", s.require_data_dir())
     m = method(args.method)
     engine_name = args.engine or m.engine
-    engine = open_index(s.index_dir, spec.lang, engine_name, _tokenizer(args, spec.lang, engine_name), s.data_dir, s.es_url)
+    engine = open_index(s.index_dir, spec.lang, engine_name, _tokenizer(args, spec.lang, engine_name), s.data_dir, _options(args, s))
     scorer = m.make(engine, spec.exam, IRSettings())
     modes = QUERY_MODES if spec.lang == "en" else ("full",)
     search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode

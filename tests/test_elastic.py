@@ -14,6 +14,7 @@ import pytest
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
+from openqa.retrieval.base import EngineOptions
 from openqa.retrieval.elastic import ElasticBM25, connect, index_body
 from openqa.retrieval.lucene import LuceneParams
 from openqa.text.tokenize import EnglishTokenizer
@@ -56,7 +57,7 @@ def emulator(tmp_path_factory):
 
 
 def roundtrip(url: str, folder) -> ElasticBM25:
-    ElasticBM25.build(folder, PARAGRAPHS, EnglishTokenizer(), {"lang": "en", "corpus_checksum": "abc"}, url)
+    ElasticBM25.build(folder, PARAGRAPHS, EnglishTokenizer(), {"lang": "en", "corpus_checksum": "abc"}, EngineOptions(connection=url))
     return ElasticBM25.load(folder, {"corpus_checksum": "abc"}, "hint")
 
 
@@ -93,7 +94,7 @@ def test_failed_load_keeps_previous_index(emulator, tmp_path, monkeypatch):
     before = set(first.client.indices.get(index="openqa-*"))
     monkeypatch.setattr(elastic, "_bulk_load", broken)
     with pytest.raises(OpenQAError):
-        ElasticBM25.build(folder, PARAGRAPHS, EnglishTokenizer(), {"lang": "en", "corpus_checksum": "abc"}, emulator)
+        ElasticBM25.build(folder, PARAGRAPHS, EnglishTokenizer(), {"lang": "en", "corpus_checksum": "abc"}, EngineOptions(connection=emulator))
     assert json.loads((folder / "manifest.json").read_text())["es_index"] == first.index_name
     assert set(first.client.indices.get(index="openqa-*")) == before  # the half-loaded one is gone
 

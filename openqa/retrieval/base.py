@@ -15,6 +15,16 @@ PARAGRAPHS = "paragraphs.jsonl"
 
 
 @dataclass(frozen=True)
+class EngineOptions:
+    """Engine-specific settings from the command line; each engine reads only the ones it knows."""
+
+    connection: str | None = None  # elasticsearch: the server URL
+    encoder: str | None = None  # dense: model name, local folder or hub id
+    models_dir: Path | None = None  # dense: where model names are looked up first
+    faiss_index: str = "flat"  # dense: flat, hnsw or ivf
+
+
+@dataclass(frozen=True)
 class Hit:
     """A retrieved paragraph: its row in the engine's paragraph store and its score."""
 
@@ -58,16 +68,16 @@ class Index(ABC):
     @abstractmethod
     def build(
         cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
-        connection: str | None = None,
+        options: EngineOptions = EngineOptions(),
     ) -> None:
         """Index ``paragraphs`` into ``folder`` atomically; ``corpus`` (checksum, books) goes in the manifest.
 
-        ``connection`` is the server of a remote engine (an Elasticsearch URL); local engines ignore it.
+        ``options`` carries engine-specific settings (a server URL, an encoder); engines ignore the rest.
         """
 
     @classmethod
     @abstractmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None) -> "Index":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "Index":
         """Open the index in ``folder``, refusing one whose manifest differs from ``expected``."""
 
 

@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.retrieval.base import PARAGRAPHS, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.base import EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine
 from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
@@ -138,7 +138,7 @@ class CustomBM25(SearchEngine):
         paragraphs: Sequence[Paragraph],
         tokenizer: Tokenizer,
         corpus: dict[str, Any],
-        connection: str | None = None,
+        options: EngineOptions = EngineOptions(),
         params: DocParams = DocParams(),
     ) -> None:
         """Index ``paragraphs`` into ``folder`` atomically with document-side parameters ``params``."""
@@ -161,7 +161,7 @@ class CustomBM25(SearchEngine):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None) -> "CustomBM25":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "CustomBM25":
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
         weights = sp.load_npz(folder / WEIGHTS).tocsr()

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import PARAGRAPHS, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine
 from openqa.retrieval.lucene import LuceneParams, pretokenized
 from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
@@ -82,13 +82,13 @@ class ElasticBM25(SearchEngine):
     @classmethod
     def build(
         cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
-        connection: str | None = None, client: Any = None,
+        options: EngineOptions = EngineOptions(), client: Any = None,
     ) -> None:
         """Create a fresh server index, bulk-load the paragraphs, then switch the local manifest to it."""
         config = tokenizer.config()
         if config["lang"] == "en" and config.get("ngram", 1) > 1:
             raise OpenQAError("the Elasticsearch engine indexes single words: build it without --ngram 2 for English")
-        client = client or connect(connection)
+        client = client or connect(options.connection)
         params = LuceneParams()
         name = f"openqa-{config['lang']}-{corpus.get('corpus_checksum', 'corpus')[:12]}-{time.time_ns()}"
         previous = _previous_index(folder)
@@ -105,7 +105,7 @@ class ElasticBM25(SearchEngine):
             write_manifest(
                 scratch,
                 {"engine": cls.name, **corpus, "tokenizer": config, "paragraphs": len(paragraphs),
-                 "es_url": connection, "es_index": name, "bm25": {"k1": params.k1, "b": params.b},
+                 "es_url": options.connection, "es_index": name, "bm25": {"k1": params.k1, "b": params.b},
                  "analysis": "pre-tokenized by openqa, whitespace analyzer"},
             )
         if previous and previous != name:
@@ -113,12 +113,12 @@ class ElasticBM25(SearchEngine):
 
     @classmethod
     def load(
-        cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None, client: Any = None
+        cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions(), client: Any = None
     ) -> "ElasticBM25":
-        """Open the manifest and connect to its server (``connection`` overrides the recorded URL)."""
+        """Open the manifest and connect to its server (``options.connection`` overrides the recorded URL)."""
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
-        client = client or connect(connection or manifest.get("es_url"))
+        client = client or connect(options.connection or manifest.get("es_url"))
         if not client.indices.exists(index=manifest["es_index"]):
             raise OpenQAError(f"Elasticsearch index {manifest['es_index']} is gone from the server; rebuild with `{build_hint}`")
         return cls(folder, manifest, client)

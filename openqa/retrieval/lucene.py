@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import PARAGRAPHS, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.base import EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine
 from openqa.retrieval.jvm import java_class, pyserini_lucene
 from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
@@ -61,7 +61,7 @@ class LuceneBM25(SearchEngine):
     @classmethod
     def build(
         cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
-        connection: str | None = None,
+        options: EngineOptions = EngineOptions(),
     ) -> None:
         """Index the paragraphs pre-tokenized into ``folder/lucene`` atomically, ids = rows."""
         config = tokenizer.config()
@@ -89,7 +89,7 @@ class LuceneBM25(SearchEngine):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None) -> "LuceneBM25":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "LuceneBM25":
         """Open a Lucene index, refusing one whose manifest differs from ``expected``."""
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)

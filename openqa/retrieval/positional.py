@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import Index
+from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
@@ -54,7 +54,7 @@ class PositionalIndex(Index):
     @classmethod
     def build(
         cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
-        connection: str | None = None,
+        options: EngineOptions = EngineOptions(),
     ) -> None:
         """Tokenize the paragraphs into one stream and store each term's sorted positions."""
         if tokenizer.config() != make_tokenizer(SEQUENCE_TOKENIZERS[tokenizer.lang]).config():
@@ -81,7 +81,7 @@ class PositionalIndex(Index):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, connection: str | None = None) -> "PositionalIndex":
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "PositionalIndex":
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
         positions = np.load(folder / POSITIONS, mmap_mode="r")

@@ -7,7 +7,7 @@ from typing import Any
 
 from openqa.corpus.paragraphs import book_files, corpus_checksum, read_paragraphs, SEGMENTATION_VERSION
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import Index
+from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.elastic import ElasticBM25
 from openqa.retrieval.lucene import LuceneBM25
@@ -57,7 +57,7 @@ def build_hint(lang: str, engine: str, tokenizer: dict[str, Any]) -> str:
 
 def build_index(
     data_dir: Path, index_dir: Path, lang: str, engine: str = "custom", tokenizer: dict[str, Any] | None = None,
-    connection: str | None = None,
+    options: EngineOptions = EngineOptions(),
 ) -> Path:
     """Read, clean and segment the ``lang`` textbooks and index them with ``engine``."""
     cls = engine_class(engine)
@@ -67,13 +67,13 @@ def build_index(
     if not paragraphs:
         raise OpenQAError(f"no paragraphs found in the {lang} textbooks under {data_dir}")
     folder = index_folder(index_dir, lang, engine)
-    cls.build(folder, paragraphs, make_tokenizer(tok_config), corpus, connection)
+    cls.build(folder, paragraphs, make_tokenizer(tok_config), corpus, options)
     return folder
 
 
 def open_index(
     index_dir: Path, lang: str, engine: str = "custom", tokenizer: dict[str, Any] | None = None,
-    data_dir: Path | None = None, connection: str | None = None,
+    data_dir: Path | None = None, options: EngineOptions = EngineOptions(),
 ) -> Index:
     """Open the ``lang``/``engine`` index, refusing one built with other settings or corpus.
 
@@ -89,4 +89,4 @@ def open_index(
     }
     if data_dir is not None and (Path(data_dir) / "textbooks").is_dir():
         expected["corpus_checksum"] = corpus_identity(data_dir, lang)["corpus_checksum"]
-    return cls.load(index_folder(index_dir, lang, engine), expected, build_hint(lang, engine, tok_config), connection)
+    return cls.load(index_folder(index_dir, lang, engine), expected, build_hint(lang, engine, tok_config), options)
