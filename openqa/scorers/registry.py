@@ -6,28 +6,53 @@ from dataclasses import dataclass
 from typing import Callable
 
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import Index, SearchEngine
+from openqa.retrieval.base import Index
 from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25
+from openqa.retrieval.dense import DenseIndex
+from openqa.retrieval.elastic import ElasticBM25
+from openqa.retrieval.hybrid import Fusion, FusedEngine
+from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
 from openqa.scorers.base import OptionScorer
 from openqa.scorers.ir import IRScorer, IRSettings
 from openqa.scorers.pmi import PMIScorer
 
 
-def _ir_custom(engine: SearchEngine, exam: str, settings: IRSettings) -> OptionScorer:
-    """IR-Custom with the paper's query parameters for ``exam`` (usmle, mcmle or twmle)."""
+def _use_preset(engine: Index, exam: str) -> CustomBM25:
+    """Give the custom engine the paper's query parameters for ``exam`` (usmle, mcmle or twmle)."""
     if not isinstance(engine, CustomBM25):
-        raise OpenQAError("ir-custom needs the custom engine's index (openqa index --engine custom)")
+        raise OpenQAError("this method needs the custom engine's index (openqa index --engine custom)")
     if exam not in QUERY_PRESETS:
         raise OpenQAError(f"unknown exam {exam!r}: choose one of {sorted(QUERY_PRESETS)}")
     engine.query_params = QUERY_PRESETS[exam]
+    return engine
+
+
+def _ir_custom(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
+    """IR-Custom: the paper's re-weighted BM25 with its per-exam query parameters."""
+    return IRScorer(_use_preset(engine, exam), settings)
+
+
+def _hybrid(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
+    """Hybrid: IR-Custom fused with dense retrieval, then the IR scorer's top-N aggregate."""
+    if not isinstance(engine, FusedEngine):
+        raise OpenQAError("hybrid needs --engine hybrid (the custom and dense indexes)")
+    _use_preset(engine.first, exam)
+    engine.fusion = Fusion(settings.fusion, settings.weight)
     return IRScorer(engine, settings)
 
 
-def _ir_es(engine: SearchEngine, exam: str, settings: IRSettings) -> OptionScorer:
+def _ir_es(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
     """IR-ES: the engine's own BM25 (Lucene or Elasticsearch), question + option queries."""
-    if isinstance(engine, CustomBM25):
+    if not isinstance(engine, (LuceneBM25, ElasticBM25)):
         raise OpenQAError("ir-es needs an off-the-shelf engine: --engine lucene or --engine elasticsearch")
+    return IRScorer(engine, settings)
+
+
+def _dense(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
+    """Dense: the IR scorer over embedding search (question part + option, top-N aggregate)."""
+    if not isinstance(engine, DenseIndex):
+        raise OpenQAError("dense needs the dense index: openqa index --engine dense")
     return IRScorer(engine, settings)
 
 
@@ -50,6 +75,8 @@ METHODS: dict[str, Method] = {
     "ir-custom": Method("custom", _ir_custom),
     "ir-es": Method("lucene", _ir_es),
     "pmi": Method("pmi", _pmi),
+    "dense": Method("dense", _dense),
+    "hybrid": Method("hybrid", _hybrid),
 }
 
 

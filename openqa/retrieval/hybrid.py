@@ -1,0 +1,108 @@
+"""Hybrid retrieval: one engine's ranking fused with another's (IR-Custom with dense).
+
+Two fusions: reciprocal-rank fusion, sum of 1 / (60 + rank), and a weighted sum of min-max
+normalised scores, ``weight * first + (1 - weight) * second`` (a paragraph missing from one
+list counts 0 there). Each part is searched ``DEPTH`` deep; its hits are cached per query, so
+tuning the fusion on dev searches each engine once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from openqa.errors import IndexMismatchError, OpenQAError
+from openqa.retrieval.base import Hit, SearchEngine
+
+RRF_K = 60
+DEPTH = 100
+FUSIONS = ("rrf", "weighted")
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How two rankings become one: ``rrf`` or ``weighted`` (``weight`` on the first engine)."""
+
+    kind: str = "rrf"
+    weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.kind not in FUSIONS:
+            raise OpenQAError(f"unknown fusion {self.kind!r}: choose one of {FUSIONS}")
+        if not 0.0 <= self.weight <= 1.0:
+            raise OpenQAError(f"fusion weight must be between 0 and 1, not {self.weight}")
+
+
+def rrf(first: list[Hit], second: list[Hit]) -> dict[int, float]:
+    """Reciprocal-rank fusion scores (ranks from 1)."""
+    fused: dict[int, float] = {}
+    for hits in (first, second):
+        for rank, hit in enumerate(hits, start=1):
+            fused[hit.index] = fused.get(hit.index, 0.0) + 1.0 / (RRF_K + rank)
+    return fused
+
+
+def _minmax(hits: list[Hit]) -> dict[int, float]:
+    if not hits:
+        return {}
+    scores = [h.score for h in hits]
+    low, high = min(scores), max(scores)
+    span = high - low
+    return {h.index: (h.score - low) / span if span > 0 else 1.0 for h in hits}
+
+
+def weighted(first: list[Hit], second: list[Hit], weight: float) -> dict[int, float]:
+    """``weight`` x normalised first score + (1 - ``weight``) x normalised second score."""
+    a, b = _minmax(first), _minmax(second)
+    return {i: weight * a.get(i, 0.0) + (1 - weight) * b.get(i, 0.0) for i in a.keys() | b.keys()}
+
+
+def fuse(first: list[Hit], second: list[Hit], fusion: Fusion, k: int) -> list[Hit]:
+    """The top ``k`` of the fused ranking (ties: lower paragraph row first)."""
+    scores = rrf(first, second) if fusion.kind == "rrf" else weighted(first, second, fusion.weight)
+    ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:k]
+    return [Hit(i, s) for i, s in ranked]
+
+
+class FusedEngine(SearchEngine):
+    """Two engines over the same paragraphs, searched together and fused."""
+
+    name = "hybrid"
+
+    def __init__(self, first: SearchEngine, second: SearchEngine, fusion: Fusion = Fusion()) -> None:
+        for key in ("corpus_checksum", "paragraphs"):
+            if first.manifest.get(key) != second.manifest.get(key):
+                raise IndexMismatchError(
+                    f"cannot fuse {first.name} and {second.name}: their indexes differ in {key}; rebuild both"
+                )
+        self.first, self.second = first, second
+        self.fusion = fusion
+        self.tokenizer = first.tokenizer
+        self.paragraphs = first.paragraphs
+        self.manifest = {**first.manifest, "engine": self.name, "parts": [first.manifest, second.manifest]}
+        self._cache: dict[tuple[str, str], list[Hit]] = {}
+
+    @classmethod
+    def build(cls, *args, **kwargs) -> None:
+        raise OpenQAError("the hybrid engine has no index of its own: build --engine custom and --engine dense")
+
+    @classmethod
+    def load(cls, *args, **kwargs) -> "FusedEngine":
+        raise OpenQAError("open the hybrid engine through openqa.retrieval.registry.open_index")
+
+    def fit_queries(self, queries: Sequence[str]) -> None:
+        self.first.fit_queries(queries)
+        self.second.fit_queries(queries)
+        self._cache.clear()
+
+    def _hits(self, engine: SearchEngine, queries: Sequence[str]) -> list[list[Hit]]:
+        """``DEPTH`` hits per query from one part, searched once per query."""
+        missing = [q for q in queries if (engine.name, q) not in self._cache]
+        if missing:
+            for q, hits in zip(missing, engine.search(missing, DEPTH)):
+                self._cache[(engine.name, q)] = hits
+        return [self._cache[(engine.name, q)] for q in queries]
+
+    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        pairs = zip(self._hits(self.first, queries), self._hits(self.second, queries))
+        return [fuse(a, b, self.fusion, k) for a, b in pairs]
