@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--lang", choices=LANGS, help="corpus language for --questions (default: en)")
     ev.add_argument("--exam", help="BM25 query preset for --questions: usmle, mcmle, twmle (default by language)")
     ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
+    ev.add_argument("--retrieval", action="store_true", help="instead of accuracy: how often question-only evidence mentions the correct vs the wrong options (Markdown, JSON, PNG)")
+    ev.add_argument("--retrievers", default="ir-custom,ir-es,dense,hybrid", help="methods whose retrieval --retrieval compares (default: ir-custom,ir-es,dense,hybrid; missing indexes are skipped with a note)")
     ev.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     ev.add_argument("--output", default=str(RESULTS_DIR), help=f"folder for result files (default: {RESULTS_DIR})")
     _scorer_flags(ev)
@@ -190,6 +192,9 @@ def cmd_eval(args: argparse.Namespace) -> None:
         if args.limit < 1:
             raise OpenQAError("--limit must be at least 1")
         questions = questions[: args.limit]
+    if args.retrieval:
+        _retrieval_report(args, questions, lang, args.exam or exam, name, split)
+        return
     start = time.perf_counter()
     scorer, engine, source = _scorer(args, lang, args.exam or exam, args.dataset)
     load_seconds = time.perf_counter() - start
@@ -222,6 +227,30 @@ def cmd_eval(args: argparse.Namespace) -> None:
         f"95% CI {lo:.2f}-{hi:.2f}; tied best {summary['ties']['tie_rate']:.1f}%; "
         f"{seconds:.1f} s after {load_seconds:.1f} s load\nwrote {path}"
     )
+
+
+def _retrieval_report(args: argparse.Namespace, questions: list, lang: str, exam: str, name: str, split: str) -> None:
+    """``eval --retrieval``: answer support of each retriever, written as Markdown, JSON and PNG."""
+    from openqa.evaluate import run_record
+    from openqa.retrieval_report import answer_support, write_report
+
+    table = {}
+    for method_name in [m.strip() for m in args.retrievers.split(",") if m.strip()]:
+        args.method = method_name
+        try:
+            _, engine, _ = _scorer(args, lang, exam, None)
+        except OpenQAError as exc:
+            print(f"skipping {method_name}: {exc}", file=sys.stderr)
+            continue
+        table[method_name] = answer_support(engine, questions, "filter" if lang == "en" else "full")
+    if not table:
+        raise OpenQAError("no retriever could be opened: build the indexes first (openqa index ...)")
+    meta = {"dataset": name, "split": split, "method": "retrieval-quality", "n": len(questions),
+            "query": "question only (" + ("medical filter" if lang == "en" else "full text") + ")", **run_record()}
+    path = write_report(table, meta, Path(args.output))
+    for method_name, row in table.items():
+        print(f"{method_name:<10} " + "  ".join(f"@{k}: {row['correct'][k]:.1f} vs {row['wrong'][k]:.1f}" for k in row["correct"]))
+    print(f"wrote {path} (+ .md, .png)")
 
 
 def cmd_tune(args: argparse.Namespace) -> None:

@@ -143,3 +143,16 @@ def test_help_explains_every_option():
     assert result.returncode == 0
     for flag in ("--dataset", "--questions", "--split", "--limit", "--json", "--output", "--top-n", "--method"):
         assert flag in result.stdout
+
+
+def test_retrieval_quality_report(built, tmp_path):
+    result = run("eval", "--dataset", "us", "--split", "dev", "--retrieval", "--retrievers", "ir-custom,dense",
+                 "--output", str(tmp_path), *loc(built))
+    assert result.returncode == 0, result.stderr
+    assert "skipping dense" in result.stderr  # no dense index in this fixture: noted, not fatal
+    report = json.loads((tmp_path / "retrieval-us-dev.json").read_text())
+    row = report["retrievers"]["ir-custom"]
+    assert set(row) == {"correct", "wrong", "gap"} and set(row["correct"]) == {"1", "5", "10", "25"}
+    assert row["correct"]["25"] == 100.0  # both answers are named in the six fixture paragraphs
+    assert (tmp_path / "retrieval-us-dev.png").stat().st_size > 1000
+    assert "| ir-custom |" in (tmp_path / "retrieval-us-dev.md").read_text()
