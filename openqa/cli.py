@@ -32,7 +32,8 @@ def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
 
 def _method_flags(parser: argparse.ArgumentParser) -> None:
     """Which option scorer, over which engine's index."""
-    parser.add_argument("--method", default="ir-custom", help="option scorer: ir-custom, ir-es, pmi, dense (default: ir-custom)")
+    parser.add_argument("--method", default="ir-custom", help="option scorer: ir-custom, ir-es, pmi, dense, hybrid, or reader (with --model CHECKPOINT) (default: ir-custom)")
+    parser.add_argument("--model", help="with --method reader: a run folder or checkpoint written by openqa train")
     parser.add_argument("--engine", help="engine whose index the method reads (default: the method's own: custom for ir-custom, lucene for ir-es, pmi for pmi, dense for dense)")
 
 
@@ -96,6 +97,22 @@ def build_parser() -> argparse.ArgumentParser:
     _scorer_flags(an)
     _tokenizer_flags(an)
     _common(an)
+
+    tr = sub.add_parser("train", help="train a reader (bert, t5, maxout) over retrieved evidence")
+    tr.add_argument("--reader", required=True, choices=("bert", "t5", "maxout"), help="reader kind")
+    tr.add_argument("--model", help="bert/t5: model name (looked up in --models-dir, installed packages, then the hub) or folder; maxout: unused (word2vec index)")
+    tr.add_argument("--dataset", required=True, help="dataset whose questions train the reader")
+    tr.add_argument("--train-split", help="train on a seeded split of another split, e.g. dev:0.8 (80%% train, 20%% selection; see TRAIN.md); default: the official train split, selection on dev")
+    tr.add_argument("--retriever", default="ir-custom", help="method whose retrieval gives the evidence (default: ir-custom)")
+    tr.add_argument("--top-n", type=int, default=3, help="evidence paragraphs per option (default: 3)")
+    tr.add_argument("--epochs", type=int, default=3, help="training epochs (default: 3)")
+    tr.add_argument("--lr", type=float, help="learning rate (default: 2e-5; maxout 1e-3)")
+    tr.add_argument("--batch-size", type=int, default=2, help="questions per forward pass (default: 2)")
+    tr.add_argument("--effective-batch", type=int, default=18, help="questions per optimiser step, by gradient accumulation (default: 18)")
+    tr.add_argument("--max-length", type=int, default=256, help="bert/t5: tokens per input; only the evidence is cut (default: 256)")
+    tr.add_argument("--seed", type=int, default=13, help="seed of shuffles and initialisation (default: 13)")
+    tr.add_argument("--output", help="run folder (default: runs/<reader>-<dataset>); a rerun resumes from its last epoch")
+    _common(tr)
 
     fa = sub.add_parser("filter-agreement", help="token agreement of the free-text medical filter with MetaMap")
     fa.add_argument("--dataset", default="us", help="a dataset with metamap_phrases (default: us)")
@@ -161,6 +178,8 @@ def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None)
     from openqa.scorers.registry import method
 
     s = _settings(args)
+    if args.method == "reader":
+        return _reader_scorer(args, lang, exam)
     m = method(args.method)
     tuned, source = load_tuned(args.method, dataset, args.query)
     flags = {"top_n": args.top_n, "aggregate": args.aggregate}
@@ -170,6 +189,81 @@ def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None)
     engine_name = args.engine or m.engine
     engine = open_index(s.index_dir, lang, engine_name, _tokenizer(args, lang, engine_name), s.data_dir, _options(args, s))
     return m.make(engine, exam, settings), engine, source
+
+
+def _retriever(args: argparse.Namespace, name: str, lang: str, exam: str, dataset: str | None):
+    """An IR scorer (tuned settings) whose retrieval feeds a reader."""
+    from openqa.evaluate import load_tuned
+    from openqa.retrieval.registry import open_index
+    from openqa.scorers.ir import IRScorer
+    from openqa.scorers.registry import method
+
+    s = _settings(args)
+    m = method(name)
+    engine = open_index(s.index_dir, lang, m.engine, _tokenizer(args, lang, m.engine), s.data_dir, _options(args, s))
+    scorer = m.make(engine, exam, load_tuned(name, dataset)[0])
+    if not isinstance(scorer, IRScorer):
+        raise OpenQAError(f"{name} does not retrieve paragraphs; use ir-custom, ir-es, dense or hybrid as the retriever")
+    return scorer
+
+
+def _reader_scorer(args: argparse.Namespace, lang: str, exam: str):
+    """A trained reader with the retriever and evidence depth it was trained with."""
+    from openqa.readers.registry import ReaderScorer, load_reader
+
+    if not args.model:
+        raise OpenQAError("--method reader needs --model: a run folder or checkpoint written by openqa train")
+    reader = load_reader(Path(args.model))
+    trained = reader.settings
+    retriever = _retriever(args, trained.get("retriever", "ir-custom"), lang, exam, trained.get("dataset"))
+    scorer = ReaderScorer(reader, retriever, trained.get("top_n", 3))
+    return scorer, retriever.engine, f"reader {args.model}"
+
+
+def cmd_train(args: argparse.Namespace) -> None:
+    from openqa.data import dataset_spec, load_questions, parse_train_split, split_questions
+    from openqa.evaluate import run_record
+    from openqa.readers.evidence import load_or_compute
+    from openqa.readers.registry import examples, load_reader, reader_class
+    from openqa.readers.train import TrainConfig, train
+
+    spec = dataset_spec(args.dataset)
+    s = _settings(args)
+    data_dir = s.require_data_dir()
+    if args.train_split:
+        source, fraction = parse_train_split(args.train_split)
+        train_qs, select_qs = split_questions(load_questions(args.dataset, source, data_dir), fraction)
+        protocol = f"--train-split {args.train_split}: seeded (13) question-level split of {source}, {len(train_qs)} train / {len(select_qs)} selection"
+        split_names = (f"{source}{fraction:g}-train", f"{source}{fraction:g}-select")
+    else:
+        train_qs, select_qs = load_questions(args.dataset, "train", data_dir), load_questions(args.dataset, "dev", data_dir)
+        protocol = "official train split; selection on dev"
+        split_names = ("train", "dev")
+    retriever = _retriever(args, args.retriever, spec.lang, spec.exam, args.dataset)
+    cache = s.index_dir / "evidence"
+    sets = [
+        examples(qs, load_or_compute(cache / f"{args.dataset}-{name}-{args.retriever}-n{args.top_n}.json", retriever, qs, args.top_n))
+        for qs, name in zip((train_qs, select_qs), split_names)
+    ]
+    kind = reader_class(args.reader)
+    if args.reader == "maxout":
+        from openqa.readers.maxout import MaxoutReader
+        from openqa.retrieval.registry import open_index
+
+        reader = MaxoutReader.from_word_vectors(open_index(s.index_dir, spec.lang, "word2vec", None, data_dir))
+    else:
+        if not args.model:
+            raise OpenQAError(f"--reader {args.reader} needs --model (e.g. all-MiniLM-L6-v2 or a hub id)")
+        reader = kind(args.model, s.models_dir, max_length=args.max_length)
+    reader.settings.update({"retriever": args.retriever, "top_n": args.top_n, "dataset": args.dataset})
+    config = TrainConfig(epochs=args.epochs, lr=args.lr or (1e-3 if args.reader == "maxout" else 2e-5),
+                         batch_size=args.batch_size, effective_batch=args.effective_batch, seed=args.seed)
+    out = Path(args.output or f"runs/{args.reader}-{args.dataset}")
+    record = {"dataset": args.dataset, "reader": args.reader, "model": args.model, "protocol": protocol,
+              "retriever": args.retriever, "top_n": args.top_n, "train_questions": len(train_qs),
+              "selection_questions": len(select_qs), **run_record()}
+    result = train(reader, sets[0], sets[1], config, out, record, load_reader)
+    print(f"best selection accuracy {result['best_selection_accuracy']:.2f}%; checkpoint {out / 'best'}")
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
@@ -353,6 +447,7 @@ COMMANDS = {
     "tune": cmd_tune,
     "answer": cmd_answer,
     "filter-agreement": cmd_filter_agreement,
+    "train": cmd_train,
 }
 
 

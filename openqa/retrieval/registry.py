@@ -14,9 +14,10 @@ from openqa.retrieval.elastic import ElasticBM25
 from openqa.retrieval.hybrid import FusedEngine
 from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
+from openqa.retrieval.word2vec import WordVectors
 from openqa.text.tokenize import make_tokenizer
 
-ENGINES: dict[str, type[Index]] = {engine.name: engine for engine in (CustomBM25, LuceneBM25, ElasticBM25, DenseIndex, PositionalIndex)}
+ENGINES: dict[str, type[Index]] = {engine.name: engine for engine in (CustomBM25, LuceneBM25, ElasticBM25, DenseIndex, PositionalIndex, WordVectors)}
 
 #: Engines made of two built indexes, fused at search time.
 COMPOSITES: dict[str, tuple[str, str]] = {FusedEngine.name: ("custom", "dense")}

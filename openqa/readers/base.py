@@ -1,0 +1,82 @@
+"""What every reader is: a torch model that turns (question, options, evidence) into one logit
+per option, trains on a loss, and saves to / loads from a folder."""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Sequence
+
+import torch
+
+from openqa.data import Question
+from openqa.errors import OpenQAError
+
+READER_FILE = "reader.json"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A question with the evidence text retrieved for each of its options."""
+
+    question: Question
+    contexts: dict[str, str]
+
+    @property
+    def label(self) -> int:
+        """Position of the correct option."""
+        return list(self.question.options).index(self.question.answer_idx)
+
+
+def pick_device() -> torch.device:
+    """The GPU when there is one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class Reader(ABC):
+    """A trainable option scorer over evidence."""
+
+    kind: ClassVar[str]
+    model: torch.nn.Module
+    settings: dict[str, Any]
+
+    @abstractmethod
+    def logits(self, batch: Sequence[Example]) -> torch.Tensor:
+        """(len(batch), n_options) scores; higher is better."""
+
+    def loss(self, batch: Sequence[Example]) -> torch.Tensor:
+        """Training loss: cross-entropy of the option logits against the correct option."""
+        labels = torch.tensor([e.label for e in batch], device=self.device)
+        return torch.nn.functional.cross_entropy(self.logits(batch), labels)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def save(self, folder: Path) -> None:
+        """Weights and everything ``load`` needs, in ``folder``."""
+        folder.mkdir(parents=True, exist_ok=True)
+        self._save_weights(folder)
+        (folder / READER_FILE).write_text(json.dumps({"kind": self.kind, "settings": self.settings}, indent=2))
+
+    @abstractmethod
+    def _save_weights(self, folder: Path) -> None:
+        """Write the model's weights (and tokenizer or vocabulary) into ``folder``."""
+
+    @classmethod
+    @abstractmethod
+    def from_checkpoint(cls, folder: Path, settings: dict[str, Any]) -> "Reader":
+        """Rebuild a saved reader."""
+
+
+def read_checkpoint_info(folder: Path) -> dict[str, Any]:
+    """The kind and settings of a saved reader, or a one-line error for anything else."""
+    path = Path(folder) / READER_FILE
+    if not path.is_file():
+        raise OpenQAError(f"{folder} is not an openqa reader checkpoint (no {READER_FILE}); train one with `openqa train`")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise OpenQAError(f"{path}: unreadable ({exc})") from None

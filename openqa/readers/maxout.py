@@ -1,0 +1,84 @@
+"""The paper's Max-out reader, its non-pretrained baseline: BiGRU encoders over the context and
+over question + option, max-pooled over time, then ``[h_c; h_qa; h_c * h_qa; |h_c - h_qa|]`` through
+a tanh layer to one score. Word embeddings start from word2vec trained on the textbooks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from openqa.readers.base import Example, Reader, pick_device
+from openqa.retrieval.word2vec import UNK, WordVectors, words
+
+CONTEXT_LENGTH = 450
+QA_LENGTH = 150
+
+
+class MaxoutNet(nn.Module):
+    """Two BiGRU encoders, max-pooling, and a tanh layer over the matching features."""
+
+    def __init__(self, vectors: np.ndarray, hidden: int = 128) -> None:
+        super().__init__()
+        self.embed = nn.Embedding.from_pretrained(torch.from_numpy(vectors), freeze=False, padding_idx=0)
+        dim = vectors.shape[1]
+        self.context = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)
+        self.qa = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)
+        self.score = nn.Sequential(nn.Linear(8 * hidden, hidden), nn.Tanh(), nn.Linear(hidden, 1))
+
+    @staticmethod
+    def _pooled(gru: nn.GRU, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        states, _ = gru(embedded)
+        return states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values
+
+    def forward(self, context: torch.Tensor, qa: torch.Tensor) -> torch.Tensor:
+        h_c = self._pooled(self.context, self.embed(context), context != 0)
+        h_qa = self._pooled(self.qa, self.embed(qa), qa != 0)
+        return self.score(torch.cat([h_c, h_qa, h_c * h_qa, (h_c - h_qa).abs()], dim=-1)).squeeze(-1)
+
+
+class MaxoutReader(Reader):
+    """Word ids from the textbook vocabulary; one score per (context, question + option)."""
+
+    kind = "maxout"
+
+    def __init__(self, vocab: list[str], vectors: np.ndarray, lang: str) -> None:
+        self.vocab = vocab
+        self.ids = {w: i for i, w in enumerate(vocab)}
+        self.lang = lang
+        self.model = MaxoutNet(vectors).to(pick_device())
+        self.settings = {"model": "maxout", "lang": lang, "context_length": CONTEXT_LENGTH, "qa_length": QA_LENGTH}
+
+    @classmethod
+    def from_word_vectors(cls, wv: WordVectors) -> "MaxoutReader":
+        return cls(wv.vocab, wv.vectors, wv.manifest["lang"])
+
+    def _ids(self, texts: list[str], length: int) -> torch.Tensor:
+        """Word ids, cut to ``length`` and padded; unknown words map to the unknown row."""
+        unk = self.ids[UNK]
+        rows = [[self.ids.get(w, unk) for w in words(t, self.lang)][:length] or [unk] for t in texts]
+        width = max(len(r) for r in rows)
+        return torch.tensor([r + [0] * (width - len(r)) for r in rows], device=self.device)
+
+    def logits(self, batch: Sequence[Example]) -> torch.Tensor:
+        contexts = [e.contexts.get(letter, "") for e in batch for letter in e.question.options]
+        qas = [f"{e.question.question} {text}" for e in batch for text in e.question.options.values()]
+        scores = self.model(self._ids(contexts, CONTEXT_LENGTH), self._ids(qas, QA_LENGTH))
+        return scores.view(len(batch), -1)
+
+    def _save_weights(self, folder: Path) -> None:
+        torch.save(self.model.state_dict(), folder / "maxout.pt")
+        (folder / "vocab.json").write_text(json.dumps(self.vocab, ensure_ascii=False))
+
+    @classmethod
+    def from_checkpoint(cls, folder: Path, settings: dict[str, Any]) -> "MaxoutReader":
+        vocab = json.loads((folder / "vocab.json").read_text())
+        state = torch.load(folder / "maxout.pt", map_location="cpu")
+        reader = cls(vocab, state["embed.weight"].numpy(), settings["lang"])
+        reader.model.load_state_dict(state)
+        return reader
+

@@ -1,0 +1,90 @@
+"""T5 reader in the style of DR.BENCH: the input is the question, the lettered options, then the
+evidence; the target is the answer text. Each option is scored by the model's mean token
+log-likelihood of producing it, so the prediction is always one of the options."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+import torch
+
+from openqa.errors import OpenQAError
+from openqa.readers.base import Example, Reader, pick_device
+from openqa.retrieval.encoders import resolve_model
+
+
+def prompt(example: Example) -> tuple[str, str]:
+    """(question and options, evidence): the first part is never truncated."""
+    q = example.question
+    options = " ".join(f"({letter}) {text}" for letter, text in q.options.items())
+    evidence = " ".join(f"({letter}) {example.contexts.get(letter, '')}" for letter in q.options)
+    return f"question: {q.question} options: {options} context:", evidence
+
+
+class T5Reader(Reader):
+    """A sequence-to-sequence model scoring options by likelihood."""
+
+    kind = "t5"
+
+    def __init__(self, model: str, models_dir: Path | None = None, max_length: int = 512, path: str | None = None,
+                 modules: tuple[Any, Any] | None = None) -> None:
+        from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+        if modules is not None:  # an in-memory model and tokenizer (tests build tiny random ones)
+            self.model, self.tokenizer = modules
+        else:
+            source = path or resolve_model(model, models_dir)
+            try:
+                self.tokenizer = AutoTokenizer.from_pretrained(source)
+                self.model = T5ForConditionalGeneration.from_pretrained(source)
+            except (OSError, ValueError) as exc:
+                raise OpenQAError(f"cannot load a T5 model from {source}: {str(exc).splitlines()[0]}") from None
+        self.model.to(pick_device())
+        self.settings = {"model": model, "max_length": max_length}
+        self.max_length = max_length
+
+    def _inputs(self, batch: Sequence[Example]) -> dict[str, torch.Tensor]:
+        """Encoder ids: question and options whole, evidence cut to the remaining length."""
+        rows = []
+        for e in batch:
+            head, evidence = prompt(e)
+            head_ids = self.tokenizer(head, add_special_tokens=False)["input_ids"]
+            room = max(0, self.max_length - len(head_ids) - 1)
+            evidence_ids = self.tokenizer(evidence, add_special_tokens=False)["input_ids"][:room]
+            rows.append(head_ids + evidence_ids + [self.tokenizer.eos_token_id])
+        return self._pad(rows)
+
+    def _pad(self, rows: list[list[int]]) -> dict[str, torch.Tensor]:
+        width = max(len(r) for r in rows)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows], device=self.device)
+        return {"input_ids": ids, "attention_mask": (ids != pad).long()}
+
+    def _targets(self, texts: Sequence[str]) -> torch.Tensor:
+        ids = self._pad([self.tokenizer(t)["input_ids"] for t in texts])["input_ids"]
+        return ids.masked_fill(ids == self.tokenizer.pad_token_id, -100)
+
+    def logits(self, batch: Sequence[Example]) -> torch.Tensor:
+        """Mean log-likelihood of each option's text given the input (higher is better)."""
+        n = len(batch[0].question.options)
+        inputs = {k: v.repeat_interleave(n, dim=0) for k, v in self._inputs(batch).items()}
+        labels = self._targets([text for e in batch for text in e.question.options.values()])
+        out = self.model(**inputs, labels=labels)
+        logp = torch.log_softmax(out.logits, dim=-1)
+        mask = labels != -100
+        token_logp = logp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
+        return (token_logp.sum(-1) / mask.sum(-1)).view(len(batch), n)
+
+    def loss(self, batch: Sequence[Example]) -> torch.Tensor:
+        """Teacher-forced cross-entropy of the correct answer's text."""
+        labels = self._targets([e.question.options[e.question.answer_idx] for e in batch])
+        return self.model(**self._inputs(batch), labels=labels).loss
+
+    def _save_weights(self, folder: Path) -> None:
+        self.model.save_pretrained(folder)
+        self.tokenizer.save_pretrained(folder)
+
+    @classmethod
+    def from_checkpoint(cls, folder: Path, settings: dict[str, Any]) -> "T5Reader":
+        return cls(settings["model"], max_length=settings["max_length"], path=str(folder))

@@ -1,0 +1,70 @@
+"""Word embeddings trained on the textbooks (gensim word2vec, 200-d), for the Max-out reader.
+
+Words are lower-cased English words or jieba words (Chinese), stop words kept: the reader reads
+whole sentences. Built by ``openqa index --engine word2vec`` with a manifest like every index.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.retrieval.base import EngineOptions, Index
+from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.text.tokenize import Tokenizer, make_tokenizer
+
+VECTORS = "vectors.npy"
+VOCAB = "vocab.json"
+DIM = 200
+PAD, UNK = "<pad>", "<unk>"
+_EN_WORD = re.compile(r"[a-z0-9]+")
+
+
+def words(text: str, lang: str) -> list[str]:
+    """The reader's words: lower-cased English words, or jieba words for Chinese."""
+    if lang == "en":
+        return _EN_WORD.findall(text.lower())
+    import jieba
+
+    return [w for w in jieba.lcut(text.lower(), HMM=False) if w.strip()]
+
+
+class WordVectors(Index):
+    """A vocabulary (row 0 padding, row 1 unknown) and its 200-d vectors."""
+
+    name = "word2vec"
+
+    def __init__(self, manifest: dict[str, Any], vocab: list[str], vectors: np.ndarray) -> None:
+        self.manifest = manifest
+        self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
+        self.vocab = vocab
+        self.ids = {w: i for i, w in enumerate(vocab)}
+        self.vectors = vectors
+
+    @classmethod
+    def build(
+        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        options: EngineOptions = EngineOptions(),
+    ) -> None:
+        """Train word2vec (skip-gram, window 5, words seen 3+ times, 5 epochs) on the paragraphs."""
+        from gensim.models import Word2Vec
+
+        sentences = [words(p.text, tokenizer.lang) for p in paragraphs]
+        model = Word2Vec(sentences, vector_size=DIM, window=5, min_count=3, sg=1, epochs=5, workers=2, seed=13)
+        vocab = [PAD, UNK, *model.wv.index_to_key]
+        vectors = np.vstack([np.zeros((2, DIM), np.float32), model.wv.vectors.astype(np.float32)])
+        with atomic_folder(folder) as scratch:
+            np.save(scratch / VECTORS, vectors)
+            (scratch / VOCAB).write_text(json.dumps(vocab, ensure_ascii=False))
+            write_manifest(scratch, {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "dim": DIM, "words": len(vocab)})
+
+    @classmethod
+    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "WordVectors":
+        manifest = read_manifest(folder, build_hint)
+        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
+        return cls(manifest, json.loads((folder / VOCAB).read_text()), np.load(folder / VECTORS))
