@@ -112,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--max-length", type=int, default=256, help="bert/t5: tokens per input; only the evidence is cut (default: 256)")
     tr.add_argument("--seed", type=int, default=13, help="seed of shuffles and initialisation (default: 13)")
     tr.add_argument("--output", help="run folder (default: runs/<reader>-<dataset>); a rerun resumes from its last epoch")
+    _tokenizer_flags(tr)
     _common(tr)
 
     fa = sub.add_parser("filter-agreement", help="token agreement of the free-text medical filter with MetaMap")
@@ -239,12 +240,6 @@ def cmd_train(args: argparse.Namespace) -> None:
         train_qs, select_qs = load_questions(args.dataset, "train", data_dir), load_questions(args.dataset, "dev", data_dir)
         protocol = "official train split; selection on dev"
         split_names = ("train", "dev")
-    retriever = _retriever(args, args.retriever, spec.lang, spec.exam, args.dataset)
-    cache = s.index_dir / "evidence"
-    sets = [
-        examples(qs, load_or_compute(cache / f"{args.dataset}-{name}-{args.retriever}-n{args.top_n}.json", retriever, qs, args.top_n))
-        for qs, name in zip((train_qs, select_qs), split_names)
-    ]
     kind = reader_class(args.reader)
     if args.reader == "maxout":
         from openqa.readers.maxout import MaxoutReader
@@ -255,6 +250,12 @@ def cmd_train(args: argparse.Namespace) -> None:
         if not args.model:
             raise OpenQAError(f"--reader {args.reader} needs --model (e.g. all-MiniLM-L6-v2 or a hub id)")
         reader = kind(args.model, s.models_dir, max_length=args.max_length)
+    retriever = _retriever(args, args.retriever, spec.lang, spec.exam, args.dataset)
+    cache = s.index_dir / "evidence"
+    sets = [
+        examples(qs, load_or_compute(cache / f"{args.dataset}-{name}-{args.retriever}-n{args.top_n}.json", retriever, qs, args.top_n))
+        for qs, name in zip((train_qs, select_qs), split_names)
+    ]
     reader.settings.update({"retriever": args.retriever, "top_n": args.top_n, "dataset": args.dataset})
     config = TrainConfig(epochs=args.epochs, lr=args.lr or (1e-3 if args.reader == "maxout" else 2e-5),
                          batch_size=args.batch_size, effective_batch=args.effective_batch, seed=args.seed)

@@ -156,3 +156,36 @@ def test_retrieval_quality_report(built, tmp_path):
     assert row["correct"]["25"] == 100.0  # both answers are named in the six fixture paragraphs
     assert (tmp_path / "retrieval-us-dev.png").stat().st_size > 1000
     assert "| ir-custom |" in (tmp_path / "retrieval-us-dev.md").read_text()
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["train", "--reader", "bert", "--model", "all-MiniLM-L6-v2", "--dataset", "us"], "--train-split dev:0.8"),
+        (["train", "--reader", "bert", "--dataset", "us", "--train-split", "test:0.8"], "test"),
+        (["train", "--reader", "maxout", "--dataset", "us", "--train-split", "dev:0.5"], "openqa index --lang en --engine word2vec"),
+        (["eval", "--dataset", "us", "--method", "reader"], "needs --model"),
+        (["eval", "--dataset", "us", "--method", "reader", "--model", "/nonexistent"], "not an openqa reader checkpoint"),
+    ],
+)
+def test_reader_bad_input(built, args, message):
+    result = run(*args, *loc(built))
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_train_and_eval_a_reader_end_to_end(built, tmp_path):
+    """Max-out on the fixture: word2vec index, a seeded dev split, a checkpoint, eval with it."""
+    result = run("index", "--lang", "en", "--engine", "word2vec", *loc(built))
+    assert result.returncode == 0, result.stderr
+    run_dir = tmp_path / "run"
+    result = run("train", "--reader", "maxout", "--dataset", "us", "--train-split", "dev:0.5", "--epochs", "1",
+                 "--top-n", "1", "--output", str(run_dir), *loc(built))
+    assert result.returncode == 0, result.stderr
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["protocol"].startswith("--train-split dev:0.5") and record["train_questions"] == 1
+    result = run("eval", "--dataset", "us", "--split", "test", "--method", "reader", "--model", str(run_dir),
+                 "--json", "--output", str(tmp_path), *loc(built))
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["method"] == "reader" and summary["n"] == 2
