@@ -162,7 +162,9 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
 
     stats = corpus_stats(list(read_paragraphs(_settings(args).require_data_dir(), args.lang)), args.lang)
     if args.json:
-        print(json.dumps({"lang": args.lang, **stats}))
+        from openqa.evaluate import run_record
+
+        print(json.dumps({"lang": args.lang, **stats, **run_record()}))
         return
     unit = "words" if args.lang == "en" else "characters"
     for key, value in stats.items():
@@ -305,7 +307,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         "seconds": round(seconds, 3),
         "load_seconds": round(load_seconds, 3),
         "limit": args.limit,
-        "variant": f"query-{args.query}" if args.query else None,
+        "variant": _variant(args),
         "settings": {**asdict(scorer.settings), "source": source, "exam": args.exam or exam},
         "data": data,
         "corpus": f"{m['lang']}: {len(m['books'])} books, {m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}",
@@ -346,6 +348,14 @@ def _retrieval_report(args: argparse.Namespace, questions: list, lang: str, exam
     for method_name, row in table.items():
         print(f"{method_name:<10} " + "  ".join(f"@{k}: {row['correct'][k]:.1f} vs {row['wrong'][k]:.1f}" for k in row["correct"]))
     print(f"wrote {path} (+ .md, .png)")
+
+
+def _variant(args: argparse.Namespace) -> str | None:
+    """What distinguishes this result file from the method's default one (a query mode, a reader run)."""
+    parts = [f"query-{args.query}"] if args.query else []
+    if args.method == "reader" and args.model:
+        parts.append(Path(args.model).resolve().name)
+    return "-".join(parts) or None
 
 
 def cmd_tune(args: argparse.Namespace) -> None:
