@@ -7,7 +7,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from openqa.config import RESULTS_DIR, Settings
 from openqa.errors import OpenQAError
@@ -127,32 +126,30 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url)
 
 
-def _options(args: argparse.Namespace, s: Settings):
-    """Engine-specific settings from the flags this command has."""
+def _context(args: argparse.Namespace):
+    """Locations and index-building flags of this command, for ``openqa.pipeline``."""
+    from openqa.pipeline import Context
     from openqa.retrieval.base import EngineOptions
 
-    return EngineOptions(
+    s = _settings(args)
+    options = EngineOptions(
         connection=s.es_url,
         encoder=getattr(args, "encoder", None),
         models_dir=s.models_dir,
         faiss_index=getattr(args, "faiss_index", None) or "flat",
     )
-
-
-def _tokenizer(args: argparse.Namespace, lang: str, engine: str) -> dict[str, Any]:
-    """The engine's tokenizer settings for ``lang`` with the user's --ngram / --zh-mode."""
-    from openqa.retrieval.registry import tokenizer_config
-
-    return tokenizer_config(lang, engine, ngram=args.ngram, **({"mode": args.zh_mode} if lang == "zh" else {}))
+    return Context(s, options, getattr(args, "ngram", None), getattr(args, "zh_mode", None))
 
 
 def cmd_index(args: argparse.Namespace) -> None:
-    from openqa.retrieval.registry import build_index
+    from openqa.retrieval.registry import build_index, tokenizer_config
 
-    s = _settings(args)
+    ctx = _context(args)
+    overrides = {"ngram": args.ngram, **({"mode": args.zh_mode} if args.lang == "zh" else {})}
     start = time.perf_counter()
     folder = build_index(
-        s.require_data_dir(), s.index_dir, args.lang, args.engine, _tokenizer(args, args.lang, args.engine), _options(args, s)
+        ctx.settings.require_data_dir(), ctx.settings.index_dir, args.lang, args.engine,
+        tokenizer_config(args.lang, args.engine, **overrides), ctx.options,
     )
     print(f"built {folder} in {time.perf_counter() - start:.1f} s")
 
@@ -172,100 +169,24 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
 
 
 def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None):
-    """Open the method's index and build its scorer with tuned-or-flag settings."""
-    from dataclasses import asdict
+    """The method's scorer, index and settings source, from this command's flags."""
+    from openqa.pipeline import open_scorer
 
-    from openqa.evaluate import load_tuned
-    from openqa.retrieval.registry import open_index
-    from openqa.scorers.ir import IRSettings
-    from openqa.scorers.registry import method
-
-    s = _settings(args)
-    if args.method == "reader":
-        return _reader_scorer(args, lang, exam)
-    m = method(args.method)
-    tuned, source = load_tuned(args.method, dataset, args.query)
-    flags = {"top_n": args.top_n, "aggregate": args.aggregate}
-    settings = IRSettings(**{**asdict(tuned), **{k: v for k, v in flags.items() if v is not None}})
-    if any(v is not None for v in flags.values()):
-        source += " + command-line flags"
-    engine_name = args.engine or m.engine
-    engine = open_index(s.index_dir, lang, engine_name, _tokenizer(args, lang, engine_name), s.data_dir, _options(args, s))
-    return m.make(engine, exam, settings), engine, source
-
-
-def _retriever(args: argparse.Namespace, name: str, lang: str, exam: str, dataset: str | None):
-    """An IR scorer (tuned settings) whose retrieval feeds a reader."""
-    from openqa.evaluate import load_tuned
-    from openqa.retrieval.registry import open_index
-    from openqa.scorers.ir import IRScorer
-    from openqa.scorers.registry import method
-
-    s = _settings(args)
-    m = method(name)
-    engine = open_index(s.index_dir, lang, m.engine, _tokenizer(args, lang, m.engine), s.data_dir, _options(args, s))
-    scorer = m.make(engine, exam, load_tuned(name, dataset)[0])
-    if not isinstance(scorer, IRScorer):
-        raise OpenQAError(f"{name} does not retrieve paragraphs; use ir-custom, ir-es, dense or hybrid as the retriever")
-    return scorer
-
-
-def _reader_scorer(args: argparse.Namespace, lang: str, exam: str):
-    """A trained reader with the retriever and evidence depth it was trained with."""
-    from openqa.readers.registry import ReaderScorer, load_reader
-
-    if not args.model:
-        raise OpenQAError("--method reader needs --model: a run folder or checkpoint written by openqa train")
-    reader = load_reader(Path(args.model))
-    trained = reader.settings
-    retriever = _retriever(args, trained.get("retriever", "ir-custom"), lang, exam, trained.get("dataset"))
-    scorer = ReaderScorer(reader, retriever, trained.get("top_n", 3))
-    return scorer, retriever.engine, f"reader {args.model}"
+    return open_scorer(
+        _context(args), args.method, lang, exam, dataset, engine=args.engine, query=args.query,
+        top_n=args.top_n, aggregate=args.aggregate, model=args.model,
+    )
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from openqa.data import dataset_spec, load_questions, parse_train_split, split_questions
-    from openqa.evaluate import run_record
-    from openqa.readers.evidence import load_or_compute
-    from openqa.readers.registry import examples, load_reader, reader_class
-    from openqa.readers.train import TrainConfig, train
+    from openqa.pipeline import train_reader
+    from openqa.readers.train import TrainConfig
 
-    spec = dataset_spec(args.dataset)
-    s = _settings(args)
-    data_dir = s.require_data_dir()
-    if args.train_split:
-        source, fraction = parse_train_split(args.train_split)
-        train_qs, select_qs = split_questions(load_questions(args.dataset, source, data_dir), fraction)
-        protocol = f"--train-split {args.train_split}: seeded (13) question-level split of {source}, {len(train_qs)} train / {len(select_qs)} selection"
-        split_names = (f"{source}{fraction:g}-train", f"{source}{fraction:g}-select")
-    else:
-        train_qs, select_qs = load_questions(args.dataset, "train", data_dir), load_questions(args.dataset, "dev", data_dir)
-        protocol = "official train split; selection on dev"
-        split_names = ("train", "dev")
-    kind = reader_class(args.reader)
-    if args.reader == "maxout":
-        from openqa.readers.maxout import MaxoutReader
-        from openqa.retrieval.registry import open_index
-
-        reader = MaxoutReader.from_word_vectors(open_index(s.index_dir, spec.lang, "word2vec", None, data_dir))
-    else:
-        if not args.model:
-            raise OpenQAError(f"--reader {args.reader} needs --model (e.g. all-MiniLM-L6-v2 or a hub id)")
-        reader = kind(args.model, s.models_dir, max_length=args.max_length)
-    retriever = _retriever(args, args.retriever, spec.lang, spec.exam, args.dataset)
-    cache = s.index_dir / "evidence"
-    sets = [
-        examples(qs, load_or_compute(cache / f"{args.dataset}-{name}-{args.retriever}-n{args.top_n}.json", retriever, qs, args.top_n))
-        for qs, name in zip((train_qs, select_qs), split_names)
-    ]
-    reader.settings.update({"retriever": args.retriever, "top_n": args.top_n, "dataset": args.dataset})
     config = TrainConfig(epochs=args.epochs, lr=args.lr or (1e-3 if args.reader == "maxout" else 2e-5),
                          batch_size=args.batch_size, effective_batch=args.effective_batch, seed=args.seed)
     out = Path(args.output or f"runs/{args.reader}-{args.dataset}")
-    record = {"dataset": args.dataset, "reader": args.reader, "model": args.model, "protocol": protocol,
-              "retriever": args.retriever, "top_n": args.top_n, "train_questions": len(train_qs),
-              "selection_questions": len(select_qs), **run_record()}
-    result = train(reader, sets[0], sets[1], config, out, record, load_reader)
+    result = train_reader(_context(args), args.reader, args.model, args.dataset, args.train_split, args.retriever,
+                          args.top_n, config, out, args.max_length)
     print(f"best selection accuracy {result['best_selection_accuracy']:.2f}%; checkpoint {out / 'best'}")
 
 
@@ -361,39 +282,9 @@ def _variant(args: argparse.Namespace) -> str | None:
 def cmd_tune(args: argparse.Namespace) -> None:
     from dataclasses import asdict
 
-    from openqa.data import dataset_spec, load_questions
-    from openqa.evaluate import write_atomic, run_record, tune_hybrid, tune_ir, tune_query_mode, tuned_path
-    from openqa.retrieval.hybrid import FusedEngine
-    from openqa.retrieval.registry import open_index
-    from openqa.scorers.ir import QUERY_MODES, IRScorer, IRSettings
-    from openqa.scorers.registry import method
+    from openqa.pipeline import tune
 
-    spec = dataset_spec(args.dataset)
-    s = _settings(args)
-    questions = load_questions(args.dataset, "dev", s.require_data_dir())
-    m = method(args.method)
-    engine_name = args.engine or m.engine
-    engine = open_index(s.index_dir, spec.lang, engine_name, _tokenizer(args, spec.lang, engine_name), s.data_dir, _options(args, s))
-    scorer = m.make(engine, spec.exam, IRSettings())
-    modes = QUERY_MODES if spec.lang == "en" else ("full",)
-    if isinstance(engine, FusedEngine):
-        search = tune_hybrid
-    else:
-        search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
-    best, table = search(scorer, questions, modes)
-    record = {
-        "dataset": args.dataset,
-        "split": "dev",
-        "method": args.method,
-        "chosen": asdict(best),
-        "dev_accuracy": max(row["accuracy"] for row in table),
-        "grid": [{k: row[k] for k in ("top_n", "aggregate", "query", "fusion", "weight", "accuracy") if k in row} for row in table],
-        "index": {"tokenizer": engine.manifest["tokenizer"]},
-        **run_record(),
-    }
-    path = tuned_path(args.method, args.dataset)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(record, indent=2) + "\n")
+    best, record, path = tune(_context(args), args.method, args.dataset, args.engine)
     print(f"chose {asdict(best)} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {path}")
 
 
