@@ -113,6 +113,9 @@ def test_bert_reader_with_minilm(tmp_path, monkeypatch):
     long = [Example(batch[0].question, {k: "filler " * 200 for k in "ABCD"})]
     ids = reader.encode(long)["input_ids"][0, 0].tolist()
     assert "which word?" in reader.tokenizer.decode(ids)  # the context was cut, not the question
+    very_long = Question("q", "symptom " * 100, {"A": "a", "B": "b", "C": "c", "D": "d"}, "A", "a", None, None)
+    stretched = reader.encode([Example(very_long, {k: "filler " * 200 for k in "ABCD"})])["input_ids"]
+    assert stretched.shape[-1] > 64 and reader.tokenizer.decode(stretched[0, 0]).count("symptom") == 100
     config = TrainConfig(epochs=1, lr=1e-4, batch_size=2, effective_batch=2, warmup=0.0)
     result = train(reader, toy(8), toy(4, seed=1), config, tmp_path / "bert", {}, load_reader)
     assert result["epochs"][0]["examples_per_second"] > 0

@@ -38,9 +38,11 @@ class MultipleChoiceReader(Reader):
             for letter, option in e.question.options.items():
                 contexts.append(e.contexts.get(letter, ""))
                 endings.append(f"{e.question.question} {option}")
-        encoded = self.tokenizer(
-            contexts, endings, truncation="only_first", max_length=self.max_length, padding="longest", return_tensors="pt"
-        )
+        # a question longer than --max-length stretches the input (up to the model's limit), never truncated
+        longest = max(len(ids) for ids in self.tokenizer(endings, add_special_tokens=False)["input_ids"])
+        limit = min(self.tokenizer.model_max_length, max(self.max_length, longest + 4))
+        strategy = "only_first" if longest + 4 <= limit else "longest_first"
+        encoded = self.tokenizer(contexts, endings, truncation=strategy, max_length=limit, padding="longest", return_tensors="pt")
         n_options = len(batch[0].question.options)
         return {k: v.view(len(batch), n_options, -1).to(self.device) for k, v in encoded.items()}
 
