@@ -85,6 +85,9 @@ class SearchEngine(Index):
     """An index that answers text queries with ranked paragraphs."""
 
     paragraphs: ParagraphStore
+    #: How many queries one ``search`` call handles best (one question's options for sparse
+    #: engines, many for an encoder that batches).
+    query_batch: ClassVar[int] = 1
 
     def fit_queries(self, queries: Sequence[str]) -> None:
         """See the whole batch of queries before searching (e.g. their average length)."""

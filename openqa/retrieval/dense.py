@@ -90,6 +90,7 @@ class DenseIndex(SearchEngine):
     """Nearest paragraphs by embedding inner product."""
 
     name = "dense"
+    query_batch = 128
 
     def __init__(self, folder: Path, manifest: dict[str, Any], index: Any, encoder: Encoder) -> None:
         self.folder = folder

@@ -68,6 +68,7 @@ class FusedEngine(SearchEngine):
     """Two engines over the same paragraphs, searched together and fused."""
 
     name = "hybrid"
+    query_batch = 128
 
     def __init__(self, first: SearchEngine, second: SearchEngine, fusion: Fusion = Fusion()) -> None:
         for key in ("corpus_checksum", "paragraphs"):
@@ -97,9 +98,11 @@ class FusedEngine(SearchEngine):
 
     def _hits(self, engine: SearchEngine, queries: Sequence[str]) -> list[list[Hit]]:
         """``DEPTH`` hits per query from one part, searched once per query."""
-        missing = [q for q in queries if (engine.name, q) not in self._cache]
-        if missing:
-            for q, hits in zip(missing, engine.search(missing, DEPTH)):
+        missing = list(dict.fromkeys(q for q in queries if (engine.name, q) not in self._cache))
+        step = max(engine.query_batch, 4)
+        for start in range(0, len(missing), step):
+            chunk = missing[start : start + step]
+            for q, hits in zip(chunk, engine.search(chunk, DEPTH)):
                 self._cache[(engine.name, q)] = hits
         return [self._cache[(engine.name, q)] for q in queries]
 

@@ -80,10 +80,15 @@ class IRScorer(OptionScorer):
         """Top-``depth`` hits per option per question (computed once, aggregated many ways)."""
         queries = [option_queries(q, self.settings.query, self.lang) for q in questions]
         self.engine.fit_queries([text for group in queries for text in group])
-        return [
-            self.engine.search(group, depth)
-            for group in tqdm(queries, desc=f"retrieving ({self.engine.name})", unit="q", disable=not progress)
-        ]
+        step = max(1, self.engine.query_batch // max(len(q.options) for q in questions)) if questions else 1
+        out: list[list[list[Hit]]] = []
+        with tqdm(total=len(queries), desc=f"retrieving ({self.engine.name})", unit="q", disable=not progress) as bar:
+            for start in range(0, len(queries), step):
+                groups = queries[start : start + step]
+                hits = iter(self.engine.search([text for group in groups for text in group], depth))
+                out.extend([next(hits) for _ in group] for group in groups)
+                bar.update(len(groups))
+        return out
 
     def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
         s = self.settings
