@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -38,7 +39,7 @@ def emulator(tmp_path_factory):
     port = free_port()
     proc = subprocess.Popen(
         [exe, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port), "--data-dir", str(tmp_path_factory.mktemp("es"))],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,  # its own process group
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 30
@@ -49,10 +50,10 @@ def emulator(tmp_path_factory):
         except OpenQAError:
             time.sleep(0.3)
     else:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)
         pytest.skip("noida-db did not start")
     yield url
-    proc.terminate()
+    os.killpg(proc.pid, signal.SIGTERM)  # the launcher and the server it starts
     proc.wait(timeout=10)
 
 
