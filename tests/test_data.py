@@ -255,22 +255,17 @@ def test_missing_train_points_to_train_split_option(tmp_path: Path) -> None:
     assert "\n" not in message
 
 
-def test_unknown_dataset_lists_names(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "dataset, split, bad, names",
+    [("usmle", "dev", "'usmle'", tuple(DATASETS)), ("us", "valid", "'valid'", SPLITS)],
+)
+def test_unknown_dataset_or_split_lists_names(tmp_path: Path, dataset, split, bad, names) -> None:
     with pytest.raises(DataError) as info:
-        load_questions("usmle", "dev", tmp_path)
+        load_questions(dataset, split, tmp_path)
 
     message = str(info.value)
-    assert "'usmle'" in message
-    assert all(name in message for name in DATASETS)
-
-
-def test_unknown_split_lists_names(tmp_path: Path) -> None:
-    with pytest.raises(DataError) as info:
-        load_questions("us", "valid", tmp_path)
-
-    message = str(info.value)
-    assert "'valid'" in message
-    assert all(split in message for split in SPLITS)
+    assert bad in message
+    assert all(name in message for name in names)
 
 
 def test_missing_data_dir(tmp_path: Path) -> None:
