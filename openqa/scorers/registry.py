@@ -10,7 +10,6 @@ from openqa.retrieval.base import Index
 from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25
 from openqa.retrieval.dense import DenseIndex
 from openqa.retrieval.elastic import ElasticBM25
-from openqa.retrieval.hybrid import Fusion, FusedEngine
 from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
 from openqa.scorers.base import OptionScorer
@@ -31,15 +30,6 @@ def _use_preset(engine: Index, exam: str) -> CustomBM25:
 def _ir_custom(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
     """IR-Custom: the paper's re-weighted BM25 with its per-exam query parameters."""
     return IRScorer(_use_preset(engine, exam), settings)
-
-
-def _hybrid(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
-    """Hybrid: IR-Custom fused with dense retrieval, then the IR scorer's top-N aggregate."""
-    if not isinstance(engine, FusedEngine):
-        raise OpenQAError("hybrid needs --engine hybrid (the custom and dense indexes)")
-    _use_preset(engine.first, exam)
-    engine.fusion = Fusion(settings.fusion, settings.weight)
-    return IRScorer(engine, settings)
 
 
 def _ir_es(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
@@ -65,10 +55,12 @@ def _pmi(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
 
 @dataclass(frozen=True)
 class Method:
-    """A scoring method: the engine whose index it reads by default and the factory of its scorer."""
+    """A scoring method: the engine whose index it reads by default and the factory of its scorer;
+    or, for a composite method, the two methods whose option scores it fuses."""
 
     engine: str
-    make: Callable[[Index, str, IRSettings], OptionScorer]
+    make: Callable[[Index, str, IRSettings], OptionScorer] | None = None
+    parts: tuple[str, str] | None = None
 
 
 METHODS: dict[str, Method] = {
@@ -76,7 +68,7 @@ METHODS: dict[str, Method] = {
     "ir-es": Method("lucene", _ir_es),
     "pmi": Method("pmi", _pmi),
     "dense": Method("dense", _dense),
-    "hybrid": Method("hybrid", _hybrid),
+    "hybrid": Method("hybrid", parts=("ir-custom", "dense")),
 }
 
 
