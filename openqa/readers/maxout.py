@@ -45,6 +45,7 @@ class MaxoutReader(Reader):
     """Word ids from the textbook vocabulary; one score per (context, question + option)."""
 
     kind = "maxout"
+    mixed_precision = False  # a small recurrent net: little to gain, and recurrences accumulate rounding
 
     def __init__(self, vocab: list[str], vectors: np.ndarray, lang: str) -> None:
         self.vocab = vocab

@@ -1,5 +1,5 @@
-"""Training any reader: seeded shuffles, gradient accumulation, linear warm-up, mixed precision on
-a GPU, selection accuracy after each epoch, the best checkpoint kept, and resumption from the
+"""Training any reader: seeded shuffles, gradient accumulation, linear warm-up, mixed precision
+(fp16 on a GPU, bf16 on a CPU that has it), selection accuracy after each epoch, the best checkpoint kept, and resumption from the
 last finished epoch when a run is restarted."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def predict(reader: Reader, examples: Sequence[Example], batch_size: int = 8, pr
     """Option scores for every example, in order, without gradients."""
     reader.model.eval()
     out: list[np.ndarray] = []
-    with torch.no_grad():
+    with torch.no_grad(), reader.autocast():
         for start in tqdm(range(0, len(examples), batch_size), desc="reading", unit="batch", disable=not progress):
             out.extend(reader.logits(examples[start : start + batch_size]).float().cpu().numpy())
     return out
@@ -78,8 +78,7 @@ def train(
     if first_epoch:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-    cuda = reader.device.type == "cuda"
-    scaler = torch.amp.GradScaler("cuda", enabled=cuda)
+    scaler = torch.amp.GradScaler("cuda", enabled=reader.precision == "fp16")  # bf16 needs no loss scaling
     for epoch in range(first_epoch, config.epochs):
         start = time.perf_counter()
         order = list(range(len(train_set)))
@@ -89,7 +88,7 @@ def train(
         bar = tqdm(range(0, len(order), config.batch_size), desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch")
         for i, offset in enumerate(bar):
             batch = [train_set[j] for j in order[offset : offset + config.batch_size]]
-            with torch.autocast("cuda", dtype=torch.float16, enabled=cuda):
+            with reader.autocast():
                 loss = reader.loss(batch) / accumulate
             scaler.scale(loss).backward()
             losses.append(loss.item() * accumulate)
