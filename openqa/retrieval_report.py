@@ -18,6 +18,7 @@ from tqdm import tqdm
 from openqa.data import Question
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.ir import question_query
+from openqa.text.tokenize import make_tokenizer
 
 KS = (1, 5, 10, 25)
 
@@ -38,7 +39,8 @@ def first_rank(paragraph_terms: list[list[str]], option_terms: list[str]) -> int
 
 def answer_support(engine: SearchEngine, questions: Sequence[Question], query_mode: str) -> dict[str, Any]:
     """Shares of correct and wrong options found in the top-k evidence of the question alone."""
-    tok, lang = engine.tokenizer, engine.manifest["lang"]
+    lang = engine.manifest["lang"]
+    tok = make_tokenizer({**engine.tokenizer.config(), "ngram": 1})  # n-grams would break the contiguous match
     cache: dict[int, list[str]] = {}
     correct = {k: 0 for k in KS}
     wrong = {k: 0 for k in KS}
