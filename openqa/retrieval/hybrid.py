@@ -81,8 +81,7 @@ class FusedEngine(SearchEngine):
         self.tokenizer = first.tokenizer
         self.paragraphs = first.paragraphs
         self.manifest = {**first.manifest, "engine": self.name, "parts": [first.manifest, second.manifest]}
-        self._cache: dict[tuple[str, int, str], list[Hit]] = {}
-        self._fitted = 0  # which query set the parts were last fitted to: part of the cache key
+        self._cache: dict[tuple[str, str], list[Hit]] = {}
 
     @classmethod
     def build(cls, *args, **kwargs) -> None:
@@ -93,20 +92,20 @@ class FusedEngine(SearchEngine):
         raise OpenQAError("open the hybrid engine through openqa.retrieval.registry.open_index")
 
     def fit_queries(self, queries: Sequence[str]) -> None:
-        """Fit both parts; hits found under another query set stay cached under that set's key."""
+        """Fit both parts; hits found under the previous query set no longer hold."""
         self.first.fit_queries(queries)
         self.second.fit_queries(queries)
-        self._fitted = hash(tuple(queries))
+        self._cache.clear()
 
     def _hits(self, engine: SearchEngine, queries: Sequence[str]) -> list[list[Hit]]:
         """``DEPTH`` hits per query from one part, searched once per query."""
-        missing = list(dict.fromkeys(q for q in queries if (engine.name, self._fitted, q) not in self._cache))
+        missing = list(dict.fromkeys(q for q in queries if (engine.name, q) not in self._cache))
         step = max(engine.query_batch, 4)
         for start in range(0, len(missing), step):
             chunk = missing[start : start + step]
             for q, hits in zip(chunk, engine.search(chunk, DEPTH)):
-                self._cache[(engine.name, self._fitted, q)] = hits
-        return [self._cache[(engine.name, self._fitted, q)] for q in queries]
+                self._cache[(engine.name, q)] = hits
+        return [self._cache[(engine.name, q)] for q in queries]
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         pairs = zip(self._hits(self.first, queries), self._hits(self.second, queries))
