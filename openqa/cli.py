@@ -272,8 +272,9 @@ def _retrieval_report(args: argparse.Namespace, questions: list, lang: str, exam
 
 
 def _variant(args: argparse.Namespace) -> str | None:
-    """What distinguishes this result file from the method's default one (a query mode, a reader run)."""
-    parts = [f"query-{args.query}"] if args.query else []
+    """What distinguishes this result file from the method's default one (flags overriding tuned settings, a reader run)."""
+    parts = [f"{flag}-{value}" for flag, value in (("engine", args.engine), ("query", args.query),
+                                                    ("top", args.top_n), ("aggregate", args.aggregate)) if value]
     if args.method == "reader" and args.model:
         parts.append(Path(args.model).resolve().name)
     return "-".join(parts) or None

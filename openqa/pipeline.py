@@ -49,13 +49,15 @@ def open_scorer(
         return open_reader_scorer(ctx, model, lang, exam)
     m = method(name)
     tuned, source = load_tuned(name, dataset, query)
-    if m.parts:  # fuse the parts' option scores, each part with its own dev-tuned settings
-        first, second = (open_scorer(ctx, part, lang, exam, dataset)[0] for part in m.parts)
+    flags = {k: v for k, v in {"top_n": top_n, "aggregate": aggregate}.items() if v is not None}
+    if flags or (m.parts and query):
+        source += " + command-line flags"
+    if m.parts:  # fuse the parts' option scores, each part with its own dev-tuned settings unless flags override them
+        if engine:
+            raise OpenQAError(f"--engine does not apply to {name}: it reads each part's own index ({', '.join(m.parts)})")
+        first, second = (open_scorer(ctx, part, lang, exam, dataset, query=query, **flags)[0] for part in m.parts)
         hybrid = HybridScorer(first, second, Fusion(tuned.fusion, tuned.weight))
         return hybrid, FusedEngine(first.engine, second.engine), source
-    flags = {k: v for k, v in {"top_n": top_n, "aggregate": aggregate}.items() if v is not None}
-    if flags:
-        source += " + command-line flags"
     index = ctx.open(lang, engine or m.engine)
     return m.make(index, exam, IRSettings(**{**asdict(tuned), **flags})), index, source
 

@@ -52,9 +52,9 @@ def test_eval_json_and_result_files(built, tmp_path):
     summary = json.loads(result.stdout)
     assert {"dataset", "split", "method", "n", "correct", "accuracy", "seconds", "command", "ci95"} <= set(summary)
     assert summary["n"] == 2 and summary["accuracy"] == 100.0
-    rows = (tmp_path / "us-dev-ir-custom.predictions.jsonl").read_text().splitlines()
+    rows = (tmp_path / "us-dev-ir-custom-top-1.predictions.jsonl").read_text().splitlines()
     assert [json.loads(r)["prediction"] for r in rows] == ["C", "A"]
-    assert (tmp_path / "us-dev-ir-custom.md").is_file()
+    assert (tmp_path / "us-dev-ir-custom-top-1.md").is_file()  # flags name the file: the tuned result is kept
 
 
 def test_eval_any_question_file(built, tmp_path):
@@ -199,6 +199,9 @@ def test_dense_and_hybrid_end_to_end(built, tmp_path):
         result = run("eval", "--dataset", "us", "--split", "dev", "--method", method, "--json", *TOP1,
                      "--output", str(tmp_path), *loc(built))
         assert result.returncode == 0, result.stderr
-        assert json.loads(result.stdout)["n"] == 2
+        summary = json.loads(result.stdout)
+        assert summary["n"] == 2 and summary["settings"]["top_n"] == 1
+    result = run("eval", "--dataset", "us", "--method", "hybrid", "--engine", "lucene", *loc(built))
+    assert result.returncode == 2 and "--engine does not apply to hybrid" in result.stderr
     result = run("eval", "--dataset", "us", "--method", "dense", "--encoder", "other-model", *loc(built))
     assert result.returncode == 2 and "built with encoder 'all-MiniLM-L6-v2'" in result.stderr
