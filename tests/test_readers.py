@@ -63,6 +63,8 @@ def test_training_resumes_from_the_last_epoch(tmp_path):
     resumed = train(maxout_reader(), toy(8), toy(4, seed=1), TrainConfig(**{**config.__dict__, "epochs": 2}), out, {}, load_reader)
     assert [e["epoch"] for e in resumed["epochs"]] == [1, 2]
     assert json.loads((out / "best" / "reader.json").read_text())["kind"] == "maxout"
+    with pytest.raises(OpenQAError, match=r"other settings \(lr 0.005 -> 0.001\)"):
+        train(maxout_reader(), toy(8), toy(4, seed=1), TrainConfig(**{**config.__dict__, "lr": 1e-3}), out, {}, load_reader)
 
 
 def tiny_t5():

@@ -15,6 +15,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from openqa.errors import OpenQAError
 from openqa.readers.base import Example, Reader
 
 BEST, LAST, RUN = "best", "last", "run.json"
@@ -54,6 +55,20 @@ def accuracy(reader: Reader, examples: Sequence[Example]) -> float:
     return 100.0 * float(np.mean([int(np.argmax(s)) == e.label for s, e in zip(scores, examples)]))
 
 
+#: run-record fields a resumed run must share with the one it continues (epochs may grow)
+RESUME_KEYS = ("dataset", "reader", "model", "protocol", "retriever", "top_n", "reader_settings")
+
+
+def check_same_run(previous: dict[str, Any], record: dict[str, Any], config: TrainConfig, out_dir: Path) -> None:
+    """Refuse to resume a run folder that was started with other data or settings."""
+    before = {**{k: previous[k] for k in RESUME_KEYS if k in previous}, **previous.get("config", {})}
+    now = {**{k: record.get(k) for k in RESUME_KEYS}, **asdict(config)}
+    changed = [f"{k} {before[k]!r} -> {now[k]!r}" for k in now if k != "epochs" and k in before and before[k] != now[k]]
+    if changed:
+        raise OpenQAError(f"{out_dir} holds a run with other settings ({'; '.join(changed)}); "
+                          "use another --output, or delete the folder to start again")
+
+
 def train(
     reader: Reader, train_set: Sequence[Example], select_set: Sequence[Example], config: TrainConfig,
     out_dir: Path, record: dict[str, Any], load: Callable[[Path], Reader],
@@ -66,6 +81,7 @@ def train(
     history: list[dict[str, Any]] = []
     first_epoch, best = 0, -1.0
     if (out_dir / LAST / "state.pt").is_file():
+        check_same_run(json.loads(run_path.read_text()) if run_path.is_file() else {}, record, config, out_dir)
         reader = load(out_dir / LAST)
         state = torch.load(out_dir / LAST / "state.pt", map_location="cpu", weights_only=False)
         first_epoch, best = state["epoch"] + 1, state["best"]
