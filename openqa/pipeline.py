@@ -21,7 +21,7 @@ from openqa.retrieval.hybrid import Fusion, FusedEngine
 from openqa.retrieval.registry import open_index, tokenizer_config
 from openqa.scorers.base import OptionScorer
 from openqa.scorers.hybrid import HybridScorer
-from openqa.scorers.ir import QUERY_MODES, IRScorer, IRSettings
+from openqa.scorers.ir import TUNED_QUERY_MODES, IRScorer, IRSettings
 from openqa.scorers.registry import method
 
 
@@ -62,9 +62,9 @@ def open_scorer(
     return m.make(index, exam, IRSettings(**{**asdict(tuned), **flags})), index, source
 
 
-def open_retriever(ctx: Context, name: str, lang: str, exam: str, dataset: str | None) -> IRScorer:
-    """An IR scorer (dev-tuned) whose retrieval feeds a reader."""
-    scorer, _, _ = open_scorer(ctx, name, lang, exam, dataset)
+def open_retriever(ctx: Context, name: str, lang: str, exam: str, dataset: str | None, query: str | None = None) -> IRScorer:
+    """An IR scorer (dev-tuned; ``query`` overrides its query mode) whose retrieval feeds a reader."""
+    scorer, _, _ = open_scorer(ctx, name, lang, exam, dataset, query=query)
     if not isinstance(scorer, IRScorer):
         raise OpenQAError(f"{name} does not retrieve paragraphs; use ir-custom, ir-es, dense or hybrid as the retriever")
     return scorer
@@ -76,7 +76,7 @@ def open_reader_scorer(ctx: Context, model: str | None, lang: str, exam: str) ->
         raise OpenQAError("--method reader needs --model: a run folder or checkpoint written by openqa train")
     reader = load_reader(Path(model))
     trained = reader.settings
-    retriever = open_retriever(ctx, trained.get("retriever", "ir-custom"), lang, exam, trained.get("dataset"))
+    retriever = open_retriever(ctx, trained.get("retriever", "ir-custom"), lang, exam, trained.get("dataset"), trained.get("query"))
     return ReaderScorer(reader, retriever, trained.get("top_n", 3)), retriever.engine, f"reader {model}"
 
 
@@ -91,7 +91,7 @@ def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tu
     else:
         index = ctx.open(spec.lang, engine or m.engine)
         scorer = m.make(index, spec.exam, IRSettings())
-        modes = QUERY_MODES if spec.lang == "en" else ("full",)
+        modes = TUNED_QUERY_MODES if spec.lang == "en" else ("full",)
         search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
         best, table = search(scorer, questions, modes)
     record = {
@@ -109,9 +109,10 @@ def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tu
 
 def train_reader(
     ctx: Context, kind: str, model: str | None, dataset: str, train_split: str | None, retriever: str, top_n: int,
-    config: TrainConfig, output: Path, max_length: int,
+    config: TrainConfig, output: Path, max_length: int, query: str | None = None,
 ) -> dict[str, Any]:
-    """Train a reader on ``dataset`` (official train split, or a seeded split such as dev:0.8)."""
+    """Train a reader on ``dataset`` (official train split, or a seeded split such as dev:0.8); ``query``
+    is the evidence query mode (default: the retriever's dev-tuned one)."""
     spec = dataset_spec(dataset)
     data_dir = ctx.settings.require_data_dir()
     if train_split:
@@ -131,14 +132,15 @@ def train_reader(
         raise OpenQAError(f"--reader {kind} needs --model (e.g. all-MiniLM-L6-v2 or a hub id)")
     else:
         reader = reader_class(kind)(model, ctx.settings.models_dir, max_length=max_length)
-    scorer = open_retriever(ctx, retriever, spec.lang, spec.exam, dataset)
+    scorer = open_retriever(ctx, retriever, spec.lang, spec.exam, dataset, query)
+    query = scorer.settings.query
     cache = ctx.settings.index_dir / "evidence"
     sets = [
-        examples(qs, load_or_compute(cache / f"{dataset}-{part}-{retriever}-n{top_n}.json", scorer, qs, top_n))
+        examples(qs, load_or_compute(cache / f"{dataset}-{part}-{retriever}-{query}-n{top_n}.json", scorer, qs, top_n))
         for qs, part in zip((train_qs, select_qs), parts)
     ]
-    reader.settings.update({"retriever": retriever, "top_n": top_n, "dataset": dataset})
+    reader.settings.update({"retriever": retriever, "query": query, "top_n": top_n, "dataset": dataset})
     record = {"dataset": dataset, "reader": kind, "model": model, "protocol": protocol, "retriever": retriever,
-              "top_n": top_n, "precision": reader.precision, "train_questions": len(train_qs),
+              "query": query, "top_n": top_n, "precision": reader.precision, "train_questions": len(train_qs),
               "selection_questions": len(select_qs), "reader_settings": reader.settings, **run_record()}
     return train(reader, sets[0], sets[1], config, output, record, load_reader)

@@ -180,15 +180,17 @@ def test_train_and_eval_a_reader_end_to_end(built, tmp_path):
     assert result.returncode == 0, result.stderr
     run_dir = tmp_path / "run"
     result = run("train", "--reader", "maxout", "--dataset", "us", "--train-split", "dev:0.5", "--epochs", "1",
-                 "--top-n", "1", "--output", str(run_dir), *loc(built))
+                 "--top-n", "1", "--query", "option", "--output", str(run_dir), *loc(built))
     assert result.returncode == 0, result.stderr
     record = json.loads((run_dir / "run.json").read_text())
     assert record["protocol"].startswith("--train-split dev:0.5") and record["train_questions"] == 1
+    assert record["query"] == "option"
     result = run("eval", "--dataset", "us", "--split", "test", "--method", "reader", "--model", str(run_dir),
                  "--json", "--output", str(tmp_path), *loc(built))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["method"] == "reader" and summary["n"] == 2
+    assert summary["settings"]["query"] == "option"  # evidence retrieved as in training
 
 
 def test_dense_and_hybrid_end_to_end(built, tmp_path):

@@ -27,6 +27,7 @@ def test_query_modes():
     assert question_query(q(), "phrases", "en") == "60-year-old man chest pain"  # no phrases: the filter
     assert question_query(q(), "full", "en") == q().question
     assert option_queries(with_phrases, "phrases", "en")[1] == "chest pain man heparin"
+    assert option_queries(with_phrases, "option", "en")[1] == "heparin"  # reader evidence about the option alone
 
 
 def test_bad_settings_are_refused():

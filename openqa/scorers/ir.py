@@ -22,8 +22,10 @@ AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
     "decay": lambda s: float((s / np.arange(1, len(s) + 1)).sum()),
 }
 
-#: Which words of the question go into the query.
-QUERY_MODES = ("phrases", "filter", "full")
+#: Which words of the question go into the query (the modes ``openqa tune`` searches).
+TUNED_QUERY_MODES = ("phrases", "filter", "full")
+#: ... and ``option``: none, the option alone, so that each option finds its own evidence for a reader.
+QUERY_MODES = (*TUNED_QUERY_MODES, "option")
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,9 @@ class IRSettings:
 
 
 def question_query(question: Question, mode: str, lang: str) -> str:
-    """The question part of every option query: MetaMap phrases, filtered words or the full text."""
+    """The question part of every option query: MetaMap phrases, filtered words, the full text or nothing."""
+    if mode == "option":
+        return ""
     if mode == "phrases" and question.metamap_phrases:
         return " ".join(question.metamap_phrases)
     if mode == "full":
@@ -58,7 +62,7 @@ def question_query(question: Question, mode: str, lang: str) -> str:
 def option_queries(question: Question, mode: str, lang: str) -> list[str]:
     """One query per option, in option order: question part + option text."""
     stem = question_query(question, mode, lang)
-    return [f"{stem} {text}" for text in question.options.values()]
+    return [f"{stem} {text}".strip() for text in question.options.values()]
 
 
 def aggregate(hits: list[Hit], top_n: int, how: str) -> float:
