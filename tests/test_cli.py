@@ -190,7 +190,7 @@ def test_train_and_eval_a_reader_end_to_end(built, tmp_path):
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["method"] == "reader" and summary["n"] == 2
-    assert summary["settings"]["query"] == "option"  # evidence retrieved as in training
+    assert summary["settings"]["query"] == "option" and summary["settings"]["top_n"] == 1  # evidence as in training
 
 
 def test_dense_and_hybrid_end_to_end(built, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -53,7 +54,7 @@ class ReaderScorer(OptionScorer):
         self.reader = reader
         self.retriever = retriever
         self.top_n = top_n
-        self.settings = retriever.settings
+        self.settings = replace(retriever.settings, top_n=top_n)  # the evidence depth the reader reads
 
     def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
         evidence, hits = retrieve_evidence(self.retriever, questions, self.top_n, progress)
