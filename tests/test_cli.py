@@ -166,6 +166,8 @@ def test_retrieval_quality_report(built, tmp_path):
         (["train", "--reader", "maxout", "--dataset", "us", "--train-split", "dev:0.5"], "openqa index --lang en --engine word2vec"),
         (["eval", "--dataset", "us", "--method", "reader"], "needs --model"),
         (["eval", "--dataset", "us", "--method", "reader", "--model", "/nonexistent"], "not an openqa reader checkpoint"),
+        (["train", "--reader", "t5", "--model", "all-MiniLM-L6-v2", "--dataset", "us", "--train-split", "dev:0.5"],
+         "is a bert model, not a T5 one"),
     ],
 )
 def test_reader_bad_input(built, args, message):

@@ -147,3 +147,6 @@ def test_bert_reader_with_minilm(tmp_path, monkeypatch):
 def test_loading_something_that_is_not_a_checkpoint(tmp_path):
     with pytest.raises(OpenQAError, match="not an openqa reader checkpoint"):
         load_reader(tmp_path)
+    (tmp_path / "reader.json").write_text(json.dumps({"kind": "maxout", "settings": {"lang": "en"}}))
+    with pytest.raises(OpenQAError, match="incomplete or incompatible reader checkpoint"):
+        load_reader(tmp_path)  # no weights beside it

@@ -35,7 +35,11 @@ def load_reader(folder: Path) -> Reader:
     if (folder / "best").is_dir():
         folder = folder / "best"
     info = read_checkpoint_info(folder)
-    reader = reader_class(info["kind"]).from_checkpoint(folder, info["settings"])
+    try:
+        reader = reader_class(info.get("kind", "")).from_checkpoint(folder, info["settings"])
+    except (KeyError, FileNotFoundError, RuntimeError) as exc:  # a missing setting or file, weights of another shape
+        raise OpenQAError(f"{folder}: incomplete or incompatible reader checkpoint ({type(exc).__name__}: "
+                          f"{(str(exc).splitlines() or [''])[0]}); train it again with `openqa train`") from None
     reader.settings.update(info["settings"])  # the retriever and evidence depth it was trained with
     return reader
 

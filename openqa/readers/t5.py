@@ -13,6 +13,9 @@ from openqa.errors import OpenQAError
 from openqa.readers.base import Example, Reader, pick_device
 from openqa.retrieval.encoders import resolve_model
 
+#: model types T5ForConditionalGeneration loads weights for
+T5_TYPES = ("t5", "mt5")
+
 
 def prompt(example: Example) -> tuple[str, str]:
     """(question and options, evidence): the first part is never truncated."""
@@ -29,13 +32,16 @@ class T5Reader(Reader):
 
     def __init__(self, model: str, models_dir: Path | None = None, max_length: int = 512, path: str | None = None,
                  modules: tuple[Any, Any] | None = None) -> None:
-        from transformers import AutoTokenizer, T5ForConditionalGeneration
+        from transformers import AutoConfig, AutoTokenizer, T5ForConditionalGeneration
 
         if modules is not None:  # an in-memory model and tokenizer (tests build tiny random ones)
             self.model, self.tokenizer = modules
         else:
             source = path or resolve_model(model, models_dir)
             try:
+                kind = AutoConfig.from_pretrained(source).model_type
+                if kind not in T5_TYPES:  # transformers would warn and start from random weights
+                    raise OpenQAError(f"{source} is a {kind} model, not a T5 one; --reader t5 needs a T5 checkpoint (e.g. google/flan-t5-base)")
                 self.tokenizer = AutoTokenizer.from_pretrained(source)
                 self.model = T5ForConditionalGeneration.from_pretrained(source)
             except (OSError, ValueError) as exc:
