@@ -11,6 +11,9 @@ from pathlib import Path
 from openqa.config import RESULTS_DIR, Settings
 from openqa.errors import OpenQAError
 
+#: openqa.scorers.ir.QUERY_MODES, spelled out here so that the CLI starts without numpy and the indexes
+QUERY_CHOICES = ("phrases", "filter", "full", "option")
+
 LANGS = ("en", "zh")
 
 
@@ -41,7 +44,7 @@ def _scorer_flags(parser: argparse.ArgumentParser) -> None:
     _method_flags(parser)
     parser.add_argument("--top-n", type=int, help="paragraphs per option to aggregate (default: tuned on dev, else 10)")
     parser.add_argument("--aggregate", help="how top-N scores combine: sum, max, decay (default: tuned, else sum)")
-    parser.add_argument("--query", choices=("phrases", "filter", "full", "option"), help="question part of queries: phrases (MetaMap), filter (our medical filter), full, or option (none: the option alone); top-N and aggregate then come from the best dev row for it (default: tuned, else phrases)")
+    parser.add_argument("--query", choices=QUERY_CHOICES, help="question part of queries: phrases (MetaMap), filter (our medical filter), full, or option (none: the option alone); top-N and aggregate then come from the best dev row for it (default: tuned, else phrases)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--train-split", help="train on a seeded split of another split, e.g. dev:0.8 (80%% train, 20%% selection; see TRAIN.md); default: the official train split, selection on dev")
     tr.add_argument("--retriever", default="ir-custom", help="method whose retrieval gives the evidence (default: ir-custom)")
     tr.add_argument("--top-n", type=int, default=3, help="evidence paragraphs per option (default: 3)")
-    tr.add_argument("--query", choices=("phrases", "filter", "full", "option"), help="evidence query: question part (phrases, filter, full) + option, "
+    tr.add_argument("--query", choices=QUERY_CHOICES, help="evidence query: question part (phrases, filter, full) + option, "
                     "or the option alone (option: long questions otherwise pull the same paragraphs for every option) "
                     "(default: the retriever's dev-tuned mode)")
     tr.add_argument("--epochs", type=int, default=3, help="training epochs (default: 3)")

@@ -1,11 +1,12 @@
 import pytest
 
+from openqa.cli import QUERY_CHOICES
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.evaluate import summarise, wilson_interval
 from openqa.retrieval.base import Hit
 from openqa.scorers.base import OptionScores
-from openqa.scorers.ir import IRSettings, aggregate, option_queries, question_query
+from openqa.scorers.ir import QUERY_MODES, IRSettings, aggregate, option_queries, question_query
 
 
 def q(qid="q1", options=None, answer="A", phrases=None):
@@ -28,6 +29,7 @@ def test_query_modes():
     assert question_query(q(), "full", "en") == q().question
     assert option_queries(with_phrases, "phrases", "en")[1] == "chest pain man heparin"
     assert option_queries(with_phrases, "option", "en")[1] == "heparin"  # reader evidence about the option alone
+    assert QUERY_CHOICES == QUERY_MODES  # the CLI's copy of the modes
 
 
 def test_bad_settings_are_refused():
