@@ -1,13 +1,16 @@
 """The paper's re-weighted BM25 (Appendix B) over a scipy.sparse term-by-paragraph matrix.
 
-    score(D, Q) = sum over terms q of Q:
-        IDF(q) * f(q,D)(kD+1) / (f(q,D) + kD(1 - bD + bD|D|/avgDL))        # document side
-               * f(q,Q)(kQ+1) / (f(q,Q) + kQ(1 - bQ + bQ|Q|/avgQL))        # query side
+The paper writes
 
-The document side times IDF is precomputed at index time into one float32 CSR matrix (a row per
-term), so a query is a sparse row slice times a small dense matrix: no Python loop over paragraphs.
-IDF is Lucene's non-negative form log(1 + (N - n + 0.5) / (n + 0.5)). The paper prints f(q,D) in
-the document-side denominator's place as a document term frequency; it means f(q,D).
+    s(Q, D) = sum over terms q of Q:  BM25(q, D) * IDF(q) * f(q,Q)(kQ+1) / (f(q,Q) + kQ(1 - bQ + bQ|Q|/avgQL))
+    BM25(q, D) = IDF(q) * f(q,D)(kD+1) / (f(q,D) + kD(1 - bD + bD|D|/avgDL))
+
+so IDF enters twice: a rare term weighs IDF squared. This engine computes exactly that. The
+document side, IDF(q)^2 * f(q,D)(kD+1) / (...), is precomputed at index time into one float32 CSR
+matrix (a row per term), so a query is a sparse row slice times a small dense matrix of query-side
+weights: no Python loop over paragraphs. IDF is Lucene's non-negative form
+log(1 + (N - n + 0.5) / (n + 0.5)). The paper prints a document frequency in the document-side
+denominator's place; like every BM25, it means f(q,D).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 WEIGHTS = "weights.npz"
 VOCAB = "vocab.txt"
+#: The scoring an index's weights hold, in its manifest: an index built with another is refused.
+SCORING = "appendix-b (IDF twice: BM25(q,D) x IDF(q) x query saturation)"
 
 
 @dataclass(frozen=True)
@@ -62,7 +67,8 @@ def idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
 def document_weights(
     term_lists: Iterable[list[str]], params: DocParams, n_docs: int | None = None
 ) -> tuple[sp.csr_matrix, list[str]]:
-    """Term-by-paragraph CSR matrix of IDF x document-side BM25, and the vocabulary (row order)."""
+    """Term-by-paragraph CSR matrix of BM25(q,D) x IDF(q) (IDF squared times the document-side
+    saturation), and the vocabulary (row order)."""
     vocab: dict[str, int] = {}
     term_ids: list[np.ndarray] = []
     lengths: list[int] = []
@@ -82,7 +88,7 @@ def document_weights(
     avg_len = doc_len.mean() if n else 1.0
     norm = params.kd * (1 - params.bd + params.bd * doc_len / avg_len)
     term_of_entry = np.repeat(np.arange(len(vocab)), doc_freq)
-    data = tf.data * (params.kd + 1) / (tf.data + norm[tf.indices]) * idf(doc_freq, n)[term_of_entry]
+    data = tf.data * (params.kd + 1) / (tf.data + norm[tf.indices]) * idf(doc_freq, n)[term_of_entry] ** 2
     weights = sp.csr_matrix((data.astype(np.float32), tf.indices, tf.indptr), shape=tf.shape)
     return weights, list(vocab)
 
@@ -152,6 +158,7 @@ class CustomBM25(SearchEngine):
                 scratch,
                 {
                     "engine": cls.name,
+                    "scoring": SCORING,
                     **corpus,
                     "tokenizer": tokenizer.config(),
                     "doc_params": asdict(params),
@@ -163,7 +170,7 @@ class CustomBM25(SearchEngine):
     @classmethod
     def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "CustomBM25":
         manifest = read_manifest(folder, build_hint)
-        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
+        check_manifest(manifest, {"engine": cls.name, "scoring": SCORING, **expected}, folder, build_hint)
         weights = sp.load_npz(folder / WEIGHTS).tocsr()
         vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
         return cls(folder, manifest, weights, vocab)
