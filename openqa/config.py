@@ -1,4 +1,5 @@
-"""Where things live: settings from flags, then environment variables, then defaults."""
+"""Where things live: one root of locations, each from its flag, else its environment variable,
+else its default; derived folders (the user's tuned settings) follow the index folder."""
 
 from __future__ import annotations
 
@@ -13,20 +14,26 @@ ENV_DATA = "OPENQA_DATA"
 ENV_INDEXES = "OPENQA_INDEXES"
 ENV_MODELS = "OPENQA_MODELS"
 ENV_ES_URL = "OPENQA_ES_URL"
+ENV_SETTINGS = "OPENQA_SETTINGS"
+ENV_RESULTS = "OPENQA_RESULTS"
 
-#: Where ``eval`` writes reports and ``tune`` writes the settings it chose.
-RESULTS_DIR = Path("eval/results")
-TUNED_DIR = Path("eval/tuned")
+#: Default folders, relative to where the command runs (printed by every command that writes there).
+DEFAULT_INDEXES = "indexes"
+DEFAULT_RESULTS = "eval/results"
+#: The user's own ``openqa tune`` choices live beside the index folder under this name.
+TUNED_FOLDER = "tuned"
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Resolved locations of data, indexes and models."""
+    """Resolved locations of data, indexes, models, the user's tuned settings and results."""
 
     data_dir: Path | None
     index_dir: Path
     models_dir: Path | None
     es_url: str | None = None
+    settings_dir: Path = Path(TUNED_FOLDER)
+    results_dir: Path = Path(DEFAULT_RESULTS)
 
     @classmethod
     def resolve(
@@ -35,18 +42,27 @@ class Settings:
         index_dir: str | os.PathLike | None = None,
         models_dir: str | os.PathLike | None = None,
         es_url: str | None = None,
+        settings_dir: str | os.PathLike | None = None,
+        results_dir: str | os.PathLike | None = None,
     ) -> "Settings":
-        """Take each setting from its flag, else its environment variable, else the default."""
+        """Take each setting from its flag, else its environment variable, else the default.
+
+        The tuned-settings folder defaults to ``tuned/`` beside the index folder, so it travels
+        with the indexes; results default to ``./eval/results``.
+        """
 
         def pick(flag, env: str, default=None):
             value = flag if flag is not None else os.environ.get(env) or default
             return Path(value) if value is not None else None
 
+        indexes = pick(index_dir, ENV_INDEXES, DEFAULT_INDEXES)
         return cls(
             data_dir=pick(data_dir, ENV_DATA),
-            index_dir=pick(index_dir, ENV_INDEXES, "indexes"),
+            index_dir=indexes,
             models_dir=pick(models_dir, ENV_MODELS),
             es_url=es_url or os.environ.get(ENV_ES_URL) or None,
+            settings_dir=pick(settings_dir, ENV_SETTINGS, indexes.parent / TUNED_FOLDER),
+            results_dir=pick(results_dir, ENV_RESULTS, DEFAULT_RESULTS),
         )
 
     def require_data_dir(self) -> Path:

@@ -11,3 +11,7 @@ class DataError(OpenQAError):
 
 class IndexMismatchError(OpenQAError):
     """An index was built with other settings or from another corpus than the one asked for."""
+
+
+class IndexMissingError(OpenQAError):
+    """No index has been built where one was asked for; the message names the command that builds it."""

@@ -1,110 +1,295 @@
-"""Putting the pieces together for a command: open a method's index and scorer with its dev-tuned
-settings, tune a method on dev, train a reader. The CLI parses flags into a ``Context`` and calls
-these; nothing here prints."""
+"""Putting the pieces together for a command: open a method with its settings (each with its
+source), evaluate it, tune it on dev, train a reader. The CLI parses flags into a ``Context`` and
+calls these; each returns a record and nothing here prints (one-line notes go to
+``Context.notify``). Readers, and with them torch, are imported only when a reader is used."""
 
 from __future__ import annotations
 
-import json
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from openqa.config import Settings
-from openqa.data import dataset_spec, load_questions, parse_train_split, split_questions
-from openqa.errors import OpenQAError
-from openqa.evaluate import load_tuned, run_record, tune_fusion, tune_ir, tune_query_mode, tuned_path, write_atomic
-from openqa.readers.evidence import load_or_compute
-from openqa.readers.registry import ReaderScorer, examples, load_reader, reader_class
-from openqa.readers.train import TrainConfig, train
+from openqa.data import DEFAULT_EXAMS, Question, dataset_spec, exam_dataset, load_questions, read_question_file
+from openqa.errors import IndexMissingError, OpenQAError
+from openqa.evaluate.metrics import prediction_rows, summarise
+from openqa.evaluate.results import run_record, write_results
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.hybrid import Fusion, FusedEngine
-from openqa.retrieval.registry import open_index, tokenizer_config
+from openqa.retrieval.registry import build_index, engine_class, open_index, tokenizer_config
 from openqa.scorers.base import OptionScorer
 from openqa.scorers.hybrid import HybridScorer
 from openqa.scorers.ir import TUNED_QUERY_MODES, IRScorer, IRSettings
 from openqa.scorers.registry import method
+from openqa.tuning import resolve_settings, save_tuned, tune_fusion, tune_ir, tune_query_mode
+
+if TYPE_CHECKING:
+    from openqa.readers.train import TrainConfig
+
+#: Settings only a fused method uses (left out of other methods' records).
+FUSION_KEYS = ("fusion", "weight")
+#: Settings a hybrid record takes from its first part (its own tuned record holds only the fusion).
+FIRST_PART_KEYS = ("top_n", "aggregate", "query")
+
+
+def _silent(message: str) -> None:
+    """The default ``Context.notify``: say nothing."""
 
 
 @dataclass(frozen=True)
 class Context:
-    """Where things are and how indexes were built, as the user gave them."""
+    """Where things are and how indexes were built, as the user gave them; ``notify`` receives
+    one-line notes about work done on the user's behalf (a missing quick index being built)."""
 
     settings: Settings
     options: EngineOptions = EngineOptions()
     ngram: int | None = None
     zh_mode: str | None = None
+    notify: Callable[[str], None] = _silent
+
+    def tokenizer(self, lang: str, engine: str) -> dict[str, Any]:
+        """Index terms for ``lang``/``engine`` with this command's tokenizer flags."""
+        return tokenizer_config(lang, engine, ngram=self.ngram, **({"mode": self.zh_mode} if lang == "zh" else {}))
 
     def open(self, lang: str, engine: str) -> Index:
-        """The ``lang``/``engine`` index, refused if built with other settings or corpus."""
-        tokenizer = tokenizer_config(lang, engine, ngram=self.ngram, **({"mode": self.zh_mode} if lang == "zh" else {}))
-        return open_index(self.settings.index_dir, lang, engine, tokenizer, self.settings.data_dir, self.options)
+        """The ``lang``/``engine`` index, refused if built with other settings or corpus.
+
+        A missing index that builds in seconds (custom, pmi) is built first when the textbooks are
+        at hand; a slow one keeps the error that names the command building it.
+        """
+        tokenizer = self.tokenizer(lang, engine)
+        s = self.settings
+        try:
+            return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
+        except IndexMissingError:
+            if not engine_class(engine).quick_build or s.data_dir is None:
+                raise
+        self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (a few seconds)")
+        build_index(s.require_data_dir(), s.index_dir, lang, engine, tokenizer, self.options)
+        return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
+
+
+@dataclass(frozen=True)
+class Exam:
+    """What questions are scored as: corpus language, exam (the paper's per-exam parameters) and
+    the dataset whose dev-tuned settings apply; ``source`` says how the exam was chosen."""
+
+    lang: str
+    exam: str
+    dataset: str
+    source: str
+
+    @classmethod
+    def resolve(cls, dataset: str | None = None, lang: str | None = None, exam: str | None = None) -> "Exam":
+        """A named dataset's own exam; else ``exam`` (default by language: usmle for en, mcmle for zh)."""
+        if dataset:
+            spec = dataset_spec(dataset)
+            return cls(spec.lang, exam or spec.exam, dataset, "--exam" if exam else f"dataset {dataset}")
+        lang = lang or "en"
+        chosen = exam or DEFAULT_EXAMS[lang]
+        return cls(lang, chosen, exam_dataset(lang, chosen), "--exam" if exam else f"default for --lang {lang}")
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Settings given on the command line; each replaces its tuned value."""
+
+    top_n: int | None = None
+    aggregate: str | None = None
+    query: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A method ready to score: its scorer, the index it reads, and the settings it uses with the
+    source of each (``settings["sources"]``)."""
+
+    scorer: OptionScorer
+    index: Index
+    settings: dict[str, Any]
 
 
 def open_scorer(
-    ctx: Context, name: str, lang: str, exam: str, dataset: str | None, *, engine: str | None = None,
-    query: str | None = None, top_n: int | None = None, aggregate: str | None = None, model: str | None = None,
-) -> tuple[OptionScorer, Index, str]:
-    """A method's scorer over its index, with dev-tuned settings overridden by any given; and their source."""
+    ctx: Context, name: str, target: Exam, overrides: Overrides = Overrides(), *, engine: str | None = None,
+    model: str | None = None,
+) -> Opened:
+    """A method's scorer over its index, with the dev-tuned settings of ``target.dataset``
+    (yours, else shipped) overridden by any given."""
     if name == "reader":
-        return open_reader_scorer(ctx, model, lang, exam)
+        return open_reader_scorer(ctx, model, target)
     m = method(name)
-    tuned, source = load_tuned(name, dataset, query)
-    flags = {k: v for k, v in {"top_n": top_n, "aggregate": aggregate}.items() if v is not None}
-    if flags or (m.parts and query):
-        source += " + command-line flags"
+    settings, sources = resolve_settings(name, target.dataset, ctx.settings.settings_dir, overrides.given())
+    used = [k for k in sources if m.parts or k not in FUSION_KEYS]
+    record: dict[str, Any] = {**{k: getattr(settings, k) for k in used}, "exam": target.exam}
+    sources = {**{k: sources[k] for k in used}, "exam": target.source}
+    if m.fixed:
+        fixed, where = m.fixed(target.exam)
+        record.update(fixed)
+        sources.update(dict.fromkeys(fixed, where))
     if m.parts:  # fuse the parts' option scores, each part with its own dev-tuned settings unless flags override them
         if engine:
             raise OpenQAError(f"--engine does not apply to {name}: it reads each part's own index ({', '.join(m.parts)})")
-        first, second = (open_scorer(ctx, part, lang, exam, dataset, query=query, **flags)[0] for part in m.parts)
-        hybrid = HybridScorer(first, second, Fusion(tuned.fusion, tuned.weight))
-        return hybrid, FusedEngine(first.engine, second.engine), source
-    index = ctx.open(lang, engine or m.engine)
-    return m.make(index, exam, IRSettings(**{**asdict(tuned), **flags})), index, source
+        first, second = (open_scorer(ctx, part, target, overrides) for part in m.parts)
+        scorer = HybridScorer(first.scorer, second.scorer, Fusion(settings.fusion, settings.weight))
+        for key in FIRST_PART_KEYS:  # the fused record shows the first part's retrieval settings
+            record[key], sources[key] = first.settings[key], f"{m.parts[0]}: {first.settings['sources'][key]}"
+        record["parts"] = {part: opened.settings for part, opened in zip(m.parts, (first, second))}
+        return Opened(scorer, FusedEngine(first.index, second.index), {**record, "sources": sources})
+    index = ctx.open(target.lang, engine or m.engine)
+    return Opened(m.make(index, target.exam, settings), index, {**record, "sources": sources})
 
 
-def open_retriever(ctx: Context, name: str, lang: str, exam: str, dataset: str | None, query: str | None = None) -> IRScorer:
+def open_retriever(ctx: Context, name: str, target: Exam, query: str | None = None) -> IRScorer:
     """An IR scorer (dev-tuned; ``query`` overrides its query mode) whose retrieval feeds a reader."""
-    scorer, _, _ = open_scorer(ctx, name, lang, exam, dataset, query=query)
+    scorer = open_scorer(ctx, name, target, Overrides(query=query)).scorer
     if not isinstance(scorer, IRScorer):
         raise OpenQAError(f"{name} does not retrieve paragraphs; use ir-custom, ir-es, dense or hybrid as the retriever")
     return scorer
 
 
-def open_reader_scorer(ctx: Context, model: str | None, lang: str, exam: str) -> tuple[OptionScorer, Index, str]:
-    """A trained reader with the retriever and evidence depth it was trained with."""
+def open_reader_scorer(ctx: Context, model: str | None, target: Exam) -> Opened:
+    """A trained reader with the retriever, evidence query and depth it was trained with."""
+    from openqa.readers.registry import ReaderScorer, load_reader
+
     if not model:
         raise OpenQAError("--method reader needs --model: a run folder or checkpoint written by openqa train")
     reader = load_reader(Path(model))
     trained = reader.settings
-    retriever = open_retriever(ctx, trained.get("retriever", "ir-custom"), lang, exam, trained.get("dataset"), trained.get("query"))
-    return ReaderScorer(reader, retriever, trained.get("top_n", 3)), retriever.engine, f"reader {model}"
+    retriever_target = Exam.resolve(trained.get("dataset") or target.dataset, exam=target.exam)
+    retriever = open_retriever(ctx, trained.get("retriever", "ir-custom"), retriever_target, trained.get("query"))
+    scorer = ReaderScorer(reader, retriever, trained.get("top_n", 3))
+    where = f"reader checkpoint {Path(model).resolve()}"
+    record = {"top_n": scorer.top_n, "query": retriever.settings.query, "exam": target.exam,
+              "retriever": trained.get("retriever", "ir-custom")}
+    return Opened(scorer, retriever.engine, {**record, "sources": dict.fromkeys(record, where)})
+
+
+@dataclass(frozen=True)
+class EvalRequest:
+    """One ``openqa eval``: a method over a dataset split or a question file."""
+
+    method: str = "ir-custom"
+    dataset: str | None = None
+    split: str = "test"
+    questions: Path | None = None
+    lang: str | None = None
+    exam: str | None = None
+    limit: int | None = None
+    engine: str | None = None
+    model: str | None = None
+    overrides: Overrides = Overrides()
+
+    def variant(self) -> str | None:
+        """What distinguishes this result file from the method's default one (flags overriding
+        tuned settings, a reader run), so a tuned result is never overwritten by an override."""
+        o = self.overrides
+        parts = [f"{flag}-{value}" for flag, value in (("engine", self.engine), ("query", o.query),
+                                                        ("top", o.top_n), ("aggregate", o.aggregate)) if value]
+        if self.method == "reader" and self.model:
+            parts.append(Path(self.model).resolve().name)
+        return "-".join(parts) or None
+
+
+def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question], Exam, str, str, str]:
+    """The questions an evaluation scores, what they are scored as, and the name, split and data file
+    its record gives."""
+    if req.dataset:
+        spec = dataset_spec(req.dataset)
+        questions = load_questions(req.dataset, req.split, ctx.settings.require_data_dir())
+        name, split, data = req.dataset, req.split, spec.files[req.split]
+    else:
+        if req.questions is None:
+            raise OpenQAError("give --dataset or --questions")
+        questions = read_question_file(Path(req.questions))
+        name, split, data = Path(req.questions).stem, "file", str(Path(req.questions).resolve())
+    if req.limit is not None:
+        if req.limit < 1:
+            raise OpenQAError("--limit must be at least 1")
+        questions = questions[: req.limit]
+    return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data
+
+
+def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str, Any]:
+    """Score ``req``'s questions with its method, write the result files under the results folder,
+    and return the summary record (accuracy, CI, ties, settings with sources, files)."""
+    questions, target, name, split, data = load_eval_questions(ctx, req)
+    out_dir = ctx.settings.results_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    opened = open_scorer(ctx, req.method, target, req.overrides, engine=req.engine, model=req.model)
+    load_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    results = opened.scorer.score(questions, progress=progress)
+    seconds = time.perf_counter() - start
+    m = opened.index.manifest
+    summary = {
+        "dataset": name,
+        "split": split,
+        "method": req.method,
+        **summarise(results),
+        "seconds": round(seconds, 3),
+        "load_seconds": round(load_seconds, 3),
+        "limit": req.limit,
+        "variant": req.variant(),
+        "settings": opened.settings,
+        "data": data,
+        "corpus": f"{m['lang']}: {len(m['books'])} books, {m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}",
+        "index": {k: m[k] for k in ("engine", "scoring", "tokenizer", "doc_params", "built_at") if k in m},
+        **run_record(),
+    }
+    path = write_results(summary, prediction_rows(results), out_dir)
+    return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve())}}
+
+
+def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> tuple[dict[str, Any], Path, list[str]]:
+    """``eval --retrieval``: answer support of each retriever's question-only evidence, written as
+    Markdown, JSON and PNG; also the retrievers skipped, with why."""
+    from openqa.retrieval_report import answer_support, write_report
+
+    questions, target, name, split, _ = load_eval_questions(ctx, req)
+    query = "filter" if target.lang == "en" else "full"
+    table, skipped = {}, []
+    for retriever in retrievers:
+        try:
+            engine = open_scorer(ctx, retriever, target).index
+        except OpenQAError as exc:
+            skipped.append(f"{retriever}: {exc}")
+            continue
+        table[retriever] = answer_support(engine, questions, query)
+    if not table:
+        raise OpenQAError("no retriever could be opened: build the indexes first (openqa index ...)")
+    meta = {"dataset": name, "split": split, "method": "retrieval-quality", "n": len(questions),
+            "query": "question only (" + ("medical filter" if target.lang == "en" else "full text") + ")", **run_record()}
+    return table, write_report(table, meta, ctx.settings.results_dir), skipped
 
 
 def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tuple[IRSettings, dict[str, Any], Path]:
-    """Grid-search a method's settings on ``dataset`` dev and record the choice in eval/tuned/."""
-    spec = dataset_spec(dataset)
+    """Grid-search a method's settings on ``dataset`` dev and record the choice in the settings folder."""
+    target = Exam.resolve(dataset)
     questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())
     m = method(name)
     if m.parts:
-        scorer, index, _ = open_scorer(ctx, name, spec.lang, spec.exam, dataset)
+        opened = open_scorer(ctx, name, target)
+        scorer, index = opened.scorer, opened.index
         best, table = tune_fusion(scorer, questions)
     else:
-        index = ctx.open(spec.lang, engine or m.engine)
-        scorer = m.make(index, spec.exam, IRSettings())
-        modes = TUNED_QUERY_MODES if spec.lang == "en" else ("full",)
+        index = ctx.open(target.lang, engine or m.engine)
+        scorer = m.make(index, target.exam, IRSettings())
+        modes = TUNED_QUERY_MODES if target.lang == "en" else ("full",)
         search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
         best, table = search(scorer, questions, modes)
     record = {
         "dataset": dataset, "split": "dev", "method": name, "chosen": asdict(best),
         "dev_accuracy": max(row["accuracy"] for row in table),
         "grid": [{k: row[k] for k in ("top_n", "aggregate", "query", "fusion", "weight", "accuracy") if k in row} for row in table],
-        "index": {"tokenizer": index.manifest["tokenizer"]},
+        "index": {k: index.manifest[k] for k in ("engine", "scoring", "tokenizer", "corpus_checksum") if k in index.manifest},
         **run_record(),
     }
-    path = tuned_path(name, dataset)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(record, indent=2) + "\n")
-    return best, record, path
+    return best, record, save_tuned(record, ctx.settings.settings_dir)
 
 
 def train_reader(
@@ -113,7 +298,12 @@ def train_reader(
 ) -> dict[str, Any]:
     """Train a reader on ``dataset`` (official train split, or a seeded split such as dev:0.8); ``query``
     is the evidence query mode (default: the retriever's dev-tuned one)."""
-    spec = dataset_spec(dataset)
+    from openqa.data import parse_train_split, split_questions
+    from openqa.readers.evidence import load_or_compute
+    from openqa.readers.registry import examples, load_reader, reader_class
+    from openqa.readers.train import train
+
+    target = Exam.resolve(dataset)
     data_dir = ctx.settings.require_data_dir()
     if train_split:
         source, fraction = parse_train_split(train_split)
@@ -127,12 +317,12 @@ def train_reader(
     if kind == "maxout":
         from openqa.readers.maxout import MaxoutReader
 
-        reader = MaxoutReader.from_word_vectors(ctx.open(spec.lang, "word2vec"))
+        reader = MaxoutReader.from_word_vectors(ctx.open(target.lang, "word2vec"))
     elif not model:
         raise OpenQAError(f"--reader {kind} needs --model (e.g. all-MiniLM-L6-v2 or a hub id)")
     else:
         reader = reader_class(kind)(model, ctx.settings.models_dir, max_length=max_length)
-    scorer = open_retriever(ctx, retriever, spec.lang, spec.exam, dataset, query)
+    scorer = open_retriever(ctx, retriever, target, query)
     query = scorer.settings.query
     cache = ctx.settings.index_dir / "evidence"
     sets = [

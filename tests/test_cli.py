@@ -123,9 +123,18 @@ def test_malformed_question_file_names_file_and_line(built, tmp_path):
     assert result.returncode == 2 and f"{bad}:2:" in result.stderr
 
 
-def test_missing_index_and_data(tmp_path):
-    result = run("eval", "--dataset", "us", "--data-dir", str(make_data_dir(tmp_path)), "--index-dir", str(tmp_path / "none"))
-    assert result.returncode == 2 and "build it with `openqa index --lang en" in result.stderr
+def test_missing_quick_index_is_built_first_and_slow_one_named(tmp_path):
+    data, indexes = make_data_dir(tmp_path), tmp_path / "indexes"
+    result = run("eval", "--dataset", "us", "--data-dir", str(data), "--index-dir", str(indexes), "--output", str(tmp_path / "out"))
+    assert result.returncode == 0, result.stderr
+    assert "no en custom index" in result.stderr and "building it first" in result.stderr
+    assert json.loads((indexes / "en-custom" / "manifest.json").read_text())["paragraphs"] == 6
+    result = run("eval", "--dataset", "us", "--method", "dense", "--data-dir", str(data), "--index-dir", str(indexes))
+    assert result.returncode == 2 and "build it with `openqa index --lang en --engine dense" in result.stderr
+    assert not (indexes / "en-dense").exists()
+
+
+def test_missing_data(tmp_path):
     result = run("index", "--lang", "en", "--data-dir", str(tmp_path / "missing"))
     assert result.returncode == 2 and "not found" in result.stderr
 

@@ -6,7 +6,7 @@ import pytest
 
 from openqa.answer import make_question, solve
 from openqa.data import load_questions
-from openqa.evaluate import summarise
+from openqa.evaluate.metrics import summarise
 from openqa.retrieval.registry import build_index, open_index
 from openqa.scorers.ir import IRSettings
 from openqa.scorers.registry import method

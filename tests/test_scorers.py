@@ -3,7 +3,7 @@ import pytest
 from openqa.cli import QUERY_CHOICES
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.evaluate import summarise, wilson_interval
+from openqa.evaluate.metrics import summarise, wilson_interval
 from openqa.retrieval.base import Hit
 from openqa.scorers.base import OptionScores
 from openqa.scorers.ir import QUERY_MODES, IRSettings, aggregate, option_queries, question_query

@@ -2,11 +2,13 @@
 
 from openqa.data.questions import (
     DATASETS,
+    DEFAULT_EXAMS,
     SPLITS,
     TRAINABLE_SPLITS,
     DatasetSpec,
     Question,
     dataset_spec,
+    exam_dataset,
     load_questions,
     parse_train_split,
     read_question_file,
@@ -15,11 +17,13 @@ from openqa.data.questions import (
 
 __all__ = [
     "DATASETS",
+    "DEFAULT_EXAMS",
     "SPLITS",
     "TRAINABLE_SPLITS",
     "DatasetSpec",
     "Question",
     "dataset_spec",
+    "exam_dataset",
     "load_questions",
     "parse_train_split",
     "read_question_file",

@@ -247,6 +247,20 @@ def dataset_spec(dataset: str) -> DatasetSpec:
     return spec
 
 
+#: The exam a question file or pasted question is scored as, when no ``--exam`` is given.
+DEFAULT_EXAMS = {"en": "usmle", "zh": "mcmle"}
+
+
+def exam_dataset(lang: str, exam: str) -> str:
+    """The dataset whose dev-tuned settings score questions of ``exam`` in ``lang``: the first
+    4-option dataset registered for them (usmle/en: us, mcmle/zh: mainland, twmle: tw-en or tw)."""
+    for spec in DATASETS.values():
+        if spec.lang == lang and spec.exam == exam and spec.n_options == 4:
+            return spec.name
+    exams = sorted({(s.exam, s.lang) for s in DATASETS.values()})
+    raise DataError(f"no {lang} dataset for exam {exam!r}: choose one of " + ", ".join(f"{e} ({l})" for e, l in exams))
+
+
 def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
     """Load one split of a named dataset from ``<data_dir>/questions``, never substituting another file."""
     spec = dataset_spec(dataset)

@@ -23,6 +23,7 @@ def evidence_key(scorer: IRScorer, top_n: int, questions: Sequence[Question]) ->
     qids = hashlib.sha256("\n".join(q.qid for q in questions).encode()).hexdigest()[:16]
     return {
         "retriever": scorer.engine.name,
+        "scoring": scorer.engine.manifest.get("scoring"),
         "query": scorer.settings.query,
         "top_n": top_n,
         "corpus_checksum": scorer.engine.manifest.get("corpus_checksum"),

@@ -61,6 +61,9 @@ class Index(ABC):
     name: ClassVar[str]
     #: Tokenizer settings per language when the user changes none.
     tokenizers: ClassVar[dict[str, dict[str, Any]]] = DEFAULT_CONFIGS
+    #: Whether building from the textbooks takes seconds, so that ``eval`` and ``answer`` build a
+    #: missing index themselves instead of asking for ``openqa index``.
+    quick_build: ClassVar[bool] = False
     tokenizer: Tokenizer
     manifest: dict[str, Any]
 

@@ -127,6 +127,7 @@ class CustomBM25(SearchEngine):
     """IR-Custom's engine: precomputed document weights, query-side saturation at search time."""
 
     name = "custom"
+    quick_build = True
 
     def __init__(self, folder: Path, manifest: dict[str, Any], weights: sp.csr_matrix, vocab: list[str]):
         self.folder = folder

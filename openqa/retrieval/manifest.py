@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from openqa import __version__
-from openqa.errors import IndexMismatchError, OpenQAError
+from openqa.errors import IndexMismatchError, IndexMissingError, OpenQAError
 
 MANIFEST = "manifest.json"
 
@@ -29,7 +29,7 @@ def read_manifest(folder: Path, build_hint: str) -> dict[str, Any]:
     """Read an index's manifest; a missing or unreadable one says how to build the index."""
     path = Path(folder) / MANIFEST
     if not path.is_file():
-        raise OpenQAError(f"no index at {folder}: build it with `{build_hint}`")
+        raise IndexMissingError(f"no index at {folder}: build it with `{build_hint}`")
     try:
         return json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -39,6 +39,7 @@ class PositionalIndex(Index):
     """Sorted term positions over the whole corpus, and counts of n-grams and co-occurrences."""
 
     name = "pmi"
+    quick_build = True
     tokenizers = SEQUENCE_TOKENIZERS
 
     def __init__(self, folder: Path, manifest: dict[str, Any], positions: np.ndarray, indptr: np.ndarray, vocab: list[str]):

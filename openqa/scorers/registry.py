@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import Index
@@ -39,6 +39,14 @@ def _ir_es(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
     return IRScorer(engine, settings)
 
 
+def _paper_query_params(exam: str) -> tuple[dict[str, Any], str]:
+    """IR-Custom's fixed query-side parameters for ``exam`` and where they come from."""
+    preset = QUERY_PRESETS.get(exam)
+    if preset is None:
+        raise OpenQAError(f"unknown exam {exam!r}: choose one of {sorted(QUERY_PRESETS)}")
+    return {"kq": preset.kq, "bq": preset.bq}, f"paper Table B.13 ({exam})"
+
+
 def _dense(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
     """Dense: the IR scorer over embedding search (question part + option, top-N aggregate)."""
     if not isinstance(engine, DenseIndex):
@@ -56,15 +64,17 @@ def _pmi(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
 @dataclass(frozen=True)
 class Method:
     """A scoring method: the engine whose index it reads by default and the factory of its scorer;
-    or, for a composite method, the two methods whose option scores it fuses."""
+    or, for a composite method, the two methods whose option scores it fuses. ``fixed`` gives the
+    parameters an exam fixes (not tuned) and their source, for the record of a run."""
 
     engine: str
     make: Callable[[Index, str, IRSettings], OptionScorer] | None = None
     parts: tuple[str, str] | None = None
+    fixed: Callable[[str], tuple[dict[str, Any], str]] | None = None
 
 
 METHODS: dict[str, Method] = {
-    "ir-custom": Method("custom", _ir_custom),
+    "ir-custom": Method("custom", _ir_custom, fixed=_paper_query_params),
     "ir-es": Method("lucene", _ir_es),
     "pmi": Method("pmi", _pmi),
     "dense": Method("dense", _dense),

@@ -1,0 +1,146 @@
+"""Dev tuning and the settings store: the grids ``openqa tune`` searches, and where a method's
+dev-tuned choice is found.
+
+A method's tuned settings are data of the method, like the paper's Table B.13: the choices made on
+this project's dev runs ship inside the package (``openqa/tuned/<method>-<dataset>.json``), and a
+user's own ``openqa tune`` writes to their settings folder (``--settings-dir``, ``$OPENQA_SETTINGS``,
+default ``tuned/`` beside the index folder), which overrides the shipped choice. Nothing is looked up
+relative to the working folder, so an installed openqa gives the same figure from anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, replace
+from importlib import resources
+from itertools import product
+from pathlib import Path
+from typing import Any, Sequence
+
+from openqa.data import Question
+from openqa.errors import OpenQAError
+from openqa.evaluate.metrics import summarise
+from openqa.evaluate.results import write_atomic
+from openqa.retrieval.hybrid import Fusion
+from openqa.scorers.base import OptionScorer
+from openqa.scorers.hybrid import HybridScorer, fuse_options
+from openqa.scorers.ir import AGGREGATES, IRScorer, IRSettings, scores_from_hits
+
+#: The dev grid of ``openqa tune`` for IR scorers.
+TOP_N_GRID = (1, 2, 3, 5, 10, 20, 30, 50)
+
+
+def tune_ir(
+    scorer: IRScorer, questions: Sequence[Question], query_modes: Sequence[str]
+) -> tuple[IRSettings, list[dict[str, Any]]]:
+    """Grid-search top-N, aggregate and query mode on ``questions`` (dev); best accuracy wins.
+
+    Ties between settings go to the smaller N, then the grid order, so the choice is stable.
+    """
+    table = []
+    for mode in query_modes:
+        scorer.settings = IRSettings(top_n=1, query=mode)
+        hits = scorer.retrieve(questions, max(TOP_N_GRID))
+        for top_n, how in product(TOP_N_GRID, AGGREGATES):
+            summary = summarise(scores_from_hits(questions, hits, top_n, how))
+            table.append({**asdict(IRSettings(top_n, how, mode)), **summary})
+    best = max(table, key=lambda row: (row["accuracy"], -row["top_n"]))
+    return IRSettings(best["top_n"], best["aggregate"], best["query"]), table
+
+
+#: Fusions ``openqa tune`` tries for the hybrid method: RRF, and weighted sums (weight on IR-Custom).
+FUSION_GRID = (("rrf", 0.5), *(("weighted", w) for w in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)))
+
+
+def tune_fusion(scorer: HybridScorer, questions: Sequence[Question]) -> tuple[IRSettings, list[dict[str, Any]]]:
+    """Every fusion of ``FUSION_GRID`` over the parts' option scores (each part scored once)."""
+    first, second = scorer.part_scores(questions)
+    table = []
+    for kind, weight in FUSION_GRID:
+        fused = [fuse_options(a, b, Fusion(kind, weight)) for a, b in zip(first, second)]
+        table.append({**asdict(replace(scorer.settings, fusion=kind, weight=weight)), **summarise(fused)})
+    best = max(table, key=lambda row: row["accuracy"])
+    return IRSettings(**{k: best[k] for k in asdict(IRSettings())}), table
+
+
+def tune_query_mode(
+    scorer: OptionScorer, questions: Sequence[Question], query_modes: Sequence[str]
+) -> tuple[IRSettings, list[dict[str, Any]]]:
+    """For scorers without top-N (PMI): pick the query mode with the best dev accuracy."""
+    table = []
+    for mode in query_modes:
+        scorer.settings = IRSettings(query=mode)
+        table.append({**asdict(scorer.settings), **summarise(scorer.score(questions))})
+    best = max(table, key=lambda row: row["accuracy"])
+    return IRSettings(query=best["query"]), table
+
+
+#: Flags that override a tuned setting, by setting name (how a source names them).
+FLAGS = {"top_n": "--top-n", "aggregate": "--aggregate", "query": "--query"}
+
+
+def shipped_folder() -> Path:
+    """The package folder of the dev-tuned choices shipped with openqa."""
+    return Path(str(resources.files("openqa") / "tuned"))
+
+
+def tuned_file(method: str, dataset: str, settings_dir: Path) -> tuple[Path | None, str]:
+    """The record ``openqa tune`` made for ``method`` on ``dataset``: the user's own (in
+    ``settings_dir``) before the shipped one; and how to name where it came from."""
+    name = f"{method}-{dataset}.json"
+    user = Path(settings_dir) / name
+    if user.is_file():
+        return user, f"your openqa tune: {user.resolve()}"
+    shipped = shipped_folder() / name
+    if shipped.is_file():
+        return shipped, f"shipped with openqa: openqa/tuned/{name}"
+    return None, "defaults (not tuned)"
+
+
+def _read_record(path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        IRSettings(**record["chosen"])
+        return record
+    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise OpenQAError(f"{path}: unreadable tuning record ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
+
+
+def resolve_settings(
+    method: str, dataset: str, settings_dir: Path, flags: dict[str, Any]
+) -> tuple[IRSettings, dict[str, str]]:
+    """A method's settings for ``dataset`` and where each came from: a flag, the tuned record
+    (user's, else shipped), or the default.
+
+    With ``query`` given, top-N and aggregate come from the best dev row of the recorded grid for
+    that query mode (ties to the smaller N, as in tuning).
+    """
+    flags = {k: v for k, v in flags.items() if v is not None}
+    path, where = tuned_file(method, dataset, settings_dir)
+    tuned: dict[str, Any] = {}
+    if path is not None:
+        record = _read_record(path)
+        tuned = dict(record["chosen"])
+        if "query" in flags and flags["query"] != tuned.get("query"):
+            rows = [r for r in record.get("grid", []) if r.get("query") == flags["query"] and "top_n" in r]
+            best = max(rows, key=lambda r: (r["accuracy"], -r["top_n"]), default=None)
+            if best:
+                tuned = {k: best[k] for k in asdict(IRSettings()) if k in best}
+                where += f" (best dev row for query {flags['query']!r})"
+            else:  # keep what does not depend on the query mode (a hybrid's fusion)
+                tuned = {k: v for k, v in tuned.items() if k not in FLAGS}
+                where += f" (query {flags['query']!r} not tuned)"
+    values = {**asdict(IRSettings()), **tuned, **flags}
+    sources = {
+        key: FLAGS[key] if key in flags else where if key in tuned else "default"
+        for key in asdict(IRSettings())
+    }
+    return IRSettings(**values), sources
+
+
+def save_tuned(record: dict[str, Any], settings_dir: Path) -> Path:
+    """Write a tuning record where ``tuned_file`` finds it first; return its path."""
+    path = Path(settings_dir) / f"{record['method']}-{record['dataset']}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps(record, indent=2) + "\n")
+    return path
