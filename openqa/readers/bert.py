@@ -1,17 +1,33 @@
 """BERT-family multiple-choice reader (the paper's setup): for every option the input is
 ``[CLS] context [SEP] question + option [SEP]``; the first token's state goes to one logit and a
-softmax runs over the options. Only the context is ever truncated."""
+softmax runs over the options. The context is truncated first; when question + option alone do not
+fit the model, the question loses its start. The option is never cut."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import torch
 
 from openqa.errors import OpenQAError
 from openqa.readers.base import Example, Reader, pick_device
 from openqa.retrieval.encoders import resolve_model
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
+
+
+def question_end(text: str, tokens: Encoding, room: int) -> str:
+    """The end of the question ``text`` (tokenized as ``tokens``) in at most ``room`` tokens.
+
+    The cut falls where a word starts, so that the kept text tokenizes again into the same tokens, and
+    keeps the space before that word, which byte-level BPE tokenizers read into the word's first token.
+    """
+    first = min(len(tokens), max(0, len(tokens) - room))
+    while 0 < first < len(tokens) and tokens.word_ids[first] == tokens.word_ids[first - 1]:
+        first += 1
+    return text[tokens.offsets[first - 1][1]:] if first else text
 
 
 class MultipleChoiceReader(Reader):
@@ -32,18 +48,27 @@ class MultipleChoiceReader(Reader):
         self.max_length = max_length
 
     def encode(self, batch: Sequence[Example]) -> dict[str, torch.Tensor]:
-        """Token ids shaped (batch, options, length); contexts truncated first, never the question."""
-        contexts, endings = [], []
-        for e in batch:
-            for letter, option in e.question.options.items():
-                contexts.append(e.contexts.get(letter, ""))
-                endings.append(f"{e.question.question} {option}")
-        # a question longer than --max-length stretches the input (up to the model's limit), never truncated
-        longest = max(len(ids) for ids in self.tokenizer(endings, add_special_tokens=False)["input_ids"])
-        limit = min(self.tokenizer.model_max_length, max(self.max_length, longest + 4))
-        strategy = "only_first" if longest + 4 <= limit else "longest_first"
-        encoded = self.tokenizer(contexts, endings, truncation=strategy, max_length=limit, padding="longest", return_tensors="pt")
+        """Token ids shaped (batch, options, length).
+
+        A question + option longer than --max-length stretches the input up to the model's limit; past
+        that the question loses its start (its end, the sentence that asks, stays) and the option stays
+        whole, so that long questions still give every option its own input. The context gets the room left.
+        """
         n_options = len(batch[0].question.options)
+        questions = self.tokenizer([e.question.question for e in batch], add_special_tokens=False, return_offsets_mapping=True)
+        options = self.tokenizer([o for e in batch for o in e.question.options.values()], add_special_tokens=False)["input_ids"]
+        reserved = self.tokenizer.num_special_tokens_to_add(pair=True) + 1  # and at least one context token
+        longest = max(len(questions.encodings[i // n_options]) + len(ids) for i, ids in enumerate(options))
+        limit = min(self.tokenizer.model_max_length, max(self.max_length, longest + reserved))
+        contexts, endings = [], []
+        for i, e in enumerate(batch):
+            for k, (letter, option) in enumerate(e.question.options.items()):
+                room = limit - reserved - len(options[i * n_options + k])
+                contexts.append(e.contexts.get(letter, ""))
+                endings.append(f"{question_end(e.question.question, questions.encodings[i], room)} {option}")
+        # only an option too long for the model on its own leaves no choice but to cut it too
+        strategy = "only_first" if max(map(len, options)) + reserved <= limit else "longest_first"
+        encoded = self.tokenizer(contexts, endings, truncation=strategy, max_length=limit, padding="longest", return_tensors="pt")
         return {k: v.view(len(batch), n_options, -1).to(self.device) for k, v in encoded.items()}
 
     def logits(self, batch: Sequence[Example]) -> torch.Tensor:

@@ -19,6 +19,17 @@ CONTEXT_LENGTH = 450
 QA_LENGTH = 150
 
 
+def question_and_option(question: list[str], option: list[str], length: int) -> list[str]:
+    """The question's last words, then the whole option, in at most ``length`` words.
+
+    Cutting ``question + option`` to its first words drops the option from long (USMLE) questions, so
+    every option would read the same input. The question gives way from its start instead: its end,
+    the sentence that asks, stays. An option longer than ``length`` on its own is kept whole (the input
+    then runs past ``length``): the option is what tells the inputs apart, and the GRU has no length limit.
+    """
+    return question[max(0, len(question) - (length - len(option))):] + option
+
+
 class MaxoutNet(nn.Module):
     """Two BiGRU encoders, max-pooling, and a tanh layer over the matching features."""
 
@@ -58,18 +69,26 @@ class MaxoutReader(Reader):
     def from_word_vectors(cls, wv: WordVectors) -> "MaxoutReader":
         return cls(wv.vocab, wv.vectors, wv.manifest["lang"])
 
-    def _ids(self, texts: list[str], length: int) -> torch.Tensor:
-        """Word ids, cut to ``length`` and padded; unknown words map to the unknown row."""
+    def _ids(self, rows: list[list[str]]) -> torch.Tensor:
+        """Word ids of word lists already cut to length, padded; unknown words map to the unknown row."""
         unk = self.ids[UNK]
-        rows = [[self.ids.get(w, unk) for w in words(t, self.lang)][:length] or [unk] for t in texts]
-        width = max(len(r) for r in rows)
-        return torch.tensor([r + [0] * (width - len(r)) for r in rows], device=self.device)
+        ids = [[self.ids.get(w, unk) for w in row] or [unk] for row in rows]
+        width = max(len(r) for r in ids)
+        return torch.tensor([r + [0] * (width - len(r)) for r in ids], device=self.device)
+
+    def encode(self, batch: Sequence[Example]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(context ids, question + option ids), one row per option: contexts keep their first
+        ``CONTEXT_LENGTH`` words, question + option is cut by ``question_and_option``."""
+        contexts, qas = [], []
+        for e in batch:
+            question = words(e.question.question, self.lang)
+            for letter, option in e.question.options.items():
+                contexts.append(words(e.contexts.get(letter, ""), self.lang)[:CONTEXT_LENGTH])
+                qas.append(question_and_option(question, words(option, self.lang), QA_LENGTH))
+        return self._ids(contexts), self._ids(qas)
 
     def logits(self, batch: Sequence[Example]) -> torch.Tensor:
-        contexts = [e.contexts.get(letter, "") for e in batch for letter in e.question.options]
-        qas = [f"{e.question.question} {text}" for e in batch for text in e.question.options.values()]
-        scores = self.model(self._ids(contexts, CONTEXT_LENGTH), self._ids(qas, QA_LENGTH))
-        return scores.view(len(batch), -1)
+        return self.model(*self.encode(batch)).view(len(batch), -1)
 
     def _save_weights(self, folder: Path) -> None:
         torch.save(self.model.state_dict(), folder / "maxout.pt")

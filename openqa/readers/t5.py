@@ -17,12 +17,13 @@ from openqa.retrieval.encoders import resolve_model
 T5_TYPES = ("t5", "mt5")
 
 
-def prompt(example: Example) -> tuple[str, str]:
-    """(question and options, evidence): the first part is never truncated."""
+def prompt(example: Example) -> tuple[str, str, str]:
+    """(question, options, evidence): the encoder reads ``question: {question} {options} {evidence}``,
+    the options as ``options: (A) .. (B) .. context:`` and the evidence as ``(A) .. (B) ..``."""
     q = example.question
     options = " ".join(f"({letter}) {text}" for letter, text in q.options.items())
     evidence = " ".join(f"({letter}) {example.contexts.get(letter, '')}" for letter in q.options)
-    return f"question: {q.question} options: {options} context:", evidence
+    return q.question, f"options: {options} context:", evidence
 
 
 class T5Reader(Reader):
@@ -50,16 +51,25 @@ class T5Reader(Reader):
         self.settings = {"model": model, "max_length": max_length}
         self.max_length = max_length
 
-    def _inputs(self, batch: Sequence[Example]) -> dict[str, torch.Tensor]:
-        """Encoder ids: question and options whole, evidence cut to the remaining length."""
+    def encode(self, batch: Sequence[Example]) -> dict[str, torch.Tensor]:
+        """Encoder ids, at most ``max_length`` of them (eos included) unless the options alone are longer.
+
+        The evidence gets the room the question and the options leave. A question too long for even that
+        loses its start (its end, the sentence that asks, stays); the options are never cut, since the
+        scores come from reading them.
+        """
+        label = self._tokens("question:")
         rows = []
         for e in batch:
-            head, evidence = prompt(e)
-            head_ids = self.tokenizer(head, add_special_tokens=False)["input_ids"]
-            room = max(0, self.max_length - len(head_ids) - 1)
-            evidence_ids = self.tokenizer(evidence, add_special_tokens=False)["input_ids"][:room]
-            rows.append(head_ids + evidence_ids + [self.tokenizer.eos_token_id])
+            question, options, evidence = (self._tokens(part) for part in prompt(e))
+            room = self.max_length - 1 - len(label) - len(options)
+            head = label + question[max(0, len(question) - room):] + options
+            rows.append(head + evidence[: max(0, self.max_length - 1 - len(head))] + [self.tokenizer.eos_token_id])
         return self._pad(rows)
+
+    def _tokens(self, text: str) -> list[int]:
+        """Token ids without special tokens, so that the parts of the input join as one text would."""
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
     def _pad(self, rows: list[list[int]]) -> dict[str, torch.Tensor]:
         width = max(len(r) for r in rows)
@@ -74,7 +84,7 @@ class T5Reader(Reader):
     def logits(self, batch: Sequence[Example]) -> torch.Tensor:
         """Mean log-likelihood of each option's text given the input (higher is better)."""
         n = len(batch[0].question.options)
-        inputs = {k: v.repeat_interleave(n, dim=0) for k, v in self._inputs(batch).items()}
+        inputs = {k: v.repeat_interleave(n, dim=0) for k, v in self.encode(batch).items()}
         labels = self._targets([text for e in batch for text in e.question.options.values()])
         out = self.model(**inputs, labels=labels)
         logp = torch.log_softmax(out.logits, dim=-1)
@@ -85,7 +95,7 @@ class T5Reader(Reader):
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
         """Teacher-forced cross-entropy of the correct answer's text."""
         labels = self._targets([e.question.options[e.question.answer_idx] for e in batch])
-        return self.model(**self._inputs(batch), labels=labels).loss
+        return self.model(**self.encode(batch), labels=labels).loss
 
     def _save_weights(self, folder: Path) -> None:
         self.model.save_pretrained(folder)
