@@ -1,0 +1,131 @@
+"""Settings travel with the method: the shipped dev-tuned choices are found from any folder, a
+user's own tune overrides them, every setting names its source, and results go where asked."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from openqa.tuning import resolve_settings, shipped_folder
+from tests.helpers import make_data_dir
+
+OPENQA = str(Path(sys.executable).with_name("openqa"))
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """The installed console script, in ``cwd`` (default: a new empty folder)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | (env or {})
+    with tempfile.TemporaryDirectory() as empty:
+        return subprocess.run([OPENQA, *args], capture_output=True, text=True, cwd=cwd or empty, env=environ, timeout=600)
+
+
+def shipped(method: str, dataset: str) -> dict:
+    return json.loads((shipped_folder() / f"{method}-{dataset}.json").read_text())["chosen"]
+
+
+def test_every_shipped_record_is_readable_and_names_its_dataset():
+    files = sorted(shipped_folder().glob("*.json"))
+    assert {"ir-custom-us.json", "ir-custom-mainland.json", "ir-custom-tw-en.json"} <= {f.name for f in files}
+    for path in files:
+        record = json.loads(path.read_text())
+        assert path.name == f"{record['method']}-{record['dataset']}.json" and record["split"] == "dev"
+        assert record["command"].startswith("openqa tune")
+
+
+def test_sources_name_flag_tuned_record_and_default(tmp_path):
+    settings, sources = resolve_settings("ir-custom", "us", tmp_path, {"aggregate": "max"})
+    assert settings.aggregate == "max" and sources["aggregate"] == "--aggregate"
+    assert settings.top_n == shipped("ir-custom", "us")["top_n"]
+    assert sources["top_n"] == "shipped with openqa: openqa/tuned/ir-custom-us.json"
+    _, sources = resolve_settings("ir-custom", "no-such-dataset", tmp_path, {})
+    assert set(sources.values()) == {"default"}
+
+
+def test_query_flag_takes_the_best_dev_row_of_that_mode(tmp_path):
+    record = json.loads((shipped_folder() / "ir-custom-us.json").read_text())
+    mode = next(m for m in ("phrases", "filter", "full") if m != record["chosen"]["query"])
+    best = max((r for r in record["grid"] if r["query"] == mode), key=lambda r: (r["accuracy"], -r["top_n"]))
+    settings, sources = resolve_settings("ir-custom", "us", tmp_path, {"query": mode})
+    assert (settings.top_n, settings.aggregate, settings.query) == (best["top_n"], best["aggregate"], mode)
+    assert sources["query"] == "--query" and f"best dev row for query {mode!r}" in sources["top_n"]
+
+
+@pytest.fixture(scope="module")
+def fixture_data(tmp_path_factory) -> Path:
+    return make_data_dir(tmp_path_factory.mktemp("settings"))
+
+
+def test_answer_uses_the_exams_tuned_settings(fixture_data, tmp_path):
+    zh_books = fixture_data / "textbooks" / "zh_paragraph"
+    zh_books.mkdir(exist_ok=True)
+    (zh_books / "内科学.txt").write_text("头孢曲松抑制细菌细胞壁合成，用于治疗淋球菌感染。\n庆大霉素是氨基糖苷类抗生素，抑制核糖体。\n")
+    loc = ["--data-dir", str(fixture_data), "--index-dir", str(tmp_path / "indexes")]
+    for lang, dataset in (("zh", "mainland"), ("en", "us")):
+        result = run("answer", "--lang", lang, "--question", "哪种药物抑制细胞壁合成？" if lang == "zh" else "Which drug blocks cell walls?",
+                     "--option", "A=庆大霉素" if lang == "zh" else "A=Gentamicin", "--option", "B=头孢曲松" if lang == "zh" else "B=Ceftriaxone",
+                     "--json", *loc)
+        assert result.returncode == 0, result.stderr
+        settings = json.loads(result.stdout)["settings"]
+        chosen = shipped("ir-custom", dataset)
+        assert {k: settings[k] for k in ("top_n", "aggregate", "query")} == {k: chosen[k] for k in ("top_n", "aggregate", "query")}
+        assert settings["sources"]["top_n"] == f"shipped with openqa: openqa/tuned/ir-custom-{dataset}.json"
+        assert settings["exam"] == {"zh": "mcmle", "en": "usmle"}[lang]
+        assert f"(shipped with openqa: openqa/tuned/ir-custom-{dataset}.json)" in result.stderr  # the one settings line
+
+
+def test_your_tune_overrides_the_shipped_choice_and_results_go_where_asked(fixture_data, tmp_path):
+    loc = ["--data-dir", str(fixture_data), "--index-dir", str(tmp_path / "indexes")]
+    tuned = run("tune", "--dataset", "us", *loc)
+    assert tuned.returncode == 0, tuned.stderr
+    mine = tmp_path / "tuned" / "ir-custom-us.json"  # beside the index folder
+    assert mine.is_file() and str(mine) in tuned.stdout
+    result = run("eval", "--dataset", "us", "--json", *loc, env={"OPENQA_RESULTS": str(tmp_path / "results")})
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["settings"]["sources"]["top_n"] == f"your openqa tune: {mine}"
+    assert summary["settings"]["top_n"] == json.loads(mine.read_text())["chosen"]["top_n"]
+    assert summary["files"]["summary"] == str(tmp_path / "results" / "us-test-ir-custom.json")
+    elsewhere = run("eval", "--dataset", "us", "--json", *loc, "--settings-dir", str(tmp_path / "none"), "--output", str(tmp_path / "o"))
+    assert json.loads(elsewhere.stdout)["settings"]["sources"]["top_n"].startswith("shipped with openqa")
+    assert (tmp_path / "o" / "us-test-ir-custom.json").is_file()
+
+
+def test_ir_evaluation_does_not_import_torch(fixture_data, tmp_path):
+    code = (
+        "import sys\n"
+        "from openqa.config import Settings\n"
+        "from openqa.pipeline import Context, EvalRequest, evaluate\n"
+        f"ctx = Context(Settings.resolve({str(fixture_data)!r}, {str(tmp_path / 'ix')!r}, results_dir={str(tmp_path / 'r')!r}))\n"
+        "record = evaluate(ctx, EvalRequest(dataset='us', split='dev'), progress=False)\n"
+        "assert record['n'] == 2, record\n"
+        "print('torch' in sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+def test_same_settings_and_accuracy_from_an_empty_folder_as_from_the_repo(medqa_dir, tmp_path):
+    """The installed script gives exactly the shipped tuned settings and the same accuracy anywhere."""
+    loc = ["--data-dir", str(medqa_dir), "--index-dir", str(tmp_path / "indexes")]
+    summaries = []
+    for name, cwd in (("repo", REPO), ("empty", None)):
+        result = run("eval", "--dataset", "us", "--split", "dev", "--json", "--output", str(tmp_path / name), *loc, cwd=cwd)
+        assert result.returncode == 0, result.stderr
+        summaries.append(json.loads(result.stdout))
+    repo, empty = summaries
+    chosen = shipped("ir-custom", "us")
+    for summary in summaries:
+        assert {k: summary["settings"][k] for k in ("top_n", "aggregate", "query")} == {k: chosen[k] for k in ("top_n", "aggregate", "query")}
+        assert summary["settings"]["sources"]["top_n"] == "shipped with openqa: openqa/tuned/ir-custom-us.json"
+    assert (empty["accuracy"], empty["correct"], empty["n"]) == (repo["accuracy"], repo["correct"], repo["n"]) and repo["n"] == 1272
+    shipped_record = json.loads((shipped_folder() / "ir-custom-us.json").read_text())
+    assert repo["accuracy"] == shipped_record["dev_accuracy"]  # the figure tuning recorded, reproduced
