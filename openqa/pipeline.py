@@ -332,5 +332,7 @@ def train_reader(
     reader.settings.update({"retriever": retriever, "query": query, "top_n": top_n, "dataset": dataset})
     record = {"dataset": dataset, "reader": kind, "model": model, "protocol": protocol, "retriever": retriever,
               "query": query, "top_n": top_n, "precision": reader.precision, "train_questions": len(train_qs),
-              "selection_questions": len(select_qs), "reader_settings": reader.settings, **run_record()}
+              "selection_questions": len(select_qs), "reader_settings": reader.settings,
+              "index": {k: scorer.engine.manifest[k] for k in ("engine", "scoring", "tokenizer") if k in scorer.engine.manifest},
+              **run_record()}
     return train(reader, sets[0], sets[1], config, output, record, load_reader)
