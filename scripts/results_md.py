@@ -93,7 +93,8 @@ def main() -> None:
            "chosen on dev with `openqa tune` (records shipped in `openqa/tuned/`), test was run once with them.",
            "The paper column gives the paper's figure for the same split (18 English books). A struck-out",
            "figure is stale: its scores came from IR-Custom before it computed the paper's formula (IDF",
-           "applied once instead of twice); rerun its command to refresh it.", ""]
+           "applied once instead of twice); rerun its command to refresh it. Records made before the tuned",
+           "settings moved into the package name `eval/tuned/`, where the same files lived then.", ""]
     for lang in ("en", "zh"):
         stats = load(f"corpus-stats-{lang}.json")
         if stats:
