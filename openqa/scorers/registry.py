@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import Index
-from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25
+from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25, QueryParams
 from openqa.retrieval.dense import DenseIndex
 from openqa.retrieval.elastic import ElasticBM25
 from openqa.retrieval.lucene import LuceneBM25
@@ -17,13 +17,18 @@ from openqa.scorers.ir import IRScorer, IRSettings
 from openqa.scorers.pmi import PMIScorer
 
 
-def _use_preset(engine: Index, exam: str) -> CustomBM25:
-    """Give the custom engine the paper's query parameters for ``exam`` (usmle, mcmle or twmle)."""
-    if not isinstance(engine, CustomBM25):
-        raise OpenQAError("this method needs the custom engine's index (openqa index --engine custom)")
+def _preset(exam: str) -> QueryParams:
+    """The paper's Table B.13 query parameters for ``exam`` (usmle, mcmle or twmle)."""
     if exam not in QUERY_PRESETS:
         raise OpenQAError(f"unknown exam {exam!r}: choose one of {sorted(QUERY_PRESETS)}")
-    engine.query_params = QUERY_PRESETS[exam]
+    return QUERY_PRESETS[exam]
+
+
+def _use_preset(engine: Index, exam: str) -> CustomBM25:
+    """Give the custom engine the paper's query parameters for ``exam``."""
+    if not isinstance(engine, CustomBM25):
+        raise OpenQAError("this method needs the custom engine's index (openqa index --engine custom)")
+    engine.query_params = _preset(exam)
     return engine
 
 
@@ -41,9 +46,7 @@ def _ir_es(engine: Index, exam: str, settings: IRSettings) -> OptionScorer:
 
 def _paper_query_params(exam: str) -> tuple[dict[str, Any], str]:
     """IR-Custom's fixed query-side parameters for ``exam`` and where they come from."""
-    preset = QUERY_PRESETS.get(exam)
-    if preset is None:
-        raise OpenQAError(f"unknown exam {exam!r}: choose one of {sorted(QUERY_PRESETS)}")
+    preset = _preset(exam)
     return {"kq": preset.kq, "bq": preset.bq}, f"paper Table B.13 ({exam})"
 
 
