@@ -1,4 +1,5 @@
-"""Interactive solving: parse a pasted question, rank its options, show highlighted evidence."""
+"""Solving one question: rank its options and show the evidence with the query terms highlighted
+(the parsing of pasted questions is ``openqa.data.pasted``)."""
 
 from __future__ import annotations
 
@@ -7,51 +8,17 @@ import re
 from typing import Any
 
 from openqa.data import Question
-from openqa.errors import OpenQAError
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
 
-_OPTION_LINE = re.compile(r"^\s*\(?([A-Ja-j])\s*[:.)=]\s*(.+?)\s*$")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
-def make_question(text: str, options: dict[str, str], qid: str = "interactive") -> Question:
-    """A question from free text and lettered options, with one-line errors for bad input."""
-    text = text.strip()
-    if not text:
-        raise OpenQAError("empty question: give the question text before the options")
-    if len(options) < 2:
-        raise OpenQAError("give at least two options, one per line as 'A: text' (or --option A=text)")
-    empty = [k for k, v in options.items() if not v.strip()]
-    if empty:
-        raise OpenQAError(f"option {empty[0]} is empty")
-    first = next(iter(options))
-    return Question(qid, text, dict(options), first, options[first], None, None)
-
-
-def parse_block(block: str) -> Question:
-    """Parse pasted text: question lines, then option lines such as ``A: ...`` / ``B) ...``."""
-    question_lines, options = [], {}
-    for line in block.splitlines():
-        match = _OPTION_LINE.match(line)
-        if match:
-            options[match.group(1).upper()] = match.group(2)
-        elif line.strip():
-            if options:
-                raise OpenQAError(f"text after the options: {line.strip()[:60]!r}; put options last")
-            question_lines.append(line.strip())
-    return make_question(" ".join(question_lines), options)
-
-
-def parse_option_flags(flags: list[str]) -> dict[str, str]:
-    """``["A=text", ...]`` from ``--option`` flags into an ordered dict."""
-    options = {}
-    for flag in flags:
-        letter, sep, text = flag.partition("=")
-        if not sep or len(letter.strip()) != 1 or not letter.strip().isalpha():
-            raise OpenQAError(f"--option must look like 'A=text', not {flag!r}")
-        options[letter.strip().upper()] = text.strip()
-    return options
+def no_match_message(lang: str) -> str:
+    """What to say of a question none of whose words is in the ``lang`` index."""
+    other = {"en": "zh", "zh": "en"}.get(lang)
+    hint = f" (use --lang {other})" if other else ""
+    return f"no word of the question or its options occurs in the {lang} index: is it in another language?{hint}"
 
 
 def solve(scorer: OptionScorer, question: Question) -> OptionScores:
@@ -80,8 +47,9 @@ def as_dict(result: OptionScores, engine: SearchEngine, evidence: int) -> dict[s
     ranked = sorted(result.scores.items(), key=lambda kv: -kv[1])
     return {
         "question": result.question.question,
-        "prediction": result.prediction(),
-        "tied": result.tied_best() if len(result.tied_best()) > 1 else [],
+        "prediction": result.prediction() if result.matched else None,
+        "tied": result.tied_best() if len(result.tied_best()) > 1 and result.matched else [],
+        "matched": result.matched,
         "options": [
             {
                 "letter": letter,
@@ -101,6 +69,8 @@ def as_dict(result: OptionScores, engine: SearchEngine, evidence: int) -> dict[s
 def render(result: OptionScores, engine: SearchEngine, top_options: int, evidence: int, color: bool) -> str:
     """Human-readable ranking, with evidence for the ``top_options`` best options."""
     data = as_dict(result, engine, evidence)
+    if not result.matched:
+        return f"Prediction: none: {no_match_message(engine.manifest['lang'])}"
     lines = [f"Prediction: {data['prediction']}" + (f"  (tied: {', '.join(data['tied'])})" if data["tied"] else "")]
     for rank, opt in enumerate(data["options"]):
         score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"

@@ -72,8 +72,8 @@ def build_parser() -> argparse.ArgumentParser:
     src = ev.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset", help="dataset name: us, us5, mainland, mainland5, tw, tw-en, tw-zh")
     src.add_argument("--questions", help="any question file in the MedQA JSONL format (with --lang)")
-    ev.add_argument("--split", default="test", help="train, dev or test (default: test)")
-    ev.add_argument("--lang", choices=LANGS, help="corpus language for --questions (default: en)")
+    ev.add_argument("--split", help="with --dataset: train, dev or test (default: test)")
+    ev.add_argument("--lang", choices=LANGS, help="with --questions: their language, which picks the corpus (default: en)")
     ev.add_argument("--exam", help="what --questions are scored as: usmle, mcmle, twmle: the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
     ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
     ev.add_argument("--retrieval", action="store_true", help="instead of accuracy: how often question-only evidence mentions the correct vs the wrong options (Markdown, JSON, PNG)")
@@ -200,7 +200,8 @@ def cmd_train(args: argparse.Namespace) -> None:
     from openqa.pipeline import train_reader
     from openqa.readers.train import TrainConfig
 
-    config = TrainConfig(epochs=args.epochs, lr=args.lr or (1e-3 if args.reader == "maxout" else 2e-5),
+    lr = args.lr if args.lr is not None else 1e-3 if args.reader == "maxout" else 2e-5
+    config = TrainConfig(epochs=args.epochs, lr=lr,
                          batch_size=args.batch_size, effective_batch=args.effective_batch, seed=args.seed)
     out = Path(args.output or f"runs/{args.reader}-{args.dataset}")
     result = train_reader(_context(args), args.reader, args.model, args.dataset, args.train_split, args.retriever,
@@ -228,12 +229,17 @@ def cmd_eval(args: argparse.Namespace) -> None:
         print(json.dumps(summary, ensure_ascii=False))
         return
     lo, hi = summary["ci95"]
-    print(
+    lines = [
         f"{summary['dataset']} {summary['split']} {summary['method']}: {summary['accuracy']:.2f}% "
         f"({summary['correct']}/{summary['n']}), 95% CI {lo:.2f}-{hi:.2f}; tied best {summary['ties']['tie_rate']:.1f}%; "
-        f"{summary['seconds']:.1f} s after {summary['load_seconds']:.1f} s load\n"
-        f"{settings_line(summary['settings'])}\nwrote {summary['files']['summary']} (+ .md, .predictions.jsonl)"
-    )
+        f"{summary['seconds']:.1f} s after {summary['load_seconds']:.1f} s load",
+        settings_line(summary["settings"]),
+        f"wrote {summary['files']['summary']} (+ .md, .predictions.jsonl)",
+    ]
+    if summary["unmatched"]:
+        lines.insert(1, f"{summary['unmatched']} questions had no word in the index (another language?): "
+                        "their predictions are tie-breaks")
+    print("\n".join(lines))
 
 
 def cmd_tune(args: argparse.Namespace) -> None:
@@ -247,46 +253,95 @@ def cmd_tune(args: argparse.Namespace) -> None:
 
 
 def cmd_answer(args: argparse.Namespace) -> None:
-    from openqa.answer import as_dict, make_question, parse_block, parse_option_flags, render, solve
+    """One question from flags, every question of piped input, or questions typed at a terminal."""
+    from openqa.answer import as_dict, no_match_message, render, solve
+    from openqa.data.pasted import make_question, parse_many, parse_option_flags
     from openqa.pipeline import Exam, open_scorer
 
-    one_shot = args.question is not None or bool(args.option)
-    question = make_question(args.question or "", parse_option_flags(args.option)) if one_shot else None
+    for flag in ("evidence", "show"):
+        if getattr(args, flag) < 0:
+            raise OpenQAError(f"--{flag} must be 0 or more, not {getattr(args, flag)}")
+    interactive = args.question is None and not args.option and sys.stdin.isatty()
+    questions = []  # given ones are checked before the (slow) index is opened
+    if args.question is not None or args.option:
+        questions = [make_question(args.question or "", parse_option_flags(args.option))]
+    elif not interactive:
+        questions = parse_many(_read_stdin())
+    if interactive:
+        _note(f"loading {args.method} and its index...")
     opened = open_scorer(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam), _overrides(args),
                          engine=args.engine, model=args.model)
-    scorer, engine = opened.scorer, opened.index
-    print(settings_line(opened.settings), file=sys.stderr if args.json or not one_shot else sys.stdout)
-    if question is not None:
-        result = solve(scorer, question)
-        if args.json:
-            print(json.dumps({**as_dict(result, engine, args.evidence), "settings": opened.settings}, ensure_ascii=False))
-        else:
-            print(render(result, engine, args.show, args.evidence, sys.stdout.isatty()))
+    print(settings_line(opened.settings), file=sys.stderr if args.json or interactive else sys.stdout)
+    if interactive:
+        _answer_typed(opened, args)
         return
-    interactive = sys.stdin.isatty()
+    unmatched = 0
+    for number, question in enumerate(questions, start=1):
+        result = solve(opened.scorer, question)
+        unmatched += not result.matched
+        if args.json:
+            print(json.dumps({**as_dict(result, opened.index, args.evidence), "settings": opened.settings}, ensure_ascii=False))
+        else:
+            print(("\n" if number > 1 else "") + render(result, opened.index, args.show, args.evidence, sys.stdout.isatty()))
+    if unmatched:
+        which = "the question" if len(questions) == 1 else f"{unmatched} of {len(questions)} questions"
+        raise OpenQAError(f"{which}: {no_match_message(opened.index.manifest['lang'])}")
+
+
+def _read_stdin() -> str:
+    """All of piped standard input, as UTF-8."""
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise OpenQAError("standard input is not UTF-8 text") from None
+
+
+def _answer_typed(opened, args: argparse.Namespace) -> None:
+    """Solve questions typed or pasted at a terminal until Ctrl-D; Ctrl-C drops the question at hand."""
+    import readline  # noqa: F401  (line editing and history for input())
+
+    from openqa.answer import render, solve
+    from openqa.data.pasted import parse_block
+
+    print("Paste or type a question, then its options as 'A: ...' lines; an empty line after the options "
+          "solves it. Ctrl-C drops the question, Ctrl-D quits.")
     while True:
-        if interactive:
-            print("Paste a question, then options as 'A: ...' lines; an empty line solves it (Ctrl-D quits).")
-        block = _read_block(interactive)
+        block = _read_question()
         if block is None:
             return
         try:
-            print(render(solve(scorer, parse_block(block)), engine, args.show, args.evidence, sys.stdout.isatty()))
+            print(render(solve(opened.scorer, parse_block(block)), opened.index, args.show, args.evidence, sys.stdout.isatty()))
         except OpenQAError as exc:
             print(f"openqa: {exc}", file=sys.stderr)
-            if not interactive:
-                raise SystemExit(2) from None
+        except KeyboardInterrupt:
+            print("\n(stopped; question dropped)", file=sys.stderr)
         print()
 
 
-def _read_block(interactive: bool) -> str | None:
-    """Lines up to an empty line (interactive) or the end of input; None at the end."""
-    lines = []
-    for line in sys.stdin:
-        if not line.strip() and interactive and lines:
-            break
-        lines.append(line.rstrip("\n"))
-    return "\n".join(lines) if lines else None
+def _read_question() -> str | None:
+    """Lines up to an empty line that follows the options (blank lines inside a question are kept
+    when more text follows at once, as in a paste); None at Ctrl-D on an empty question. Ctrl-C
+    drops the lines typed so far; on an empty prompt it quits."""
+    import select
+
+    from openqa.data.pasted import is_complete
+
+    lines: list[str] = []
+    while True:
+        try:
+            line = input("> " if not lines else ". ")
+        except EOFError:
+            return "\n".join(lines) if lines else None
+        except KeyboardInterrupt:
+            if not lines:
+                raise
+            print("\n(question dropped)", file=sys.stderr)
+            lines = []
+            continue
+        if line.strip():
+            lines.append(line)
+        elif lines and is_complete("\n".join(lines)) and not select.select([sys.stdin], [], [], 0.05)[0]:
+            return "\n".join(lines)
 
 
 def cmd_filter_agreement(args: argparse.Namespace) -> None:

@@ -5,6 +5,7 @@ calls these; each returns a record and nothing here prints (one-line notes go to
 
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from openqa.config import Settings
 from openqa.data import DEFAULT_EXAMS, Question, dataset_spec, exam_dataset, load_questions, read_question_file
 from openqa.errors import IndexMissingError, OpenQAError
 from openqa.evaluate.metrics import prediction_rows, summarise
-from openqa.evaluate.results import run_record, write_results
+from openqa.evaluate.results import ensure_writable, run_record, write_results
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.hybrid import Fusion, FusedEngine
 from openqa.retrieval.registry import build_index, engine_class, open_index, tokenizer_config
@@ -31,6 +32,17 @@ if TYPE_CHECKING:
 FUSION_KEYS = ("fusion", "weight")
 #: Settings a hybrid record takes from its first part (its own tuned record holds only the fusion).
 FIRST_PART_KEYS = ("top_n", "aggregate", "query")
+
+
+#: The fewest tokens a reader input may hold (question start, option and some evidence).
+MIN_READER_LENGTH = 32
+#: What a record says of the index behind it.
+PROVENANCE_KEYS = ("engine", "scoring", "tokenizer", "doc_params", "corpus_checksum", "built_at")
+
+
+def provenance(index: Index) -> dict[str, Any]:
+    """The manifest entries that identify how ``index`` was built, for result, tune and train records."""
+    return {k: index.manifest[k] for k in PROVENANCE_KEYS if k in index.manifest}
 
 
 def _silent(message: str) -> None:
@@ -174,7 +186,7 @@ class EvalRequest:
 
     method: str = "ir-custom"
     dataset: str | None = None
-    split: str = "test"
+    split: str | None = None
     questions: Path | None = None
     lang: str | None = None
     exam: str | None = None
@@ -183,12 +195,28 @@ class EvalRequest:
     model: str | None = None
     overrides: Overrides = Overrides()
 
+    def __post_init__(self) -> None:
+        if (self.dataset is None) == (self.questions is None):
+            raise OpenQAError("give --dataset or --questions (one of them)")
+        if self.questions is not None and self.split is not None:
+            raise OpenQAError("--split applies to --dataset; a --questions file is scored whole")
+        if self.dataset is not None and self.lang is not None and self.lang != dataset_spec(self.dataset).lang:
+            raise OpenQAError(f"--lang {self.lang} does not apply to --dataset {self.dataset}, "
+                              f"whose questions are {dataset_spec(self.dataset).lang}")
+        if self.limit is not None and self.limit < 1:
+            raise OpenQAError("--limit must be at least 1")
+
     def variant(self) -> str | None:
         """What distinguishes this result file from the method's default one (flags overriding
-        tuned settings, a reader run), so a tuned result is never overwritten by an override."""
+        tuned settings, a reader run; for a question file, which file and how it is scored), so a
+        tuned result is never overwritten by another run."""
         o = self.overrides
-        parts = [f"{flag}-{value}" for flag, value in (("engine", self.engine), ("query", o.query),
-                                                        ("top", o.top_n), ("aggregate", o.aggregate)) if value]
+        parts = []
+        if self.questions is not None:
+            where = hashlib.sha256(str(Path(self.questions).resolve()).encode()).hexdigest()[:8]
+            parts += [f"file-{where}", *(value for value in (self.lang, self.exam) if value)]
+        parts += [f"{flag}-{value}" for flag, value in (("engine", self.engine), ("query", o.query),
+                                                         ("top", o.top_n), ("aggregate", o.aggregate)) if value]
         if self.method == "reader" and self.model:
             parts.append(Path(self.model).resolve().name)
         return "-".join(parts) or None
@@ -198,17 +226,13 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
     """The questions an evaluation scores, what they are scored as, and the name, split and data file
     its record gives."""
     if req.dataset:
-        spec = dataset_spec(req.dataset)
-        questions = load_questions(req.dataset, req.split, ctx.settings.require_data_dir())
-        name, split, data = req.dataset, req.split, spec.files[req.split]
+        spec, split = dataset_spec(req.dataset), req.split or "test"
+        questions = load_questions(req.dataset, split, ctx.settings.require_data_dir())
+        name, data = req.dataset, spec.files[split]
     else:
-        if req.questions is None:
-            raise OpenQAError("give --dataset or --questions")
         questions = read_question_file(Path(req.questions))
         name, split, data = Path(req.questions).stem, "file", str(Path(req.questions).resolve())
     if req.limit is not None:
-        if req.limit < 1:
-            raise OpenQAError("--limit must be at least 1")
         questions = questions[: req.limit]
     return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data
 
@@ -216,9 +240,8 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
 def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str, Any]:
     """Score ``req``'s questions with its method, write the result files under the results folder,
     and return the summary record (accuracy, CI, ties, settings with sources, files)."""
+    out_dir = ensure_writable(ctx.settings.results_dir)
     questions, target, name, split, data = load_eval_questions(ctx, req)
-    out_dir = ctx.settings.results_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     opened = open_scorer(ctx, req.method, target, req.overrides, engine=req.engine, model=req.model)
     load_seconds = time.perf_counter() - start
@@ -238,7 +261,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str,
         "settings": opened.settings,
         "data": data,
         "corpus": f"{m['lang']}: {len(m['books'])} books, {m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}",
-        "index": {k: m[k] for k in ("engine", "scoring", "tokenizer", "doc_params", "built_at") if k in m},
+        "index": provenance(opened.index),
         **run_record(),
     }
     path = write_results(summary, prediction_rows(results), out_dir)
@@ -250,6 +273,7 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
     Markdown, JSON and PNG; also the retrievers skipped, with why."""
     from openqa.retrieval_report import answer_support, write_report
 
+    ensure_writable(ctx.settings.results_dir)
     questions, target, name, split, _ = load_eval_questions(ctx, req)
     query = "filter" if target.lang == "en" else "full"
     table, skipped = {}, []
@@ -263,6 +287,7 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
     if not table:
         raise OpenQAError("no retriever could be opened: build the indexes first (openqa index ...)")
     meta = {"dataset": name, "split": split, "method": "retrieval-quality", "n": len(questions),
+            "limit": req.limit, "variant": req.variant(),
             "query": "question only (" + ("medical filter" if target.lang == "en" else "full text") + ")", **run_record()}
     return table, write_report(table, meta, ctx.settings.results_dir), skipped
 
@@ -270,6 +295,7 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
 def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tuple[IRSettings, dict[str, Any], Path]:
     """Grid-search a method's settings on ``dataset`` dev and record the choice in the settings folder."""
     target = Exam.resolve(dataset)
+    ensure_writable(ctx.settings.settings_dir, "--settings-dir")
     questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())
     m = method(name)
     if m.parts:
@@ -286,7 +312,7 @@ def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tu
         "dataset": dataset, "split": "dev", "method": name, "chosen": asdict(best),
         "dev_accuracy": max(row["accuracy"] for row in table),
         "grid": [{k: row[k] for k in ("top_n", "aggregate", "query", "fusion", "weight", "accuracy") if k in row} for row in table],
-        "index": {k: index.manifest[k] for k in ("engine", "scoring", "tokenizer", "corpus_checksum") if k in index.manifest},
+        "index": provenance(index),
         **run_record(),
     }
     return best, record, save_tuned(record, ctx.settings.settings_dir)
@@ -303,6 +329,11 @@ def train_reader(
     from openqa.readers.registry import examples, load_reader, reader_class
     from openqa.readers.train import train
 
+    if top_n < 1:
+        raise OpenQAError(f"--top-n must be at least 1, not {top_n}")
+    if max_length < MIN_READER_LENGTH:
+        raise OpenQAError(f"--max-length must be at least {MIN_READER_LENGTH} tokens, not {max_length}")
+    ensure_writable(output, "--output", create=False)
     target = Exam.resolve(dataset)
     data_dir = ctx.settings.require_data_dir()
     if train_split:
@@ -333,6 +364,6 @@ def train_reader(
     record = {"dataset": dataset, "reader": kind, "model": model, "protocol": protocol, "retriever": retriever,
               "query": query, "top_n": top_n, "precision": reader.precision, "train_questions": len(train_qs),
               "selection_questions": len(select_qs), "reader_settings": reader.settings,
-              "index": {k: scorer.engine.manifest[k] for k in ("engine", "scoring", "tokenizer") if k in scorer.engine.manifest},
+              "index": provenance(scorer.engine),
               **run_record()}
     return train(reader, sets[0], sets[1], config, output, record, load_reader)

@@ -16,6 +16,7 @@ from typing import Any, Sequence
 from tqdm import tqdm
 
 from openqa.data import Question
+from openqa.evaluate.results import result_stem, write_atomic
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.ir import question_query
 from openqa.text.tokenize import make_tokenizer
@@ -73,7 +74,7 @@ def write_report(table: dict[str, dict[str, Any]], meta: dict[str, Any], out_dir
     import matplotlib.pyplot as plt
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = out_dir / f"retrieval-{meta['dataset']}-{meta['split']}"
+    stem = out_dir / result_stem("retrieval", meta["dataset"], meta["split"], variant=meta.get("variant"), limit=meta.get("limit"))
     lines = [
         f"# Retrieval quality on {meta['dataset']} {meta['split']} ({meta['n']} questions)\n",
         "Share (%) of questions whose correct option occurs in the top-k paragraphs of the question-only "
@@ -85,7 +86,7 @@ def write_report(table: dict[str, dict[str, Any]], meta: dict[str, Any], out_dir
         cells = " | ".join(f"{row['correct'][k]:.1f} | {row['wrong'][k]:.1f} | {row['gap'][k]:+.1f}" for k in KS)
         lines.append(f"| {name} | {cells} |")
     lines.append(f"\nCommand: `{meta['command']}`  \nDate: {meta['date']}\n")
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    write_atomic(stem.with_name(stem.name + ".md"), "\n".join(lines) + "\n")
     figure, axis = plt.subplots(figsize=(6, 4))
     for name, row in table.items():
         line = axis.plot(KS, [row["correct"][k] for k in KS], marker="o", label=f"{name} (correct)")[0]
@@ -97,8 +98,8 @@ def write_report(table: dict[str, dict[str, Any]], meta: dict[str, Any], out_dir
     axis.set_title(f"{meta['dataset']} {meta['split']}: answer support")
     axis.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(stem.with_suffix(".png"), dpi=120)
+    figure.savefig(stem.with_name(stem.name + ".png"), dpi=120)
     plt.close(figure)
-    path = stem.with_suffix(".json")
-    path.write_text(json.dumps({**meta, "retrievers": table}, indent=2) + "\n")
+    path = stem.with_name(stem.name + ".json")  # the summary last: its presence means the others are written
+    write_atomic(path, json.dumps({**meta, "retrievers": table}, indent=2) + "\n")
     return path

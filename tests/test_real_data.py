@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from openqa.answer import make_question, solve
+from openqa.answer import solve
+from openqa.data.pasted import make_question
 from openqa.data import load_questions
 from openqa.evaluate.metrics import summarise
 from openqa.retrieval.registry import build_index, open_index

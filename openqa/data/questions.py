@@ -163,8 +163,8 @@ def _parse_record(record: Any, qid: str, n_options: int | None) -> Question:
         raise ValueError("missing or empty 'question'")
 
     options = record.get("options")
-    if not isinstance(options, dict) or not options:
-        raise ValueError("'options' must be a non-empty object of letter -> text")
+    if not isinstance(options, dict) or len(options) < 2:
+        raise ValueError("'options' must be an object of at least two letter -> text entries")
     for letter, text in options.items():
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"option {letter!r} is not a non-empty string")
@@ -220,7 +220,7 @@ def read_question_file(path: Path, qid_prefix: str | None = None, n_options: int
     questions: list[Question] = []
     for line_no, raw in enumerate(raw_lines, start=1):
         try:
-            line = raw.decode("utf-8")
+            line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # a byte-order mark may open the file
         except UnicodeDecodeError:
             raise DataError(f"{path}:{line_no}: not valid UTF-8") from None
         if not line.strip():

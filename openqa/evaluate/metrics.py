@@ -23,7 +23,8 @@ def wilson_interval(correct: int, n: int) -> tuple[float, float]:
 
 
 def summarise(results: Sequence[OptionScores]) -> dict[str, Any]:
-    """Accuracy, its interval, and how often the best score is tied (with the random-tie expectation)."""
+    """Accuracy, its interval, how often the best score is tied (with the random-tie expectation), and
+    how many questions had no term in the index (``unmatched``: their prediction is a tie-break)."""
     n = len(results)
     correct = sum(r.prediction() == r.question.answer_idx for r in results)
     ties = [r.tied_best() for r in results]
@@ -33,6 +34,7 @@ def summarise(results: Sequence[OptionScores]) -> dict[str, Any]:
         "correct": correct,
         "accuracy": round(100 * correct / n, 2) if n else 0.0,
         "ci95": list(wilson_interval(correct, n)),
+        "unmatched": sum(not r.matched for r in results),
         "ties": {
             "questions_with_tied_best": sum(len(t) > 1 for t in ties),
             "tie_rate": round(100 * sum(len(t) > 1 for t in ties) / n, 2) if n else 0.0,
@@ -51,6 +53,7 @@ def prediction_rows(results: Sequence[OptionScores]) -> list[dict[str, Any]]:
             "answer": r.question.answer_idx,
             "correct": r.prediction() == r.question.answer_idx,
             "tied": r.tied_best() if len(r.tied_best()) > 1 else [],
+            "matched": r.matched,
             "scores": {k: round(v, 4) if math.isfinite(v) else None for k, v in r.scores.items()},
         }
         for r in results

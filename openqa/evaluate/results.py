@@ -4,6 +4,7 @@ carries (command, date, machine, peak memory)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
@@ -12,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from openqa.errors import OpenQAError
 
 
 def run_record(command: str | None = None) -> dict[str, Any]:
@@ -32,16 +35,49 @@ def write_atomic(path: Path, text: str) -> None:
     tmp.replace(path)
 
 
+def ensure_writable(folder: Path, flag: str = "--output", create: bool = True) -> Path:
+    """Check, before any long work is done, that files can be written in ``folder`` (created here
+    unless ``create`` is False: then its nearest existing parent is checked, and nothing is left
+    behind if the work fails early)."""
+    folder = Path(folder).absolute()
+    where = folder
+    while not create and not where.exists() and where != where.parent:
+        where = where.parent
+    try:
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        probe = where / f".openqa-write-check-{os.getpid()}"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise OpenQAError(f"cannot write results to {folder} ({exc.strerror or exc}); give a writable {flag}") from None
+    return folder
+
+
+def result_stem(*parts: str, variant: str | None = None, limit: int | None = None) -> str:
+    """The file name (without suffix) of a result, e.g. ``us-test-ir-custom``: every choice that
+    changes the figure is in it, so that two different runs never overwrite each other."""
+    stem = "-".join(parts)
+    if variant:
+        stem += f"-{variant}"
+    if limit:
+        stem += f"-limit{limit}"
+    return stem
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: Path) -> Path:
-    """Write ``<stem>.json`` (summary), ``<stem>.predictions.jsonl`` and ``<stem>.md``; return the JSON path."""
+    """Write ``<stem>.predictions.jsonl``, ``<stem>.md`` and, last, the ``<stem>.json`` summary, which
+    records the checksum of the other two (so a set mixed by an interruption between writes is
+    detected by ``read_result_set``); return the JSON path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    stem = f"{summary['dataset']}-{summary['split']}-{summary['method']}"
-    if summary.get("variant"):
-        stem += f"-{summary['variant']}"
-    if summary.get("limit"):
-        stem += f"-limit{summary['limit']}"
-    write_atomic(out_dir / f"{stem}.predictions.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    stem = result_stem(summary["dataset"], summary["split"], summary["method"], variant=summary.get("variant"),
+                       limit=summary.get("limit"))
+    predictions = "".join(json.dumps(r) + "\n" for r in rows)
     lo, hi = summary["ci95"]
     report = (
         f"# {summary['method']} on {summary['dataset']} {summary['split']}\n\n"
@@ -51,7 +87,25 @@ def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: 
         f"Command: `{summary['command']}`  \nDate: {summary['date']}  \n"
         f"Settings: `{json.dumps(summary.get('settings', {}))}`  \nCorpus: {summary.get('corpus', '')}\n"
     )
-    write_atomic(out_dir / f"{stem}.md", report)
+    files = {f"{stem}.predictions.jsonl": predictions, f"{stem}.md": report}
+    for name, text in files.items():
+        write_atomic(out_dir / name, text)
+    record = {**summary, "result_files": {name: _digest(text) for name, text in files.items()}}
     path = out_dir / f"{stem}.json"
-    write_atomic(path, json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+def read_result_set(path: Path) -> dict[str, Any]:
+    """A result summary, refused unless the prediction and report files beside it are the ones it was
+    written with (a run killed between its writes leaves a newer file beside an older summary)."""
+    path = Path(path)
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise OpenQAError(f"{path}: unreadable result summary ({exc})") from None
+    for name, digest in summary.get("result_files", {}).items():
+        other = path.with_name(name)
+        if not other.is_file() or _digest(other.read_text(encoding="utf-8")) != digest:
+            raise OpenQAError(f"{other}: missing or from another run than {path.name}; rerun: {summary.get('command')}")
+    return summary

@@ -32,6 +32,16 @@ class TrainConfig:
     warmup: float = 0.1  # a fraction of the steps (the paper's 1,000 steps exceed small data)
     seed: int = 13
 
+    def __post_init__(self) -> None:
+        for flag, value in (("--epochs", self.epochs), ("--batch-size", self.batch_size),
+                            ("--effective-batch", self.effective_batch)):
+            if value < 1:
+                raise OpenQAError(f"{flag} must be at least 1, not {value}")
+        if not self.lr > 0:
+            raise OpenQAError(f"--lr must be above 0, not {self.lr}")
+        if not 0 <= self.warmup < 1:
+            raise OpenQAError(f"warm-up must be a fraction of the steps in [0, 1), not {self.warmup}")
+
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)

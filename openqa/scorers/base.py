@@ -16,11 +16,16 @@ TIE_TOLERANCE = 1e-6
 
 @dataclass
 class OptionScores:
-    """Scores of one question's options and the evidence behind each (best first)."""
+    """Scores of one question's options and the evidence behind each (best first).
+
+    ``matched`` is False when no term of the question or its options occurs in the index (a
+    question in another language than the corpus, say): its scores are all equal and mean nothing.
+    """
 
     question: Question
     scores: dict[str, float]
     evidence: dict[str, list[Hit]] = field(default_factory=dict)
+    matched: bool = True
 
     def tied_best(self) -> list[str]:
         """The letters whose score equals the best score (within ``TIE_TOLERANCE``)."""

@@ -38,7 +38,8 @@ def fuse_options(first: OptionScores, second: OptionScores, fusion: Fusion) -> O
         fused = _rrf(a) + _rrf(b)
     else:
         fused = fusion.weight * _minmax(a) + (1 - fusion.weight) * _minmax(b)
-    return OptionScores(first.question, dict(zip(letters, map(float, fused))), first.evidence)
+    return OptionScores(first.question, dict(zip(letters, map(float, fused))), first.evidence,
+                        matched=first.matched or second.matched)
 
 
 class HybridScorer(OptionScorer):

@@ -112,6 +112,7 @@ def scores_from_hits(
                 q,
                 {letter: aggregate(h, top_n, how) for letter, h in zip(letters, per_option)},
                 {letter: h[:top_n] for letter, h in zip(letters, per_option)},
+                matched=any(per_option),
             )
         )
     return out

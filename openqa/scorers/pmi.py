@@ -69,5 +69,5 @@ class PMIScorer(OptionScorer):
         for q in tqdm(questions, desc="scoring (pmi)", unit="q", disable=not progress):
             asked = self._present(question_query(q, self.settings.query, self.lang))
             scores = {letter: self.option_pmi(asked, self._present(text)) for letter, text in q.options.items()}
-            out.append(OptionScores(q, scores))
+            out.append(OptionScores(q, scores, matched=any(s != NO_EVIDENCE for s in scores.values())))
         return out

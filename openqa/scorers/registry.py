@@ -88,5 +88,5 @@ METHODS: dict[str, Method] = {
 def method(name: str) -> Method:
     """The method registered under ``name``, or an error listing the known ones."""
     if name not in METHODS:
-        raise OpenQAError(f"unknown method {name!r}: choose one of {sorted(METHODS)}")
+        raise OpenQAError(f"unknown method {name!r}: choose one of {sorted(METHODS)} or reader (with --model)")
     return METHODS[name]
