@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterable, Sequence
 
 from openqa.corpus.paragraphs import Paragraph
+from openqa.retrieval.manifest import MANIFEST, check_counts, loading
 from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
 
 PARAGRAPHS = "paragraphs.jsonl"
@@ -33,10 +34,16 @@ class Hit:
 
 
 class ParagraphStore:
-    """Paragraph texts of an index, read from disk only when first needed (display, readers)."""
+    """Paragraph texts of an index, read from disk only when first needed (display, readers).
 
-    def __init__(self, path: Path) -> None:
+    A store that cannot be parsed, or holds other than the ``rows`` paragraphs the manifest
+    records, is refused with the damaged-index error naming ``build_hint``.
+    """
+
+    def __init__(self, path: Path, rows: int | None = None, build_hint: str | None = None) -> None:
         self.path = path
+        self.rows = rows
+        self.build_hint = build_hint
         self._items: list[Paragraph] | None = None
 
     @staticmethod
@@ -49,10 +56,16 @@ class ParagraphStore:
 
     def __getitem__(self, index: int) -> Paragraph:
         if self._items is None:
-            with open(self.path, encoding="utf-8") as lines:
-                rows = [json.loads(line) for line in lines]
-            self._items = [Paragraph(r["id"], r["book"], r["contents"]) for r in rows]
+            self._items = self._read()
         return self._items[index]
+
+    def _read(self) -> list[Paragraph]:
+        """All paragraphs; a row that is not a JSON object with id, book and contents is damage."""
+        folder, name = self.path.parent, self.path.name
+        with loading(folder, name, self.build_hint, errors=(TypeError,)), open(self.path, encoding="utf-8") as lines:
+            items = [Paragraph(row["id"], row["book"], row["contents"]) for row in map(json.loads, lines)]
+        check_counts(folder, "paragraph", {name: len(items), MANIFEST: self.rows}, self.build_hint)
+        return items
 
 
 class Index(ABC):

@@ -25,7 +25,9 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.retrieval.base import EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine
-from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.retrieval.manifest import (
+    MANIFEST, atomic_folder, check_counts, check_manifest, loading, read_manifest, write_manifest,
+)
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 WEIGHTS = "weights.npz"
@@ -129,13 +131,13 @@ class CustomBM25(SearchEngine):
     name = "custom"
     quick_build = True
 
-    def __init__(self, folder: Path, manifest: dict[str, Any], weights: sp.csr_matrix, vocab: list[str]):
+    def __init__(self, folder: Path, manifest: dict[str, Any], weights: sp.csr_matrix, vocab: list[str], paragraphs: ParagraphStore):
         self.folder = folder
         self.manifest = manifest
         self.weights = weights
         self.vocab = {term: i for i, term in enumerate(vocab)}
         self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
-        self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
+        self.paragraphs = paragraphs
         self.query_params = QueryParams()
 
     @classmethod
@@ -170,11 +172,17 @@ class CustomBM25(SearchEngine):
 
     @classmethod
     def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "CustomBM25":
+        """Open the index, refusing one built otherwise or whose files are damaged (see ``manifest``)."""
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, "scoring": SCORING, **expected}, folder, build_hint)
-        weights = sp.load_npz(folder / WEIGHTS).tocsr()
-        vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
-        return cls(folder, manifest, weights, vocab)
+        with loading(folder, WEIGHTS, build_hint):
+            weights = sp.load_npz(folder / WEIGHTS).tocsr()
+        with loading(folder, VOCAB, build_hint):
+            vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
+        terms, paragraphs = weights.shape
+        check_counts(folder, "term", {VOCAB: len(vocab), WEIGHTS: terms, MANIFEST: manifest.get("terms")}, build_hint)
+        check_counts(folder, "paragraph", {WEIGHTS: paragraphs, MANIFEST: manifest.get("paragraphs")}, build_hint)
+        return cls(folder, manifest, weights, vocab, ParagraphStore(folder / PARAGRAPHS, paragraphs, build_hint))
 
     def term_ids(self, terms: list[str]) -> list[int]:
         """Vocabulary rows of the query terms the index knows (unknown terms score nothing)."""

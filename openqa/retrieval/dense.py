@@ -22,7 +22,9 @@ from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import IndexMismatchError, OpenQAError
 from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine
 from openqa.retrieval.encoders import DEFAULT_ENCODERS, Encoder, make_encoder
-from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.retrieval.manifest import (
+    MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
+)
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 SHARD = 2048
@@ -92,13 +94,13 @@ class DenseIndex(SearchEngine):
     name = "dense"
     query_batch = 128
 
-    def __init__(self, folder: Path, manifest: dict[str, Any], index: Any, encoder: Encoder) -> None:
+    def __init__(self, folder: Path, manifest: dict[str, Any], index: Any, encoder: Encoder, paragraphs: ParagraphStore) -> None:
         self.folder = folder
         self.manifest = manifest
         self.index = index
         self.encoder = encoder
         self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
-        self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
+        self.paragraphs = paragraphs
 
     @classmethod
     def build(
@@ -131,12 +133,14 @@ class DenseIndex(SearchEngine):
         cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions(),
         encoder: Encoder | None = None,
     ) -> "DenseIndex":
-        """Open the index and its encoder; a different encoder or vector size is refused."""
+        """Open the index and its encoder; a different encoder or vector size, or damaged files, are refused."""
         import faiss
 
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
-        recorded = manifest["encoder"]
+        recorded = manifest.get("encoder")
+        if not isinstance(recorded, dict) or not {"backend", "model"} <= recorded.keys() or not isinstance(manifest.get("dim"), int):
+            raise damaged(folder, MANIFEST, "records no encoder (backend, model) or vector size (dim)", build_hint)
         if options.encoder and options.encoder not in (recorded.get("model"), recorded.get("backend")):
             raise IndexMismatchError(
                 f"index at {folder} was built with encoder {recorded.get('model')!r}, not {options.encoder!r}; "
@@ -148,8 +152,12 @@ class DenseIndex(SearchEngine):
             encoder = make_encoder(name, options.models_dir, **extra)
         if encoder.dim != manifest["dim"]:
             raise IndexMismatchError(f"encoder gives {encoder.dim}-d vectors but the index at {folder} holds {manifest['dim']}-d ones")
-        index = to_gpu_if_available(faiss.read_index(str(folder / FAISS_FILE)))
-        return cls(folder, manifest, index, encoder)
+        with loading(folder, FAISS_FILE, build_hint, errors=(RuntimeError,)):  # how FAISS reports a bad file
+            index = faiss.read_index(str(folder / FAISS_FILE))
+        check_counts(folder, "vector size", {FAISS_FILE: index.d, MANIFEST: manifest["dim"]}, build_hint)
+        check_counts(folder, "paragraph", {FAISS_FILE: index.ntotal, MANIFEST: manifest.get("paragraphs")}, build_hint)
+        paragraphs = ParagraphStore(folder / PARAGRAPHS, index.ntotal, build_hint)
+        return cls(folder, manifest, to_gpu_if_available(index), encoder, paragraphs)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         tok = self.tokenizer

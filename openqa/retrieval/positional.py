@@ -17,7 +17,9 @@ from tqdm import tqdm
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import EngineOptions, Index
-from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.retrieval.manifest import (
+    MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
+)
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 POSITIONS = "positions.npy"
@@ -49,7 +51,7 @@ class PositionalIndex(Index):
         self.positions = positions
         self.indptr = indptr
         self.vocab = {t: i for i, t in enumerate(vocab)}
-        self.total = int(manifest["tokens"])
+        self.total = len(positions)
         self.grams = lru_cache(maxsize=200_000)(self._gram_positions)
 
     @classmethod
@@ -83,11 +85,20 @@ class PositionalIndex(Index):
 
     @classmethod
     def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "PositionalIndex":
+        """Open the index, refusing one built otherwise or whose files are damaged (see ``manifest``)."""
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
-        positions = np.load(folder / POSITIONS, mmap_mode="r")
-        indptr = np.load(folder / INDPTR)
-        vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
+        with loading(folder, POSITIONS, build_hint):
+            positions = np.load(folder / POSITIONS, mmap_mode="r")
+        with loading(folder, INDPTR, build_hint):
+            indptr = np.load(folder / INDPTR)
+        with loading(folder, VOCAB, build_hint):
+            vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
+        if positions.ndim != 1 or indptr.ndim != 1 or len(indptr) == 0:
+            shapes = f"{positions.shape} and {indptr.shape}"
+            raise damaged(folder, f"{POSITIONS} or {INDPTR}", f"hold arrays of the wrong shape ({shapes})", build_hint)
+        check_counts(folder, "term", {VOCAB: len(vocab), INDPTR: len(indptr) - 1, MANIFEST: manifest.get("terms")}, build_hint)
+        check_counts(folder, "token", {POSITIONS: len(positions), INDPTR: int(indptr[-1]), MANIFEST: manifest.get("tokens")}, build_hint)
         return cls(folder, manifest, positions, indptr, vocab)
 
     def term_positions(self, term: str) -> np.ndarray:

@@ -15,7 +15,9 @@ import numpy as np
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.retrieval.base import EngineOptions, Index
-from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.retrieval.manifest import (
+    MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
+)
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 VECTORS = "vectors.npy"
@@ -60,11 +62,22 @@ class WordVectors(Index):
         vectors = np.vstack([np.zeros((2, DIM), np.float32), model.wv.vectors.astype(np.float32)])
         with atomic_folder(folder) as scratch:
             np.save(scratch / VECTORS, vectors)
-            (scratch / VOCAB).write_text(json.dumps(vocab, ensure_ascii=False))
+            (scratch / VOCAB).write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
             write_manifest(scratch, {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "dim": DIM, "words": len(vocab)})
 
     @classmethod
     def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "WordVectors":
+        """Open the vectors, refusing ones built otherwise or whose files are damaged (see ``manifest``)."""
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
-        return cls(manifest, json.loads((folder / VOCAB).read_text()), np.load(folder / VECTORS))
+        with loading(folder, VOCAB, build_hint):
+            vocab = json.loads((folder / VOCAB).read_text(encoding="utf-8"))
+        with loading(folder, VECTORS, build_hint):
+            vectors = np.load(folder / VECTORS)
+        if not isinstance(vocab, list) or not all(isinstance(word, str) for word in vocab):
+            raise damaged(folder, VOCAB, "is not a JSON list of words", build_hint)
+        if vectors.ndim != 2:
+            raise damaged(folder, VECTORS, f"holds an array of shape {vectors.shape}, not a matrix", build_hint)
+        check_counts(folder, "word", {VOCAB: len(vocab), VECTORS: vectors.shape[0], MANIFEST: manifest.get("words")}, build_hint)
+        check_counts(folder, "dimension", {VECTORS: vectors.shape[1], MANIFEST: manifest.get("dim")}, build_hint)
+        return cls(manifest, vocab, vectors)

@@ -1,0 +1,299 @@
+"""Hostile input and faults: damaged index files are refused with one line naming the file and the
+rebuild command, and index folders survive killed, stale and overlapping builds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import OpenQAError
+from openqa.retrieval import manifest as manifest_module
+from openqa.retrieval.base import SearchEngine
+from openqa.retrieval.custom_bm25 import CustomBM25
+from openqa.retrieval.dense import DenseIndex
+from openqa.retrieval.manifest import FILES, MANIFEST, atomic_folder, folder_lock
+from openqa.retrieval.registry import build_hint, build_index, index_folder, open_index, tokenizer_config
+from openqa.text.tokenize import EnglishTokenizer, make_tokenizer
+from tests.helpers import make_data_dir
+from tests.test_cli import run
+from tests.test_dense import CORPUS, PARAGRAPHS, BagOfWordsEncoder
+
+#: Engines that write index files (Lucene's and Elasticsearch's are tested with their engines).
+ENGINES = ("custom", "pmi", "dense", "word2vec")
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    """An index folder with each file-writing engine's index of the fixture corpus, built once."""
+    root = tmp_path_factory.mktemp("faults")
+    data = make_data_dir(root)
+    indexes = root / "indexes"
+    for engine in ("custom", "pmi", "word2vec"):
+        build_index(data, indexes, "en", engine)
+    DenseIndex.build(index_folder(indexes, "en", "dense"), PARAGRAPHS, EnglishTokenizer(), CORPUS, encoder=BagOfWordsEncoder())
+    return indexes
+
+
+@pytest.fixture
+def indexes(pristine, tmp_path) -> Path:
+    """A copy of the pristine indexes for one test to damage."""
+    return Path(shutil.copytree(pristine, tmp_path / "indexes"))
+
+
+def open_fully(indexes: Path, engine: str):
+    """Open an index as the CLI does and read its paragraph store too (read only when first needed)."""
+    if engine == "dense":  # the fake encoder cannot be named on the command line
+        hint = build_hint("en", "dense", tokenizer_config("en", "dense"))
+        index = DenseIndex.load(index_folder(indexes, "en", "dense"), {}, hint, encoder=BagOfWordsEncoder())
+    else:
+        index = open_index(indexes, "en", engine)
+    if isinstance(index, SearchEngine):
+        index.paragraphs[0]
+    return index
+
+
+def refused(engine: str, what: str):
+    """Expect the one-line damaged-index error for ``engine``'s index; ``what`` is a regex of its middle."""
+    return pytest.raises(OpenQAError, match=rf"index at .*en-{engine} is damaged: {what}; rebuild with `openqa index --lang en --engine {engine}`$")
+
+
+def manifest_of(indexes: Path, engine: str) -> dict:
+    return json.loads((index_folder(indexes, "en", engine) / MANIFEST).read_text())
+
+
+def rewrite_manifest(indexes: Path, engine: str, manifest: object) -> None:
+    (index_folder(indexes, "en", engine) / MANIFEST).write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_written_file_is_recorded_and_checked(indexes, engine):
+    folder = index_folder(indexes, "en", engine)
+    records = manifest_of(indexes, engine)[FILES]
+    assert sorted(records) == sorted(p.name for p in folder.iterdir() if p.name != MANIFEST)
+    for name, record in records.items():
+        path = folder / name
+        original = path.read_bytes()
+        assert record["bytes"] == len(original)
+        path.write_bytes(original[:-1])
+        with refused(engine, f"{name} has {len(original) - 1} bytes where {len(original)} were written"):
+            open_fully(indexes, engine)
+        path.write_bytes(b"")
+        with refused(engine, f"{name} has 0 bytes where {len(original)} were written"):
+            open_fully(indexes, engine)
+        path.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+        with refused(engine, f"{name} has changed since it was written \\(SHA-256 differs\\)"):
+            open_fully(indexes, engine)
+        path.unlink()
+        with refused(engine, f"{name} is missing"):
+            open_fully(indexes, engine)
+        path.write_bytes(original)
+    open_fully(indexes, engine)
+
+
+def test_shuffled_vocabulary_is_refused(indexes):
+    """Same size, same terms, other order: every term would score another term's row."""
+    vocab = index_folder(indexes, "en", "custom") / "vocab.txt"
+    terms = vocab.read_text().split("\n")[:-1]
+    vocab.write_text("\n".join(reversed(terms)) + "\n")
+    with refused("custom", "vocab.txt has changed since it was written \\(SHA-256 differs\\)"):
+        open_index(indexes, "en", "custom")
+
+
+@pytest.mark.parametrize(
+    "manifest, what",
+    [
+        ("[1, 2]", "manifest.json holds a JSON list, not an object"),
+        ('{"engine": "cus', "manifest.json is not valid JSON .*"),
+        ('{"files": [1]}', "manifest.json has a malformed 'files' record"),
+        ('{"files": {"../../etc/passwd": {"bytes": 1, "sha256": "x"}}}', "manifest.json has a malformed record for '../../etc/passwd'"),
+        ('{"files": {"vocab.txt": {"bytes": "12"}}}', "manifest.json has a malformed record for 'vocab.txt'"),
+    ],
+)
+def test_manifest_that_is_not_an_index_record(indexes, manifest, what):
+    (index_folder(indexes, "en", "custom") / MANIFEST).write_text(manifest)
+    with refused("custom", what):
+        open_index(indexes, "en", "custom")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_index_without_file_records_opens_with_the_weaker_check(indexes, engine):
+    """Indexes built before files were recorded still open; cut files still fail on one line
+    (a parse error or counts that disagree), though a same-sized edit would go unnoticed."""
+    manifest = manifest_of(indexes, engine)
+    records = manifest.pop(FILES)
+    rewrite_manifest(indexes, engine, manifest)
+    open_fully(indexes, engine)
+    folder = index_folder(indexes, "en", engine)
+    for name in records:
+        path = folder / name
+        original = path.read_bytes()
+        path.write_bytes(original[: len(original) // 2])
+        with refused(engine, ".*"):
+            open_fully(indexes, engine)
+        path.write_bytes(original)
+
+
+def test_cut_vocabulary_of_an_old_index_is_caught_by_counts(indexes):
+    manifest = manifest_of(indexes, "custom")
+    del manifest[FILES]
+    rewrite_manifest(indexes, "custom", manifest)
+    vocab = index_folder(indexes, "en", "custom") / "vocab.txt"
+    terms = vocab.read_text().split("\n")[:-1]
+    vocab.write_text("\n".join(terms[:-3]) + "\n")
+    counts = f"term counts disagree \\(vocab.txt {len(terms) - 3}, weights.npz {len(terms)}, manifest.json {len(terms)}\\)"
+    with refused("custom", counts):
+        open_index(indexes, "en", "custom")
+
+
+def test_files_over_the_hash_limit_rely_on_size_and_their_own_checks(indexes, monkeypatch):
+    """Past ``HASH_LIMIT`` only sizes are compared on open; an .npz still fails its zip CRC."""
+    monkeypatch.setattr(manifest_module, "HASH_LIMIT", 0)
+    weights = index_folder(indexes, "en", "custom") / "weights.npz"
+    data = bytearray(weights.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    weights.write_bytes(bytes(data))
+    with refused("custom", "weights.npz cannot be read \\(BadZipFile: Bad CRC-32.*\\)"):
+        open_index(indexes, "en", "custom")
+
+
+def test_cli_reports_a_damaged_index_on_one_line(indexes, tmp_path):
+    weights = index_folder(indexes, "en", "custom") / "weights.npz"
+    weights.write_bytes(weights.read_bytes()[:100])
+    data = make_data_dir(tmp_path)
+    result = run("eval", "--dataset", "us", "--split", "dev", "--data-dir", str(data), "--index-dir", str(indexes))
+    assert result.returncode == 2
+    assert result.stderr.startswith("openqa: error: index at ") and "weights.npz has 100 bytes" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+# --- swapping index folders -------------------------------------------------------------------
+
+
+def hidden(indexes: Path, name: str = "en-custom") -> list[str]:
+    return sorted(p.name for p in indexes.iterdir() if p.name.startswith(f".{name}."))
+
+
+def rebuild(indexes: Path) -> None:
+    """Replace the custom index (6 paragraphs) by one of a single paragraph, as ``openqa index`` would."""
+    corpus = {key: manifest_of(indexes, "custom")[key] for key in ("lang", "books", "corpus_checksum", "segmentation")}
+    tokenizer = make_tokenizer(tokenizer_config("en", "custom"))
+    CustomBM25.build(index_folder(indexes, "en", "custom"), [Paragraph("B:0", "B", "rash")], tokenizer, corpus)
+
+
+def test_open_restores_the_index_hidden_by_a_killed_swap(indexes, monkeypatch):
+    rename = Path.rename
+
+    def killed_before_second_rename(self, target):
+        if ".building-" in self.name:
+            raise KeyboardInterrupt
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", killed_before_second_rename)
+    with pytest.raises(KeyboardInterrupt):
+        rebuild(indexes)
+    monkeypatch.undo()
+    assert not index_folder(indexes, "en", "custom").exists()
+    assert [name.rsplit("-", 1)[0] for name in hidden(indexes)] == [".en-custom.old"]
+    assert open_index(indexes, "en", "custom").manifest["paragraphs"] == 6
+    assert hidden(indexes) == []
+
+
+def test_the_newest_complete_hidden_index_is_restored_and_the_rest_removed(indexes):
+    final = index_folder(indexes, "en", "custom")
+    for stamp in (100, 200):
+        copy = shutil.copytree(final, indexes / f".en-custom.old-{stamp}")
+        manifest = json.loads((copy / MANIFEST).read_text())
+        (copy / MANIFEST).write_text(json.dumps({**manifest, "marker": stamp}))
+    incomplete = indexes / ".en-custom.old-300"
+    incomplete.mkdir()
+    (incomplete / "weights.npz").write_bytes(b"half")
+    shutil.rmtree(final)
+    assert open_index(indexes, "en", "custom").manifest["marker"] == 200
+    assert hidden(indexes) == [".en-custom.old-100", ".en-custom.old-300"]
+    rebuild(indexes)
+    assert hidden(indexes) == []
+
+
+def test_a_build_removes_scratch_folders_of_dead_builds_only(indexes):
+    host = socket.gethostname()
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    names = {
+        "dead": f".en-custom.building-{host}-{dead.pid}-1",
+        "live": f".en-custom.building-{host}-{os.getpid()}-2",
+        "other host": f".en-custom.building-elsewhere.example-{dead.pid}-3",
+        "before pids were recorded": ".en-custom.building-4",
+    }
+    for name in names.values():
+        (indexes / name).mkdir()
+        (indexes / name / "weights.npz").write_bytes(b"partial")
+    rebuild(indexes)
+    assert hidden(indexes) == sorted(names[k] for k in ("live", "other host", "before pids were recorded"))
+    assert open_index(indexes, "en", "custom").manifest["paragraphs"] == 1
+
+
+def test_overlapping_builds_both_succeed_and_the_last_to_finish_wins(tmp_path):
+    final = tmp_path / "en-custom"
+    with atomic_folder(final) as first:
+        (first / "who").write_text("first")
+        with atomic_folder(final) as second:
+            (second / "who").write_text("second")
+        assert (final / "who").read_text() == "second"
+    assert (final / "who").read_text() == "first"
+    assert [p.name for p in tmp_path.iterdir()] == ["en-custom"]
+
+
+def test_many_concurrent_builds_never_collide(tmp_path):
+    final = tmp_path / "en-custom"
+    errors: list[BaseException] = []
+
+    def builds(who: int) -> None:
+        try:
+            for _ in range(20):  # the unlocked swap failed in every such run
+                with atomic_folder(final) as scratch:
+                    (scratch / "who").write_text(str(who))
+        except BaseException as exc:  # collected for the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=builds, args=(who,)) for who in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert (final / "who").read_text() in {"0", "1", "2", "3"}
+    assert [p.name for p in tmp_path.iterdir()] == ["en-custom"]
+
+
+def test_an_open_during_a_swap_waits_instead_of_restoring_the_old_index(indexes):
+    """Between a swap's two renames the index name is briefly free; an open must not take it."""
+    final = index_folder(indexes, "en", "custom")
+    opened: list = []
+    with folder_lock(indexes):
+        final.rename(indexes / ".en-custom.old-1")  # the swap's first rename
+        reader = threading.Thread(target=lambda: opened.append(open_index(indexes, "en", "custom")))
+        reader.start()
+        time.sleep(0.3)
+        assert not final.exists() and not opened
+        shutil.copytree(indexes / ".en-custom.old-1", indexes / ".en-custom.building-x")
+        (indexes / ".en-custom.building-x").rename(final)  # the second rename
+    reader.join(timeout=10)
+    assert len(opened) == 1 and opened[0].folder == final
+    assert hidden(indexes) == [".en-custom.old-1"]  # the swap's own clean-up, or the next build's
+
+
+def test_a_swap_held_too_long_is_a_clear_error(indexes, monkeypatch):
+    monkeypatch.setattr(manifest_module, "LOCK_TIMEOUT_S", 0.2)
+    with folder_lock(indexes), pytest.raises(OpenQAError, match="stayed locked by another `openqa index`"):
+        rebuild(indexes)
+    assert open_index(indexes, "en", "custom").manifest["paragraphs"] == 6
