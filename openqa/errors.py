@@ -15,3 +15,7 @@ class IndexMismatchError(OpenQAError):
 
 class IndexMissingError(OpenQAError):
     """No index has been built where one was asked for; the message names the command that builds it."""
+
+
+class IndexDamagedError(OpenQAError):
+    """An index's files differ from what its manifest recorded, or cannot be parsed; rebuild it."""

@@ -41,7 +41,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Iterator
 
 from openqa import __version__
-from openqa.errors import IndexMismatchError, IndexMissingError, OpenQAError
+from openqa.errors import IndexDamagedError, IndexMismatchError, IndexMissingError, OpenQAError
 
 MANIFEST = "manifest.json"
 #: Manifest key of the file records: relative path -> {"bytes": size, "sha256": hex digest}.
@@ -56,9 +56,9 @@ LOCK_TIMEOUT_S = 60.0
 BUILDING, OLD = "building", "old"
 
 
-def damaged(folder: Path, file: str, what: str, build_hint: str | None) -> OpenQAError:
+def damaged(folder: Path, file: str, what: str, build_hint: str | None) -> IndexDamagedError:
     """The one-line error for an index whose ``file`` is ``what`` (missing, truncated, unparsable)."""
-    return OpenQAError(f"index at {folder} is damaged: {file} {what}; rebuild with `{build_hint or 'openqa index'}`")
+    return IndexDamagedError(f"index at {folder} is damaged: {file} {what}; rebuild with `{build_hint or 'openqa index'}`")
 
 
 def file_records(folder: Path) -> dict[str, dict[str, Any]]:
