@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,17 @@ def test_corpus_stats(built):
         (["answer", "--question", "Why?", "--option", "A=x"], "at least two options"),
         (["answer", "--question", "Why?", "--option", "Ax"], "'A=text'"),
         (["eval", "--dataset", "us", "--top-n", "0"], "--top-n"),
+        (["eval", "--dataset", "us", "--method", "magic"], "or reader (with --model)"),
+        (["eval", "--dataset", "us", "--lang", "zh"], "--lang zh does not apply to --dataset us"),
+        (["eval", "--questions", "q.jsonl", "--split", "dev"], "--split applies to --dataset"),
+        (["answer", "--question", "Why?", "--option", "A=x", "--option", "A=y"], "option A is given twice"),
+        (["answer", "--question", "Why?", "--option", "A=x", "--option", "B=y", "--evidence", "-1"], "--evidence"),
+        (["train", "--reader", "maxout", "--dataset", "us", "--batch-size", "0"], "--batch-size must be at least 1"),
+        (["train", "--reader", "maxout", "--dataset", "us", "--batch-size", "-1"], "--batch-size must be at least 1"),
+        (["train", "--reader", "maxout", "--dataset", "us", "--epochs", "0"], "--epochs must be at least 1"),
+        (["train", "--reader", "maxout", "--dataset", "us", "--lr", "0"], "--lr must be above 0"),
+        (["train", "--reader", "maxout", "--dataset", "us", "--top-n", "0"], "--top-n must be at least 1"),
+        (["train", "--reader", "bert", "--dataset", "us", "--model", "x", "--max-length", "0"], "--max-length must be at least"),
     ],
 )
 def test_bad_input_gives_one_line_error(built, args, message):
@@ -218,3 +230,108 @@ def test_dense_and_hybrid_end_to_end(built, tmp_path):
     assert result.returncode == 2 and "--engine does not apply to hybrid" in result.stderr
     result = run("eval", "--dataset", "us", "--method", "dense", "--encoder", "other-model", *loc(built))
     assert result.returncode == 2 and "built with encoder 'all-MiniLM-L6-v2'" in result.stderr
+
+
+def test_piped_questions_are_all_answered_as_json_lines(built):
+    block = ("Which drug\n\ninhibits cyclooxygenase?\nA: Aspirin\nB: Gentamicin\n\n"
+             "Which drug blocks cell wall synthesis?\nA: Gentamicin\nB: Ceftriaxone\n")
+    result = run("answer", "--json", *TOP1, *loc(built), stdin=block)
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [a["prediction"] for a in answers] == ["A", "B"] and all(a["matched"] for a in answers)
+
+
+def test_question_in_another_language_is_said_not_answered(built):
+    result = run("answer", "--question", "患者胸痛，应选用哪种药物？", "--option", "A=阿司匹林", "--option", "B=肝素",
+                 "--json", *loc(built))
+    assert result.returncode == 2 and "no word of the question or its options occurs in the en index" in result.stderr
+    assert json.loads(result.stdout)["prediction"] is None
+
+
+def test_eval_counts_questions_without_a_matching_word(built, tmp_path):
+    qfile = tmp_path / "zh.jsonl"
+    qfile.write_text(json.dumps({"question": "患者胸痛，应选用哪种药物？", "options": {"A": "阿司匹林", "B": "肝素"},
+                                 "answer_idx": "A"}, ensure_ascii=False) + "\n")
+    result = run("eval", "--questions", str(qfile), "--json", "--output", str(tmp_path / "out"), *loc(built))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["unmatched"] == 1
+
+
+def test_unwritable_output_is_found_before_scoring(built, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = run("eval", "--dataset", "us", "--split", "dev", "--output", str(blocker / "out"), *loc(built))
+    assert result.returncode == 2 and "cannot write results to" in result.stderr and "--output" in result.stderr
+    assert "retrieving" not in result.stderr  # nothing was scored
+
+
+def test_question_files_with_a_bom_and_the_same_stem_get_their_own_results(built, tmp_path):
+    _, data, _ = built
+    source = (data / "questions" / "US" / "4_options" / "phrases_no_exclude_test.jsonl").read_text()
+    paths = []
+    for folder in ("one", "two"):
+        (tmp_path / folder).mkdir()
+        path = tmp_path / folder / "exam.jsonl"
+        path.write_text("\ufeff" + source, encoding="utf-8")
+        paths.append(path)
+    out = tmp_path / "out"
+    for path in paths:
+        result = run("eval", "--questions", str(path), "--json", "--output", str(out), *loc(built))
+        assert result.returncode == 0, result.stderr
+    assert len(list(out.glob("exam-file-*.json"))) == 2
+
+
+def test_a_question_with_one_option_is_refused(built, tmp_path):
+    qfile = tmp_path / "one.jsonl"
+    qfile.write_text(json.dumps({"question": "Why?", "options": {"A": "x"}, "answer_idx": "A"}) + "\n")
+    result = run("eval", "--questions", str(qfile), *loc(built))
+    assert result.returncode == 2 and f"{qfile}:1: 'options' must be an object of at least two" in result.stderr
+
+
+def test_failed_train_flags_leave_no_run_folder(built, tmp_path):
+    run_dir = tmp_path / "run"
+    result = run("train", "--reader", "maxout", "--dataset", "us", "--top-n", "0", "--output", str(run_dir), *loc(built))
+    assert result.returncode == 2 and not run_dir.exists()
+
+
+def test_typed_answer_says_it_loads_and_ctrl_c_drops_only_the_question(built):
+    """At a terminal: a loading note, Ctrl-C in the middle of a question drops it, the next is solved, Ctrl-D quits."""
+    import os
+    import pty
+    import select
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the console script on the pseudo-terminal
+        os.execv(OPENQA, [OPENQA, "answer", *TOP1, *loc(built)])
+    seen = b""
+
+    def read_until(marker: bytes, seconds: float = 60) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + seconds
+        while marker not in seen and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                try:
+                    seen += os.read(fd, 4096)
+                except OSError:
+                    break
+        assert marker in seen, seen.decode(errors="replace")[-500:]
+
+    try:
+        read_until(b"Ctrl-D quits")
+        assert b"loading" in seen
+        os.write(fd, b"Which drug blocks the half-typed question?\r")
+        read_until(b"\n. ")
+        os.write(fd, b"\x03")
+        read_until(b"question dropped")
+        os.write(fd, b"Which drug inhibits cyclooxygenase?\rA: Aspirin\rB: Gentamicin\r\r")
+        read_until(b"Prediction: A")
+        os.write(fd, b"\x04")
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(fd)
