@@ -14,9 +14,9 @@ import time
 import pytest
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.errors import OpenQAError
+from openqa.errors import IndexMissingError, OpenQAError
 from openqa.retrieval.base import EngineOptions
-from openqa.retrieval.elastic import ElasticBM25, connect, index_body
+from openqa.retrieval.elastic import ElasticBM25, check_url, connect, index_body
 from openqa.retrieval.lucene import LuceneParams
 from openqa.text.tokenize import EnglishTokenizer
 from tests.helpers import BOOKS
@@ -30,15 +30,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def emulator(tmp_path_factory):
-    """A noida-db server on a free loopback port for this module, stopped afterwards."""
+def start_emulator(data_dir) -> tuple[subprocess.Popen, str]:
+    """Start a noida-db server on a free loopback port and wait until it answers (skips when absent)."""
     exe = shutil.which("noida-db") or os.path.join(os.path.dirname(os.sys.executable), "noida-db")
     if not os.path.exists(exe):
         pytest.skip("noida-db (ES emulator) not installed")
     port = free_port()
     proc = subprocess.Popen(
-        [exe, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port), "--data-dir", str(tmp_path_factory.mktemp("es"))],
+        [exe, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port), "--data-dir", str(data_dir)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,  # its own process group
     )
     url = f"http://127.0.0.1:{port}"
@@ -46,15 +45,25 @@ def emulator(tmp_path_factory):
     while time.time() < deadline:
         try:
             connect(url)
-            break
+            return proc, url
         except OpenQAError:
             time.sleep(0.3)
-    else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        pytest.skip("noida-db did not start")
-    yield url
-    os.killpg(proc.pid, signal.SIGTERM)  # the launcher and the server it starts
+    stop_emulator(proc, signal.SIGKILL)
+    pytest.skip("noida-db did not start")
+
+
+def stop_emulator(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    """Stop the launcher and the server it started (its own process group)."""
+    os.killpg(proc.pid, sig)
     proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def emulator(tmp_path_factory):
+    """A noida-db server for this module, stopped afterwards."""
+    proc, url = start_emulator(tmp_path_factory.mktemp("es"))
+    yield url
+    stop_emulator(proc)
 
 
 def roundtrip(url: str, folder) -> ElasticBM25:
@@ -116,6 +125,37 @@ def test_unreachable_server_is_one_line_error():
         connect(None)
 
 
+@pytest.mark.parametrize("url, problem", [
+    ("not a url", "does not start with http:// or https://"),
+    ("localhost:9200", "does not start with http:// or https://"),
+    ("ftp://localhost:9200", "does not start with http:// or https://"),
+    ("http://:9200", "names no host"),
+    ("http://localhost", "names no port"),
+    ("http://localhost:nine", "port is not a number"),
+    ("http://localhost:99999", "port is not a number"),
+])
+def test_malformed_url_is_refused_before_connecting(url, problem):
+    with pytest.raises(OpenQAError, match=problem) as err:
+        connect(url)
+    assert "expected http://host:9200" in str(err.value) and repr(url) in str(err.value)
+
+
+@pytest.mark.parametrize("url", ["http://localhost:9200", "https://user:pw@es.example.org:443/prefix", " http://[::1]:9200 "])
+def test_well_formed_urls_pass(url):
+    check_url(url)
+
+
+def test_rebuild_hints_name_the_server(tmp_path):
+    with pytest.raises(IndexMissingError, match=r"`hint --es-url URL`"):
+        ElasticBM25.load(tmp_path / "en-es", {}, "hint")
+    with pytest.raises(IndexMissingError, match=r"`hint --es-url http://es:9200`"):
+        ElasticBM25.load(tmp_path / "en-es", {}, "hint", EngineOptions(connection="http://es:9200"))
+    (tmp_path / "en-es").mkdir()
+    (tmp_path / "en-es" / "manifest.json").write_text(json.dumps({"engine": "elasticsearch", "es_url": "http://es:9200", "lang": "zh"}))
+    with pytest.raises(OpenQAError, match=r"lang='zh'.*`hint --es-url http://es:9200`"):
+        ElasticBM25.load(tmp_path / "en-es", {"lang": "en"}, "hint")
+
+
 def test_index_body_is_explicit():
     body = index_body(LuceneParams(k1=0.9, b=0.4), shards=3)
     assert body["settings"]["number_of_shards"] == 3
@@ -124,7 +164,7 @@ def test_index_body_is_explicit():
 
 
 class FakeClient:
-    """Answers msearch with canned responses and records the request."""
+    """Answers msearch with canned responses (or raises a canned error) and records the request."""
 
     def __init__(self, responses):
         self.responses = responses
@@ -132,12 +172,14 @@ class FakeClient:
 
     def msearch(self, searches):
         self.searches = searches
+        if isinstance(self.responses, Exception):
+            raise self.responses
         return {"responses": self.responses}
 
 
 def fake_engine(responses) -> ElasticBM25:
     manifest = {"tokenizer": EnglishTokenizer().config(), "es_index": "idx"}
-    return ElasticBM25(tmp_folder(), manifest, FakeClient(responses))
+    return ElasticBM25(tmp_folder(), manifest, FakeClient(responses), "http://fake:9200")
 
 
 def tmp_folder():
@@ -158,3 +200,16 @@ def test_search_error_is_reported():
     engine = fake_engine([{"error": {"type": "index_not_found_exception"}}])
     with pytest.raises(OpenQAError, match="index_not_found_exception"):
         engine.search(["fever"], k=1)
+
+
+def test_transport_and_server_errors_name_the_server():
+    from elastic_transport import ApiResponseMeta, HttpHeaders, NodeConfig
+    from elasticsearch import ApiError, ConnectionError, ConnectionTimeout
+
+    for error in (ConnectionError("refused"), ConnectionTimeout("timed out")):
+        expected = rf"Elasticsearch at http://fake:9200 stopped answering while searching \({type(error).__name__}\)"
+        with pytest.raises(OpenQAError, match=expected):
+            fake_engine(error).search(["fever"], k=1)
+    meta = ApiResponseMeta(503, "1.1", HttpHeaders(), 0.01, NodeConfig("http", "fake", 9200))
+    with pytest.raises(OpenQAError, match="http://fake:9200 refused a request while searching: 503 overloaded"):
+        fake_engine(ApiError("overloaded", meta, {})).search(["fever"], k=1)

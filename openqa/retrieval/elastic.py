@@ -7,13 +7,19 @@ in the paragraph store as ``_id``. The local folder keeps the manifest (server, 
 settings, corpus checksum) and the paragraph store; each build loads a fresh index on the
 server and switches the manifest to it only when loading succeeded, so a failed build leaves the
 previous index in use.
+
+Faults are one-line errors naming the server: a malformed URL before anything is sent, a server
+that does not answer the first ping, and one that stops answering (refused, reset, timed out)
+or refuses a request while loading or searching.
 """
 
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Iterator, Sequence
+from urllib.parse import urlsplit
 
 from tqdm import tqdm
 
@@ -26,17 +32,42 @@ from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 SIMILARITY = "openqa_bm25"
 CHUNK = 1000
+#: A request's limit. Refused or reset connections are retried RETRIES times; a request that timed
+#: out is not, so a server that hangs costs one TIMEOUT_S before the error, not RETRIES + 1 of them.
 TIMEOUT_S = 60
 RETRIES = 3
+#: The first ping's limit: a server that is there answers at once; a wrong address must not hang.
+PING_TIMEOUT_S = 5
+URL_FORM = "http://host:9200 (or https://host:port)"
+
+
+def check_url(url: str) -> None:
+    """Refuse a server URL the client cannot use, saying what is wrong and the expected form."""
+    parts = urlsplit(url.strip())
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or out of range
+        problem = "its port is not a number from 1 to 65535"
+    else:
+        if parts.scheme not in ("http", "https"):
+            problem = "it does not start with http:// or https://"
+        elif not parts.hostname:
+            problem = "it names no host"
+        elif not port:
+            problem = "it names no port"
+        else:
+            return
+    raise OpenQAError(f"bad Elasticsearch URL {url!r}: {problem}; expected {URL_FORM} in --es-url or OPENQA_ES_URL")
 
 
 def connect(url: str | None) -> Any:
     """An ``Elasticsearch`` client for ``url`` that has answered a ping, or a one-line error."""
     if not url:
-        raise OpenQAError("no Elasticsearch server: pass --es-url or set OPENQA_ES_URL (e.g. http://localhost:9200)")
+        raise OpenQAError(f"no Elasticsearch server: pass --es-url or set OPENQA_ES_URL (e.g. {URL_FORM})")
+    check_url(url)
     from elasticsearch import Elasticsearch
 
-    client = Elasticsearch(url, request_timeout=TIMEOUT_S, max_retries=RETRIES, retry_on_timeout=True)
+    client = Elasticsearch(url.strip(), request_timeout=TIMEOUT_S, max_retries=RETRIES, retry_on_timeout=False)
     if not _reachable(client):
         raise OpenQAError(f"cannot reach Elasticsearch at {url}: start the server or fix --es-url / OPENQA_ES_URL")
     return client
@@ -44,9 +75,34 @@ def connect(url: str | None) -> Any:
 
 def _reachable(client: Any) -> bool:
     try:
-        return bool(client.ping())
+        return bool(client.options(request_timeout=PING_TIMEOUT_S, max_retries=0).ping())
     except Exception:  # the client raises transport errors of several kinds for a dead server
         return False
+
+
+@contextmanager
+def server_errors(url: str | None, doing: str) -> Iterator[None]:
+    """Turn the client's errors while ``doing`` something into one-line errors naming the server.
+
+    Transport errors (refused, reset, timed out) come after the client's own retries, so the
+    server has stopped answering; API errors are the server refusing the request.
+    """
+    from elasticsearch import ApiError, TransportError
+
+    try:
+        yield
+    except TransportError as exc:
+        raise OpenQAError(
+            f"Elasticsearch at {url} stopped answering while {doing} ({type(exc).__name__}): "
+            "check that the server is up, then run the command again"
+        ) from None
+    except ApiError as exc:
+        raise OpenQAError(f"Elasticsearch at {url} refused a request while {doing}: {exc.meta.status} {exc.message}") from None
+
+
+def with_url(build_hint: str, url: str | None) -> str:
+    """The build command of an Elasticsearch index, which needs the server."""
+    return f"{build_hint} --es-url {url or 'URL'}"
 
 
 def index_body(params: LuceneParams, shards: int = 1) -> dict[str, Any]:
@@ -71,10 +127,11 @@ class ElasticBM25(SearchEngine):
 
     name = "elasticsearch"
 
-    def __init__(self, folder: Path, manifest: dict[str, Any], client: Any) -> None:
+    def __init__(self, folder: Path, manifest: dict[str, Any], client: Any, url: str | None) -> None:
         self.folder = folder
         self.manifest = manifest
         self.client = client
+        self.url = url
         self.tokenizer = make_tokenizer(manifest["tokenizer"])
         self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
         self.index_name = manifest["es_index"]
@@ -94,13 +151,14 @@ class ElasticBM25(SearchEngine):
         previous = _previous_index(folder)
         with atomic_folder(folder) as scratch:
             body = index_body(params)
-            client.indices.create(index=name, settings=body["settings"], mappings=body["mappings"])
-            try:
-                _bulk_load(client, name, paragraphs, tokenizer)
-                client.indices.refresh(index=name)
-            except BaseException:
-                client.indices.delete(index=name, ignore_unavailable=True)
-                raise
+            with server_errors(options.connection, f"loading paragraphs into index {name}"):
+                client.indices.create(index=name, settings=body["settings"], mappings=body["mappings"])
+                try:
+                    _bulk_load(client, name, paragraphs, tokenizer)
+                    client.indices.refresh(index=name)
+                except BaseException:
+                    _drop_half_loaded(client, name)
+                    raise
             ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
             write_manifest(
                 scratch,
@@ -109,19 +167,24 @@ class ElasticBM25(SearchEngine):
                  "analysis": "pre-tokenized by openqa, whitespace analyzer"},
             )
         if previous and previous != name:
-            client.indices.delete(index=previous, ignore_unavailable=True)
+            with server_errors(options.connection, f"deleting the replaced index {previous}"):
+                client.indices.delete(index=previous, ignore_unavailable=True)
 
     @classmethod
     def load(
         cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions(), client: Any = None
     ) -> "ElasticBM25":
         """Open the manifest and connect to its server (``options.connection`` overrides the recorded URL)."""
-        manifest = read_manifest(folder, build_hint)
-        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
-        client = client or connect(options.connection or manifest.get("es_url"))
-        if not client.indices.exists(index=manifest["es_index"]):
-            raise OpenQAError(f"Elasticsearch index {manifest['es_index']} is gone from the server; rebuild with `{build_hint}`")
-        return cls(folder, manifest, client)
+        manifest = read_manifest(folder, with_url(build_hint, options.connection))
+        url = options.connection or manifest.get("es_url")
+        hint = with_url(build_hint, url)
+        check_manifest(manifest, {"engine": cls.name, **expected}, folder, hint)
+        client = client or connect(url)
+        with server_errors(url, "opening the index"):
+            exists = client.indices.exists(index=manifest["es_index"])
+        if not exists:
+            raise OpenQAError(f"Elasticsearch index {manifest['es_index']} is gone from {url}; rebuild with `{hint}`")
+        return cls(folder, manifest, client, url)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """One multi-search request for the batch (a question's options)."""
@@ -130,7 +193,8 @@ class ElasticBM25(SearchEngine):
         for q in queries:
             searches += [{"index": self.index_name},
                          {"query": {"match": {"contents": pretokenized(tok, tok.prepare_query(q))}}, "size": k, "_source": False}]
-        responses = self.client.msearch(searches=searches)["responses"]
+        with server_errors(self.url, "searching"):
+            responses = self.client.msearch(searches=searches)["responses"]
         out = []
         for response in responses:
             if "error" in response:
@@ -147,6 +211,14 @@ def _previous_index(folder: Path) -> str | None:
         return None
 
 
+def _drop_half_loaded(client: Any, name: str) -> None:
+    """Delete a server index whose loading failed; best effort, as the server may be what failed."""
+    from elasticsearch import ApiError, TransportError
+
+    with suppress(ApiError, TransportError):
+        client.indices.delete(index=name, ignore_unavailable=True)
+
+
 def _bulk_load(client: Any, name: str, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer) -> None:
     """Stream the paragraphs to the server in chunks, with retries, and a progress bar."""
     from elasticsearch.helpers import streaming_bulk
@@ -155,10 +227,8 @@ def _bulk_load(client: Any, name: str, paragraphs: Sequence[Paragraph], tokenize
         for row, p in enumerate(paragraphs):
             yield {"_index": name, "_id": str(row), "contents": pretokenized(tokenizer, p.text), "pid": p.pid, "book": p.book}
 
-    bar = tqdm(total=len(paragraphs), desc="bulk loading (elasticsearch)", unit="para")
-    for ok, item in streaming_bulk(client, actions(), chunk_size=CHUNK, max_retries=RETRIES, raise_on_error=False):
-        if not ok:
-            bar.close()
-            raise OpenQAError(f"Elasticsearch refused a paragraph: {item}")
-        bar.update()
-    bar.close()
+    with tqdm(total=len(paragraphs), desc="bulk loading (elasticsearch)", unit="para") as bar:
+        for ok, item in streaming_bulk(client, actions(), chunk_size=CHUNK, max_retries=RETRIES, raise_on_error=False):
+            if not ok:
+                raise OpenQAError(f"Elasticsearch refused a paragraph: {item}")
+            bar.update()

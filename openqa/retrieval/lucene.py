@@ -1,4 +1,4 @@
-"""Lucene BM25 through Pyserini, over exactly the paragraphs (and ids) of the custom index.
+"""Lucene BM25 through Anserini (Pyserini's Java side), over exactly the paragraphs (and ids) of the custom index.
 
 Text is analysed by this project's tokenizer and indexed pre-tokenized, so Lucene sees the same
 terms as IR-Custom: Snowball-stemmed English words without stop words, or Chinese characters
@@ -17,7 +17,7 @@ from tqdm import tqdm
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine
-from openqa.retrieval.jvm import java_class, pyserini_lucene
+from openqa.retrieval.jvm import java_class
 from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
@@ -39,7 +39,8 @@ def pretokenized(tokenizer: Tokenizer, text: str) -> str:
 
 
 class LuceneBM25(SearchEngine):
-    """Pyserini's ``LuceneSearcher`` with BM25, behind the common engine interface."""
+    """Anserini's ``SimpleSearcher`` (what Pyserini's ``LuceneSearcher`` wraps) with BM25, behind the
+    common engine interface."""
 
     name = "lucene"
 
@@ -48,38 +49,44 @@ class LuceneBM25(SearchEngine):
         self.manifest = manifest
         self.tokenizer = make_tokenizer(manifest["tokenizer"])
         self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
-        lucene = pyserini_lucene()
-        self.searcher = lucene.LuceneSearcher(str(folder / LUCENE_DIR))
+        self.searcher = java_class("io.anserini.search.SimpleSearcher")(str(folder / LUCENE_DIR))
         self.searcher.set_analyzer(java_class("org.apache.lucene.analysis.core.WhitespaceAnalyzer")())
         self.set_params(LuceneParams())
 
     def set_params(self, params: LuceneParams) -> None:
         """Change the searcher's BM25 k1 and b."""
         self.params = params
-        self.searcher.set_bm25(params.k1, params.b)
+        self.searcher.set_bm25(float(params.k1), float(params.b))
 
     @classmethod
     def build(
         cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(),
     ) -> None:
-        """Index the paragraphs pre-tokenized into ``folder/lucene`` atomically, ids = rows."""
+        """Index the paragraphs pre-tokenized into ``folder/lucene`` atomically, ids = rows.
+
+        Anserini's ``SimpleIndexer`` (what Pyserini's ``LuceneIndexer`` wraps) gets the paragraphs in
+        batches; on Ctrl-C or a failure its writer is rolled back (nothing committed, merges
+        stopped) before the scratch folder is removed.
+        """
         config = tokenizer.config()
         if config["lang"] == "en" and config.get("ngram", 1) > 1:
             raise OpenQAError("the Lucene engine indexes single words: build it without --ngram 2 for English")
-        pyserini_lucene()
-        from pyserini.index.lucene import LuceneIndexer
-
+        indexer_class = java_class("io.anserini.index.SimpleIndexer")
+        document = java_class("io.anserini.collection.JsonCollection$Document").fromFields
         with atomic_folder(folder) as scratch:
-            indexer = LuceneIndexer(args=["-index", str(scratch / LUCENE_DIR), "-pretokenized"], threads=1)
-            batch = []
-            for i, p in enumerate(tqdm(paragraphs, desc="indexing (lucene)", unit="para")):
-                batch.append({"id": str(i), "contents": pretokenized(tokenizer, p.text)})
-                if len(batch) == BATCH:
-                    indexer.add_batch_dict(batch)
-                    batch = []
-            if batch:
-                indexer.add_batch_dict(batch)
+            indexer = indexer_class(["-index", str(scratch / LUCENE_DIR), "-pretokenized", "-input", "",
+                                     "-collection", "JsonCollection", "-threads", "1"])
+            try:
+                with tqdm(total=len(paragraphs), desc="indexing (lucene)", unit="para") as bar:
+                    for start in range(0, len(paragraphs), BATCH):
+                        batch = paragraphs[start:start + BATCH]
+                        indexer.addJsonDocuments([document(str(start + i), pretokenized(tokenizer, p.text))
+                                                  for i, p in enumerate(batch)])
+                        bar.update(len(batch))
+            except BaseException:  # Ctrl-C or a failure: drop the half-built index without committing it
+                indexer.writer.rollback()
+                raise
             indexer.close()
             ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
             write_manifest(
