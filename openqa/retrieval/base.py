@@ -81,6 +81,10 @@ class Index(ABC):
     manifest: dict[str, Any]
 
     @classmethod
+    def check_options(cls, options: EngineOptions) -> None:
+        """Refuse options this engine cannot use (a malformed server URL) before any work is done."""
+
+    @classmethod
     @abstractmethod
     def build(
         cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],

@@ -41,8 +41,10 @@ PING_TIMEOUT_S = 5
 URL_FORM = "http://host:9200 (or https://host:port)"
 
 
-def check_url(url: str) -> None:
-    """Refuse a server URL the client cannot use, saying what is wrong and the expected form."""
+def check_url(url: str | None) -> None:
+    """Refuse a missing server URL or one the client cannot use, saying what is wrong and the expected form."""
+    if not url:
+        raise OpenQAError(f"no Elasticsearch server: pass --es-url or set OPENQA_ES_URL (e.g. {URL_FORM})")
     parts = urlsplit(url.strip())
     try:
         port = parts.port
@@ -62,8 +64,6 @@ def check_url(url: str) -> None:
 
 def connect(url: str | None) -> Any:
     """An ``Elasticsearch`` client for ``url`` that has answered a ping, or a one-line error."""
-    if not url:
-        raise OpenQAError(f"no Elasticsearch server: pass --es-url or set OPENQA_ES_URL (e.g. {URL_FORM})")
     check_url(url)
     from elasticsearch import Elasticsearch
 
@@ -135,6 +135,11 @@ class ElasticBM25(SearchEngine):
         self.tokenizer = make_tokenizer(manifest["tokenizer"])
         self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
         self.index_name = manifest["es_index"]
+
+    @classmethod
+    def check_options(cls, options: EngineOptions) -> None:
+        """A server URL must be given and well formed."""
+        check_url(options.connection)
 
     @classmethod
     def build(

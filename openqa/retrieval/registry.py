@@ -70,6 +70,7 @@ def build_index(
 ) -> Path:
     """Read, clean and segment the ``lang`` textbooks and index them with ``engine``."""
     cls = engine_class(engine)
+    cls.check_options(options)
     tok_config = tokenizer or tokenizer_config(lang, engine)
     corpus = corpus_identity(data_dir, lang)
     paragraphs = list(read_paragraphs(data_dir, lang))
