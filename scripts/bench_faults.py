@@ -129,6 +129,17 @@ class Figures:
     result_sets_inconsistent: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
 
+    def stopped(self, name: str, verdict: str, detail: str) -> None:
+        """Count one interrupted run by how it ended."""
+        self.interruptions += 1
+        if verdict in ("clean-stop", "killed", "finished"):
+            self.clean_stops += 1
+            return
+        self.tracebacks += verdict == "traceback"
+        self.hangs += verdict == "hang"
+        self.wrong_exits += verdict == "wrong-exit"
+        self.failures.append({"name": name, "verdict": verdict, "detail": detail})
+
 
 def judge(case: Case, rc: int | None, out: str, err: str, seconds: float) -> Outcome:
     """Classify a finished (or hung: ``rc`` None) run of ``case``."""
@@ -385,16 +396,8 @@ def interrupt_builds(engine: str, tries: int, root: Path, data: Path, figures: F
     reference = scores(index_dir, data, engine)
     for sig in (signal.SIGINT, signal.SIGKILL):
         for _ in range(tries):
-            verdict, detail = interrupt(build, cwd, rng.uniform(0.2, full * 1.1), sig)
-            figures.interruptions += 1
             name = f"{engine} index {sig.name}"
-            if verdict in ("clean-stop", "killed", "finished"):
-                figures.clean_stops += 1
-            else:
-                figures.tracebacks += verdict == "traceback"
-                figures.hangs += verdict == "hang"
-                figures.wrong_exits += verdict == "wrong-exit"
-                figures.failures.append({"name": name, "verdict": verdict, "detail": detail})
+            figures.stopped(name, *interrupt(build, cwd, rng.uniform(0.2, full * 1.1), sig))
             now = scores(index_dir, data, engine)
             if now is None:
                 figures.indexes_lost += 1
@@ -423,15 +426,7 @@ def interrupt_evals(tries: int, root: Path, data: Path, figures: Figures, rng: r
     full = time.perf_counter() - start
     for sig in (signal.SIGINT, signal.SIGKILL):
         for _ in range(tries):
-            verdict, detail = interrupt(argv, root, rng.uniform(0.2, full * 1.1), sig)
-            figures.interruptions += 1
-            if verdict in ("clean-stop", "killed", "finished"):
-                figures.clean_stops += 1
-            else:
-                figures.tracebacks += verdict == "traceback"
-                figures.hangs += verdict == "hang"
-                figures.wrong_exits += verdict == "wrong-exit"
-                figures.failures.append({"name": f"eval {sig.name}", "verdict": verdict, "detail": detail})
+            figures.stopped(f"eval {sig.name}", *interrupt(argv, root, rng.uniform(0.2, full * 1.1), sig))
             for summary in out.glob("*.json"):
                 try:
                     read_result_set(summary)
