@@ -1,23 +1,30 @@
-"""Solving one question: rank its options and show the evidence with the query terms highlighted
-(the parsing of pasted questions is ``openqa.data.pasted``)."""
+"""Solving one question: rank its options and show the evidence with the query terms marked
+(the parsing of pasted questions is ``openqa.data.pasted``). The marked words are character spans
+computed once (``term_spans``), for the terminal (``highlight``) and for JSON clients alike."""
 
 from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from typing import Any
 
 from openqa.data import Question
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.text.tokenize import Tokenizer
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
+#: A character span ``(start, end)`` of a text: ``text[start:end]`` is a matched word or term.
+Span = tuple[int, int]
 
-def no_match_message(lang: str) -> str:
-    """What to say of a question none of whose words is in the ``lang`` index."""
+
+def no_match_message(lang: str, switch: str = "--lang {}") -> str:
+    """What to say of a question none of whose words is in the ``lang`` index; ``switch`` spells
+    how to choose the other language where the message is read (a flag, a JSON field)."""
     other = {"en": "zh", "zh": "en"}.get(lang)
-    hint = f" (use --lang {other})" if other else ""
+    hint = f" (use {switch.format(other)})" if other else ""
     return f"no word of the question or its options occurs in the {lang} index: is it in another language?{hint}"
 
 
@@ -26,44 +33,83 @@ def solve(scorer: OptionScorer, question: Question) -> OptionScores:
     return scorer.score([question], progress=False)[0]
 
 
-def highlight(text: str, terms: set[str], engine: SearchEngine, color: bool) -> str:
-    """Mark the words of ``text`` whose index terms occur in the query."""
-    tok = engine.tokenizer
+def query_terms(tokenizer: Tokenizer, question: str, option: str) -> frozenset[str]:
+    """The index terms of the whole question and one option: what evidence is marked with."""
+    return frozenset(tokenizer.tokenize(tokenizer.prepare_query(f"{question} {option}")))
 
-    def mark(word: str) -> str:
-        return f"\033[1;33m{word}\033[0m" if color else f"**{word}**"
 
-    if tok.lang == "zh":  # no spaces: mark the query terms themselves, longest first
-        words = sorted((t for t in terms if len(t) > 1 or not t.isascii()), key=len, reverse=True)
-        if not words:
-            return text
-        pattern = re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)
-        return pattern.sub(lambda m: mark(m.group(0)), text)
-    return _WORD.sub(lambda m: mark(m.group(0)) if set(tok.tokenize(m.group(0))) & terms else m.group(0), text)
+@lru_cache(maxsize=256)
+def _term_pattern(terms: frozenset[str]) -> re.Pattern[str] | None:
+    """One regular expression finding any of ``terms`` in Chinese text, longest first (compiled once
+    per option's terms: every evidence paragraph of the option reuses it)."""
+    words = sorted((t for t in terms if len(t) > 1 or not t.isascii()), key=len, reverse=True)
+    return re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
+
+
+@lru_cache(maxsize=1 << 16)
+def _word_terms(tokenizer: Tokenizer, word: str) -> frozenset[str]:
+    """The index terms of one word (cached: the same words recur in every paragraph)."""
+    return frozenset(tokenizer.tokenize(word))
+
+
+def term_spans(text: str, terms: frozenset[str], tokenizer: Tokenizer) -> list[Span]:
+    """Where ``text`` holds the query ``terms``, as character spans in reading order.
+
+    English: the words of ``text`` whose own index terms (stemmed) occur among ``terms``, so
+    "infarctions" is marked for the query word "infarction". Chinese has no spaces between words:
+    the query terms (characters, bigrams or words) themselves are found in the text, longest first.
+    """
+    if tokenizer.lang == "zh":
+        pattern = _term_pattern(terms)
+        return [m.span() for m in pattern.finditer(text)] if pattern else []
+    return [m.span() for m in _WORD.finditer(text) if not terms.isdisjoint(_word_terms(tokenizer, m.group(0)))]
+
+
+def highlight(text: str, spans: list[Span], color: bool) -> str:
+    """``text`` with each span marked: bold yellow on a terminal, else ``**word**``."""
+    out, last = [], 0
+    for start, end in spans:
+        word = text[start:end]
+        out += [text[last:start], f"\033[1;33m{word}\033[0m" if color else f"**{word}**"]
+        last = end
+    return "".join(out) + text[last:]
 
 
 def as_dict(result: OptionScores, engine: SearchEngine, evidence: int) -> dict[str, Any]:
-    """The ranked options with their best evidence paragraphs, for ``--json``."""
+    """The ranked options with their best evidence paragraphs, for ``--json`` and the HTTP API;
+    each paragraph has ``spans``, the character spans of the words matching the option's query."""
     ranked = sorted(result.scores.items(), key=lambda kv: -kv[1])
+    question = result.question
+
+    def paragraphs(letter: str) -> list[dict[str, Any]]:
+        hits = result.evidence.get(letter, [])[:evidence]
+        terms = query_terms(engine.tokenizer, question.question, question.options[letter]) if hits else frozenset()
+        return [
+            {"id": p.pid, "book": p.book, "score": round(h.score, 4), "text": p.text,
+             "spans": term_spans(p.text, terms, engine.tokenizer)}
+            for h in hits
+            for p in [engine.paragraphs[h.index]]
+        ]
+
     return {
-        "question": result.question.question,
+        "question": question.question,
         "prediction": result.prediction() if result.matched else None,
         "tied": result.tied_best() if len(result.tied_best()) > 1 and result.matched else [],
         "matched": result.matched,
         "options": [
             {
                 "letter": letter,
-                "text": result.question.options[letter],
+                "text": question.options[letter],
                 "score": round(score, 4) if math.isfinite(score) else None,
-                "evidence": [
-                    {"id": p.pid, "book": p.book, "score": round(h.score, 4), "text": p.text}
-                    for h in result.evidence.get(letter, [])[:evidence]
-                    for p in [engine.paragraphs[h.index]]
-                ],
+                "evidence": paragraphs(letter),
             }
             for letter, score in ranked
         ],
     }
+
+
+#: Characters of each evidence paragraph printed by ``render``.
+SHOWN_CHARS = 600
 
 
 def render(result: OptionScores, engine: SearchEngine, top_options: int, evidence: int, color: bool) -> str:
@@ -77,9 +123,8 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
         lines.append(f"  {opt['letter']}. {opt['text']}  {score}")
         if rank >= top_options:
             continue
-        query = f"{result.question.question} {opt['text']}"
-        terms = set(engine.tokenizer.tokenize(engine.tokenizer.prepare_query(query)))
         for ev in opt["evidence"]:
-            text = highlight(ev["text"][:600], terms, engine, color)
+            shown = [(start, end) for start, end in ev["spans"] if end <= SHOWN_CHARS]
+            text = highlight(ev["text"][:SHOWN_CHARS], shown, color)
             lines.append(f"      [{ev['book']} {ev['id']}, {ev['score']:.2f}] {text}")
     return "\n".join(lines)

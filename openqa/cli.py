@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -127,6 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     fa.add_argument("--split", default="dev", help="split (default: dev)")
     fa.add_argument("--output", help=f"folder for the result file (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")
     _common(fa)
+
+    sv = sub.add_parser("serve", help="a web page and an HTTP JSON API that solve questions with evidence")
+    sv.add_argument("--lang", default="en,zh", help="languages to serve, comma-separated (default: en,zh)")
+    sv.add_argument("--method", default="ir-custom", help="methods to serve, comma-separated, or all; a missing quick index (custom, pmi) is built first, a missing slow one is reported with the command that builds it (default: ir-custom)")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 opens it to your network: there is no authentication)")
+    sv.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    _tokenizer_flags(sv)
+    _common(sv)
     return p
 
 
@@ -254,9 +263,9 @@ def cmd_tune(args: argparse.Namespace) -> None:
 
 def cmd_answer(args: argparse.Namespace) -> None:
     """One question from flags, every question of piped input, or questions typed at a terminal."""
-    from openqa.answer import as_dict, no_match_message, render, solve
+    from openqa.answer import no_match_message, render, solve
     from openqa.data.pasted import make_question, parse_many, parse_option_flags
-    from openqa.pipeline import Exam, open_scorer
+    from openqa.pipeline import Exam, answer_record, open_scorer
 
     for flag in ("evidence", "show"):
         if getattr(args, flag) < 0:
@@ -277,12 +286,14 @@ def cmd_answer(args: argparse.Namespace) -> None:
         return
     unmatched = 0
     for number, question in enumerate(questions, start=1):
+        if args.json:
+            record = answer_record(opened, question, args.evidence)
+            print(json.dumps(record, ensure_ascii=False))
+            unmatched += not record["matched"]
+            continue
         result = solve(opened.scorer, question)
         unmatched += not result.matched
-        if args.json:
-            print(json.dumps({**as_dict(result, opened.index, args.evidence), "settings": opened.settings}, ensure_ascii=False))
-        else:
-            print(("\n" if number > 1 else "") + render(result, opened.index, args.show, args.evidence, sys.stdout.isatty()))
+        print(("\n" if number > 1 else "") + render(result, opened.index, args.show, args.evidence, sys.stdout.isatty()))
     if unmatched:
         which = "the question" if len(questions) == 1 else f"{unmatched} of {len(questions)} questions"
         raise OpenQAError(f"{which}: {no_match_message(opened.index.manifest['lang'])}")
@@ -359,6 +370,15 @@ def cmd_filter_agreement(args: argparse.Namespace) -> None:
     print(f"precision {record['precision']:.3f} recall {record['recall']:.3f} over {record['n']} questions; wrote {path.resolve()}")
 
 
+def cmd_serve(args: argparse.Namespace) -> None:
+    """Open the methods once and serve the page and the API until Ctrl-C."""
+    from openqa.serve.app import serve
+
+    if not 1 <= args.port <= 65535:
+        raise OpenQAError(f"--port must be between 1 and 65535, not {args.port}")
+    serve(_context(args), args.lang.split(","), args.method.split(","), args.host, args.port)
+
+
 COMMANDS = {
     "index": cmd_index,
     "corpus": cmd_corpus_stats,
@@ -367,12 +387,19 @@ COMMANDS = {
     "answer": cmd_answer,
     "filter-agreement": cmd_filter_agreement,
     "train": cmd_train,
+    "serve": cmd_serve,
 }
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script: one-line errors and a non-zero exit on bad input."""
+    """Entry point of the console script: one-line errors and a non-zero exit on bad input; SIGTERM
+    stops like Ctrl-C, so builds remove their scratch folders."""
     args = build_parser().parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         COMMANDS[args.command](args)
     except OpenQAError as exc:

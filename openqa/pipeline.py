@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from openqa.answer import as_dict, solve
 from openqa.config import Settings
 from openqa.data import DEFAULT_EXAMS, Question, dataset_spec, exam_dataset, load_questions, read_question_file
 from openqa.errors import IndexMissingError, OpenQAError
@@ -367,3 +368,10 @@ def train_reader(
               "index": provenance(scorer.engine),
               **run_record()}
     return train(reader, sets[0], sets[1], config, output, record, load_reader)
+
+
+def answer_record(opened: Opened, question: Question, evidence: int) -> dict[str, Any]:
+    """Solve one question with an opened method: the ranked options, each with its best ``evidence``
+    paragraphs and the spans of their matched words (``openqa.answer.as_dict``), and the settings
+    used with their sources (what ``answer --json`` prints and the HTTP API returns)."""
+    return {**as_dict(solve(opened.scorer, question), opened.index, evidence), "settings": opened.settings}

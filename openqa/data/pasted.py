@@ -26,6 +26,10 @@ _OPTION_LINE = re.compile(r"^\s*[(（]?([A-Ja-j])\s*[:.)=：、．）]\s*(.*?)\s
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
 
+class TooLongError(OpenQAError):
+    """A question (with its options) over ``MAX_CHARS`` characters."""
+
+
 def clean_text(text: str) -> str:
     """Text without a byte-order mark, terminal escape codes or control characters, and with
     Windows/old-Mac line ends made ``\\n``."""
@@ -48,7 +52,7 @@ def make_question(text: str, options: dict[str, str], qid: str = "interactive") 
         raise OpenQAError(f"option {empty[0]} is empty")
     size = len(text) + sum(map(len, options.values()))
     if size > MAX_CHARS:
-        raise OpenQAError(f"question too long: {size} characters (at most {MAX_CHARS})")
+        raise TooLongError(f"question too long: {size} characters (at most {MAX_CHARS})")
     first = next(iter(options))
     return Question(qid, text, dict(options), first, options[first], None, None)
 

@@ -1,0 +1,353 @@
+"""``openqa serve`` end to end: a real uvicorn server on a free loopback port over tiny English and
+Chinese indexes built here, asked over HTTP as any client would (answers, evidence spans, the
+parse rules of ``openqa answer``, every refusal, concurrency, the page and the docs offline)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from http.client import HTTPConnection
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import uvicorn
+
+from openqa.config import Settings
+from openqa.data.pasted import MAX_CHARS, parse_block
+from openqa.errors import OpenQAError
+from openqa.pipeline import Context
+from openqa.retrieval.custom_bm25 import CustomBM25
+from openqa.retrieval.registry import build_index
+from openqa.serve.app import MAX_BODY, create_app
+from openqa.serve.engines import Engines
+from openqa.text.tokenize import make_tokenizer, DEFAULT_CONFIGS
+from tests.helpers import QUESTIONS, make_data_dir
+
+#: A tiny Chinese book (the zh corpus folder), one paragraph a line.
+ZH_BOOK = [
+    "阿司匹林不可逆地抑制环氧合酶，减少心肌梗死后的死亡率。",
+    "头孢曲松抑制细菌细胞壁合成，用于治疗淋球菌性关节炎。",
+    "庆大霉素是一种氨基糖苷类抗生素，抑制细菌核糖体亚基。",
+]
+ZH_BLOCK = "哪种药物抑制细菌细胞壁合成？\nA、阿司匹林\nB、头孢曲松\nC、庆大霉素\n"
+EN = QUESTIONS[0]
+#: On six paragraphs a sum over many hits mostly counts question words: judge by the best hit.
+TOP1 = {"top_n": 1}
+#: How long a server may take to start before the test fails (it takes well under a second here).
+START_TIMEOUT = 20.0
+
+
+def tiny_site(root: Path) -> tuple[Path, Path]:
+    """A MedQA-shaped data folder with two English books and one Chinese book, and their custom indexes."""
+    data = make_data_dir(root)
+    zh = data / "textbooks" / "zh_paragraph"
+    zh.mkdir(parents=True)
+    (zh / "药理学.txt").write_text("\n".join(ZH_BOOK) + "\n", encoding="utf-8")
+    indexes = root / "indexes"
+    for lang in ("en", "zh"):
+        build_index(data, indexes, lang, "custom")
+    return data, indexes
+
+
+def tiny_engines(root: Path, methods: list[str]) -> Engines:
+    """English and Chinese engines over the tiny site (your tuned settings of the repo never leak in)."""
+    data, indexes = tiny_site(root)
+    settings = Settings.resolve(data_dir=data, index_dir=indexes, settings_dir=root / "tuned")
+    return Engines(Context(settings), ["en", "zh"], methods)
+
+
+@contextmanager
+def running(app: Any) -> Iterator[str]:
+    """Serve ``app`` with uvicorn in a thread on a free loopback port; yield its base URL; stop it."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def call(url: str, path: str, body: Any = None, raw: bytes | None = None) -> tuple[int, dict[str, Any]]:
+    """The status and JSON of a GET (no body) or a POST of ``body`` as JSON (or ``raw`` bytes)."""
+    data = raw if raw is not None else None if body is None else json.dumps(body, ensure_ascii=False).encode()
+    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory) -> Iterator[Engines]:
+    """ir-custom in both languages; dense asked for but never built (its requests say how to build it)."""
+    opened = tiny_engines(tmp_path_factory.mktemp("serve"), ["ir-custom", "dense"])
+    yield opened
+    opened.close()
+
+
+@pytest.fixture(scope="module")
+def url(engines) -> Iterator[str]:
+    with running(create_app(engines)) as base:
+        yield base
+
+
+def ask(url: str, question: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    status, data = call(url, "/v1/answer", {"question": question["question"], "options": question["options"], **extra})
+    assert status == 200, data
+    return data
+
+
+def test_answer_ranks_options_with_evidence_and_settings(url):
+    data = ask(url, EN, evidence=2, **TOP1)
+    assert data["prediction"] == "C" and data["matched"] and data["message"] is None
+    scores = [option["score"] for option in data["options"]]
+    assert scores == sorted(scores, reverse=True) and data["options"][0]["letter"] == "C"
+    best = data["options"][0]["evidence"]
+    assert len(best) == 1 and best[0]["book"] == "Micro" and best[0]["id"].startswith("Micro:")
+    assert "Ceftriaxone" in best[0]["text"]
+    assert data["settings"]["top_n"] == 1 and data["settings"]["sources"]["top_n"] == "request top_n"
+    assert data["settings"]["sources"]["aggregate"].startswith("shipped with openqa")
+    assert (data["method"], data["lang"]) == ("ir-custom", "en")
+
+
+def test_evidence_spans_point_at_matched_words(url):
+    tokenizer = make_tokenizer(DEFAULT_CONFIGS["en"])
+    data = ask(url, QUESTIONS[1], evidence=3, top_n=3)
+    for option in data["options"]:
+        terms = set(tokenizer.tokenize(f"{QUESTIONS[1]['question']} {option['text']}"))
+        for paragraph in option["evidence"]:
+            words = [paragraph["text"][start:end] for start, end in paragraph["spans"]]
+            assert words and all(set(tokenizer.tokenize(word)) & terms for word in words)
+    aspirin = next(option for option in data["options"] if option["letter"] == "A")
+    paragraph = next(p for p in aspirin["evidence"] if p["text"].startswith("Aspirin"))
+    marked = [paragraph["text"][start:end] for start, end in paragraph["spans"]]
+    assert "cyclooxygenase" in marked and "Aspirin" in marked and "irreversibly" not in marked
+
+
+def test_chinese_is_parsed_answered_and_marked(url):
+    status, request = call(url, "/v1/parse", {"text": ZH_BLOCK})
+    assert status == 200 and request == {"question": "哪种药物抑制细菌细胞壁合成？",
+                                         "options": {"A": "阿司匹林", "B": "头孢曲松", "C": "庆大霉素"}}
+    data = ask(url, request, lang="zh", **TOP1)
+    assert data["prediction"] == "B" and data["lang"] == "zh"
+    assert data["settings"]["exam"] == "mcmle"
+    paragraph = data["options"][0]["evidence"][0]
+    tokenizer = make_tokenizer(DEFAULT_CONFIGS["zh"])
+    terms = set(tokenizer.tokenize(f"{request['question']} 头孢曲松"))
+    words = [paragraph["text"][start:end] for start, end in paragraph["spans"]]
+    assert "细胞壁" not in terms and {"细胞", "头孢"} <= set(words) and all(w in terms for w in words)
+    traditional = ask(url, {"question": "哪種藥物抑制細菌細胞壁合成？", "options": request["options"]}, lang="zh", **TOP1)
+    assert traditional["prediction"] == "B" and traditional["options"][0]["evidence"][0]["spans"]
+
+
+def test_a_question_in_another_language_gets_no_prediction(url):
+    status, request = call(url, "/v1/parse", {"text": ZH_BLOCK})
+    data = ask(url, request, lang="en")
+    assert data["prediction"] is None and not data["matched"]
+    assert '"lang": "zh"' in data["message"] and "\n" not in data["message"]
+
+
+@pytest.mark.parametrize("block", [
+    "Which drug?\nA: Aspirin\nB: Heparin",
+    "A man with\n\nE. coli sepsis. Which drug?\n\n(A) Ceftriaxone\n(B) Gentamicin\n",
+    "\ufeffWhich drug?\r\nA. Aspirin\r\nB. Heparin\r\nC. Statin",
+    "患者发热，最可能的诊断是\n（A）感冒\n（B）肺炎",
+    "Which drug?\nA: Aspirin",
+    "Which drug?\nA: Aspirin\nB: Heparin\nA: Statin",
+    "Which drug?\nA: Aspirin\nB: Heparin\nMore text after the options.",
+    "",
+])
+def test_parse_follows_the_rules_of_openqa_answer(url, block):
+    status, data = call(url, "/v1/parse", {"text": block})
+    try:
+        question = parse_block(block)
+    except OpenQAError as exc:
+        assert (status, data) == (400, {"error": str(exc)})
+    else:
+        assert (status, data) == (200, {"question": question.question, "options": question.options})
+
+
+OK_OPTIONS = {"A": "Aspirin", "B": "Heparin"}
+REPEATED = b'{"question": "Which drug?", "options": {"A": "Aspirin", "A": "Heparin"}}'
+TOO_LONG = {"question": "x" * MAX_CHARS, "options": OK_OPTIONS}
+
+
+@pytest.mark.parametrize("path, body, status, message", [
+    ("/v1/answer", {"question": " ", "options": OK_OPTIONS}, 400, "empty question"),
+    ("/v1/answer", {"question": "Why?", "options": {"A": "Aspirin"}}, 400, "at least two options"),
+    ("/v1/answer", REPEATED, 400, "option A is given twice"),
+    ("/v1/answer", {"question": "Why?", "options": {"A": "Aspirin", "a": "Heparin"}}, 400, "option A is given twice"),
+    ("/v1/answer", {"question": "Why?", "options": {"A": "Aspirin", "Z": "Heparin"}}, 400, "option letters are A to J"),
+    ("/v1/answer", {"question": "Why?", "options": {"A": "Aspirin", "B": " "}}, 400, "option B is empty"),
+    ("/v1/answer", {"question": "Why?", "options": OK_OPTIONS, "method": "magic"}, 400, "unknown method 'magic'"),
+    ("/v1/answer", {"question": "Why?", "options": OK_OPTIONS, "lang": "fr"}, 400, "unknown language 'fr'"),
+    ("/v1/answer", {"question": "Why?", "options": OK_OPTIONS, "method": "pmi"}, 404, "--method pmi"),
+    ("/v1/answer", {"question": "Why?", "options": OK_OPTIONS, "method": "dense"}, 404,
+     "openqa index --lang en --engine dense"),
+    ("/v1/answer", {"question": "Why?", "options": OK_OPTIONS, "top_n": 0}, 422, "top_n: Input should be greater"),
+    ("/v1/answer", {"question": "Why?", "options": OK_OPTIONS, "evidence": -1}, 422, "evidence: Input should be greater"),
+    ("/v1/answer", {"question": "Why?", "options": OK_OPTIONS, "topn": 3}, 422, "topn: Extra inputs are not permitted"),
+    ("/v1/answer", {"options": OK_OPTIONS}, 422, "question: Field required"),
+    ("/v1/answer", {"question": "Why?", "options": ["Aspirin", "Heparin"]}, 422, "options: Input should be a valid dictionary"),
+    ("/v1/answer", b'{"question": "Why?", "options": {', 400, "not valid JSON"),
+    ("/v1/answer", TOO_LONG, 413, f"question too long: {MAX_CHARS + 14} characters (at most {MAX_CHARS})"),
+    ("/v1/parse", {"text": "x" * MAX_CHARS + "\nA: Aspirin\nB: Heparin"}, 413, "question too long"),
+    ("/v1/parse", {"txt": "Why?"}, 422, "text: Field required"),
+    ("/v1/nothing", None, 404, "no such page: GET /v1/nothing"),
+    ("/v1/answer", None, 405, "GET is not allowed on /v1/answer"),
+])
+def test_bad_input_gets_a_one_line_json_error(url, path, body, status, message):
+    got, data = call(url, path, raw=body) if isinstance(body, bytes) else call(url, path, body)
+    assert got == status and list(data) == ["error"], data
+    assert message in data["error"] and "\n" not in data["error"] and "Traceback" not in data["error"]
+
+
+def test_a_failure_inside_is_a_one_line_500_not_a_traceback(url, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("boom\nwith a second line")
+
+    monkeypatch.setattr("openqa.serve.engines.answer_record", broken)
+    status, data = call(url, "/v1/answer", {"question": "Why?", "options": OK_OPTIONS})
+    assert (status, data) == (500, {"error": "internal error (RuntimeError); the server's log has the details"})
+
+
+def refused_body(url: str, send: Any) -> tuple[int, dict[str, Any]]:
+    """The answer to a POST whose headers and body ``send(connection)`` writes."""
+    connection = HTTPConnection(url.removeprefix("http://"), timeout=30)
+    connection.putrequest("POST", "/v1/answer")
+    connection.putheader("Content-Type", "application/json")
+    send(connection)
+    response = connection.getresponse()
+    return response.status, json.loads(response.read())
+
+
+def test_an_oversized_body_is_refused_unread(url):
+    def announce(connection: HTTPConnection) -> None:  # says how large; the body is never sent
+        connection.putheader("Content-Length", str(MAX_BODY + 1))
+        connection.endheaders()
+
+    def stream(connection: HTTPConnection) -> None:  # no length given: the limit is counted as it comes
+        connection.putheader("Transfer-Encoding", "chunked")
+        connection.endheaders()
+        for size in (MAX_BODY, 1):
+            connection.send(b"%x\r\n%s\r\n" % (size, b" " * size))
+        connection.send(b"0\r\n\r\n")
+
+    for send in (announce, stream):
+        assert refused_body(url, send) == (413, {"error": f"request body too large (at most {MAX_BODY} bytes)"})
+
+
+def test_methods_and_health_say_what_is_served(url):
+    status, data = call(url, "/v1/methods")
+    assert status == 200 and data["languages"] == ["en", "zh"] and data["methods"] == ["ir-custom", "dense"]
+    served = {(offer["method"], offer["lang"]): offer for offer in data["served"]}
+    assert served["ir-custom", "en"]["available"] and served["ir-custom", "en"]["index"]["books"] == ["Cardio", "Micro"]
+    assert served["ir-custom", "zh"]["settings"]["exam"] == "mcmle"
+    assert not served["dense", "zh"]["available"] and "openqa index --lang zh --engine dense" in served["dense", "zh"]["error"]
+    assert data["limits"]["max_chars"] == MAX_CHARS
+    assert call(url, "/v1/health") == (200, {"status": "ok", "version": "0.1.0", "available": 2, "served": 4})
+
+
+def test_top_n_per_request_reuses_the_open_index(url, engines, monkeypatch):
+    def no_reload(*args, **kwargs):
+        raise AssertionError("an index was loaded again")
+
+    monkeypatch.setattr(CustomBM25, "load", no_reload)
+    for top_n in (1, 2, 5):
+        data = ask(url, EN, top_n=top_n, evidence=5)
+        assert data["settings"]["top_n"] == top_n and len(data["options"][0]["evidence"]) <= top_n
+    assert sorted(engines.ctx.opened) == [("en", "custom"), ("zh", "custom")]
+
+
+def test_concurrent_requests_get_the_answers_of_sequential_ones(url):
+    status, zh = call(url, "/v1/parse", {"text": ZH_BLOCK})
+    requests = [
+        {"question": q["question"], "options": q["options"], "lang": lang, "top_n": top_n}
+        for q, lang in ((QUESTIONS[0], "en"), (QUESTIONS[1], "en"), (zh, "zh"))
+        for top_n in (None, 1, 2, 3)
+    ] * 3
+    alone = [call(url, "/v1/answer", r) for r in requests]
+    with ThreadPoolExecutor(12) as pool:
+        together = list(pool.map(lambda r: call(url, "/v1/answer", r), requests))
+    assert together == alone and all(status == 200 for status, _ in alone)
+
+
+def test_the_page_and_the_api_docs_work_offline(url):
+    page = urllib.request.urlopen(url + "/", timeout=10).read().decode()
+    assert 'id="text"' in page and 'src="static/app.js"' in page
+    for name in ("app.js", "style.css"):
+        with urllib.request.urlopen(f"{url}/static/{name}", timeout=10) as response:
+            assert response.status == 200
+            page += response.read().decode()
+    docs = urllib.request.urlopen(url + "/docs", timeout=10).read().decode()
+    assets = re.findall(r'(?:src|href)="([^"]+)"', docs)
+    assert assets and all(a.startswith("/") for a in assets) and "https://" not in page + docs
+    for asset in assets:
+        assert urllib.request.urlopen(url + asset, timeout=10).status == 200
+    spec = json.loads(urllib.request.urlopen(url + "/openapi.json", timeout=10).read())
+    assert {"/v1/answer", "/v1/parse", "/v1/methods", "/v1/health"} <= set(spec["paths"])
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_openqa_serve_starts_answers_and_stops_on_ctrl_c(tmp_path):
+    data, indexes = tiny_site(tmp_path)
+    port = free_port()
+    openqa = str(Path(sys.executable).with_name("openqa"))
+    process = subprocess.Popen(
+        [openqa, "serve", "--lang", "en", "--port", str(port), "--data-dir", str(data), "--index-dir", str(indexes)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None and time.monotonic() < deadline, "openqa serve did not start"
+            try:
+                assert call(f"http://127.0.0.1:{port}", "/v1/health")[1]["available"] == 1
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.1)
+        assert ask(f"http://127.0.0.1:{port}", EN, **TOP1)["prediction"] == "C"
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 0, err
+    assert "ir-custom (en) ready" in err and f"http://127.0.0.1:{port}/docs" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--lang", "fr"], "unknown language 'fr'"),
+    (["--method", "magic"], "unknown method 'magic'"),
+    (["--port", "0"], "--port must be between 1 and 65535"),
+])
+def test_openqa_serve_refuses_bad_flags_in_one_line(tmp_path, args, message):
+    openqa = str(Path(sys.executable).with_name("openqa"))
+    result = subprocess.run([openqa, "serve", *args, "--index-dir", str(tmp_path)], capture_output=True, text=True,
+                            timeout=60, env={**os.environ, "OPENQA_DATA": str(tmp_path)})
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0 and message in result.stderr
