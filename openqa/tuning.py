@@ -17,6 +17,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any, Sequence
 
+from openqa.corpus.sources import corpus_tag
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.evaluate.metrics import summarise
@@ -84,13 +85,14 @@ def shipped_folder() -> Path:
     return Path(str(resources.files("openqa") / "tuned"))
 
 
-def tuned_file(method: str, dataset: str, settings_dir: Path) -> tuple[Path | None, str]:
-    """The record ``openqa tune`` made for ``method`` on ``dataset``: the user's own (in
-    ``settings_dir``) before the shipped one; and how to name where it came from."""
+def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None = None) -> tuple[Path | None, str]:
+    """The record ``openqa tune`` made for ``method`` on ``dataset``, and how to name where it came
+    from: over a named ``corpus``, the user's own tune with ``--corpus`` first; then the user's own
+    (in ``settings_dir``) before the shipped one (a corpus not tuned for takes the dataset's)."""
     name = f"{method}-{dataset}.json"
-    user = Path(settings_dir) / name
-    if user.is_file():
-        return user, f"your openqa tune: {user.resolve()}"
+    for user in dict.fromkeys((Path(settings_dir) / f"{method}-{dataset}{corpus_tag(corpus)}.json", Path(settings_dir) / name)):
+        if user.is_file():
+            return user, f"your openqa tune: {user.resolve()}"
     shipped = shipped_folder() / name
     if shipped.is_file():
         return shipped, f"shipped with openqa: openqa/tuned/{name}"
@@ -107,16 +109,16 @@ def _read_record(path: Path) -> dict[str, Any]:
 
 
 def resolve_settings(
-    method: str, dataset: str, settings_dir: Path, flags: dict[str, Any]
+    method: str, dataset: str, settings_dir: Path, flags: dict[str, Any], corpus: str | None = None
 ) -> tuple[IRSettings, dict[str, str]]:
-    """A method's settings for ``dataset`` and where each came from: a flag, the tuned record
-    (user's, else shipped), or the default.
+    """A method's settings for ``dataset`` (over the named ``corpus``, see ``tuned_file``) and where
+    each came from: a flag, the tuned record (user's, else shipped), or the default.
 
     With ``query`` given, top-N and aggregate come from the best dev row of the recorded grid for
     that query mode (ties to the smaller N, as in tuning).
     """
     flags = {k: v for k, v in flags.items() if v is not None}
-    path, where = tuned_file(method, dataset, settings_dir)
+    path, where = tuned_file(method, dataset, settings_dir, corpus)
     tuned: dict[str, Any] = {}
     if path is not None:
         record = _read_record(path)
@@ -139,8 +141,9 @@ def resolve_settings(
 
 
 def save_tuned(record: dict[str, Any], settings_dir: Path) -> Path:
-    """Write a tuning record where ``tuned_file`` finds it first; return its path."""
-    path = Path(settings_dir) / f"{record['method']}-{record['dataset']}.json"
+    """Write a tuning record where ``tuned_file`` finds it first (over the record's corpus, if
+    named); return its path."""
+    path = Path(settings_dir) / f"{record['method']}-{record['dataset']}{corpus_tag(record.get('corpus'))}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path

@@ -284,8 +284,8 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool) -> list[
             Case(f"custom index: {what}", "corrupted index",
                  ["eval", "--dataset", "us", "--split", "dev", "--data-dir", str(data), "--index-dir", str(corrupt_copy(custom, root, f"c{i}", damage))])
             for i, (what, damage) in enumerate([
-                ("weights truncated", truncate("weights.npz")),
-                ("weights empty", truncate("weights.npz", 0)),
+                ("weights truncated", truncate("weights.data.npy")),
+                ("weights empty", truncate("weights.data.npy", 0)),
                 ("manifest a JSON list", rewrite("manifest.json", "[1, 2]")),
                 ("manifest garbage", rewrite("manifest.json", "{not json")),
                 ("paragraphs truncated", truncate("paragraphs.jsonl", 0.7)),

@@ -111,11 +111,22 @@ def main() -> None:
     out += ["", "## Reader training", "", "Readers train on a seeded 80/20 split of dev (`--train-split dev:0.8`, `../shared/medqa/TRAIN.md`); "
             "the selection part picks the checkpoint that the test rows above evaluate.", "", *training_table()]
     out += ["", "## Speed", ""]
-    for name in ("bench-core.json", "bench-engines.json", "bench-encoder.json", "bench-dense.json"):
+    for name in ("bench-core.json", "bench-engines.json", "bench-encoder.json", "bench-dense.json", "bench-serve.json",
+                 "bench-scale.json"):
         b = load(name)
         if b:
             figures = {k: v for k, v in b.items() if k in ("figures", "queries_per_second", "ratios", "variants", "met")}
             out.append(f"- `{b['command']}` ({b['date']}): `{json.dumps(figures)}`")
+    faults = load("bench-faults.json")
+    if faults:
+        bad = ("tracebacks", "hangs", "wrong_exits", "indexes_lost", "indexes_half_written", "scratch_left", "crash_logs",
+               "result_sets_inconsistent")
+        out += ["", "## Faults", "",
+                f"`{faults['command']}` ({faults['date']}): {faults['cases']} hostile cases ({', '.join(faults['categories'])}) "
+                f"and {faults['interruptions']} interruptions (SIGINT and SIGKILL of `index` for {', '.join(faults['engines_interrupted'])}, "
+                f"and of `eval`); {faults['clean_errors']} clean one-line errors, {faults['answered']} right answers, "
+                f"{faults['clean_stops']} clean stops.", "",
+                "| " + " | ".join(bad) + " |", "|" + "---|" * len(bad), "| " + " | ".join(str(faults[k]) for k in bad) + " |"]
     report = RESULTS / "retrieval-us-dev.md"
     if report.is_file():
         out += ["", "## Retrieval quality", "", *report.read_text().splitlines()[2:], "", "![answer support](eval/results/retrieval-us-dev.png)"]

@@ -1,4 +1,6 @@
-"""The custom BM25 engine: scores checked against the Appendix B formula computed by hand."""
+"""The custom BM25 engine: scores checked against the Appendix B formula computed by hand, and
+the compiled search against the sparse matrix product and full sort it replaced (same hits, same
+order, same scores), on fixtures and on the real English index."""
 
 import json
 import math
@@ -7,19 +9,67 @@ import numpy as np
 import pytest
 
 from openqa.corpus.paragraphs import Paragraph
+from openqa.data import load_questions
 from openqa.errors import IndexMismatchError, OpenQAError
-from openqa.retrieval.custom_bm25 import CustomBM25, DocParams, QueryParams, top_k
+from openqa.retrieval.custom_bm25 import (
+    QUERY_PRESETS, CustomBM25, DocParams, QueryParams, common_prefix_length, shared_runs, splits_at_spaces,
+)
+from openqa.retrieval.custom_kernel import LANES
 from openqa.retrieval.manifest import atomic_folder
-from openqa.text.tokenize import EnglishTokenizer
+from openqa.retrieval.registry import build_index, open_index
+from openqa.scorers.ir import option_queries
+from openqa.text.tokenize import EnglishTokenizer, Tokenizer, make_tokenizer
 
 DOCS = ["fever fever cough", "fever rash", "cough cough cough rash headache"]
 
 
-def build(tmp_path, docs=DOCS):
+def build(tmp_path, docs=DOCS, tokenizer: Tokenizer = EnglishTokenizer(stem=False)):
     folder = tmp_path / "idx"
     paragraphs = [Paragraph(f"B:{i}", "B", t) for i, t in enumerate(docs)]
-    CustomBM25.build(folder, paragraphs, EnglishTokenizer(stem=False), {"lang": "en", "corpus_checksum": "x"}, DocParams(0.9, 0.35))
+    CustomBM25.build(folder, paragraphs, tokenizer, {"lang": tokenizer.lang, "corpus_checksum": "x"}, DocParams(0.9, 0.35))
     return folder
+
+
+def dense_scores(engine: CustomBM25, text: str) -> np.ndarray:
+    """Every paragraph's score for one query (0 where it has none of the query's terms)."""
+    ranking = engine.rank(engine.encode([text]), engine.weights.shape[1])
+    scores = np.zeros(engine.weights.shape[1])
+    scores[ranking.rows[0, : ranking.counts[0]]] = ranking.scores[0, : ranking.counts[0]]
+    return scores
+
+
+def sparse_product_hits(engine: CustomBM25, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+    """The engine before the compiled kernel: the queries searched together as one sparse product
+    ``weights[rows].T @ query_weights`` (query weights from float32 counts), then each row fully
+    sorted, higher score first, then lower paragraph row, positive scores only."""
+    tok = engine.tokenizer
+    term_lists = [tok.tokenize(tok.prepare_query(q)) for q in queries]
+    lengths = np.array([len(t) for t in term_lists], dtype=np.float64)
+    params = engine.query_params
+    avg = params.avg_len or max(lengths.mean(), 1.0)
+    ids = [[engine.vocab[t] for t in terms if t in engine.vocab] for terms in term_lists]
+    rows = np.unique(np.concatenate([np.asarray(i, dtype=np.int64) for i in ids]))
+    if len(rows) == 0:
+        return [[] for _ in queries]
+    counts = np.zeros((len(queries), len(rows)), np.float32)
+    for q, qids in enumerate(ids):
+        np.add.at(counts[q], np.searchsorted(rows, qids), 1.0)
+    norm = params.kq * (1 - params.bq + params.bq * lengths[:, None] / avg)
+    weights = (counts * (params.kq + 1) / (counts + norm)).astype(np.float32)
+    scores = np.asarray((engine.weights[rows].T @ weights.T).T)
+    order = [np.lexsort((np.arange(len(row)), -row))[:k] for row in scores]
+    return [[(int(i), float(row[i])) for i in best if row[i] > 0] for row, best in zip(scores, order)]
+
+
+def assert_same_hits(engine: CustomBM25, groups: list[list[str]], k: int) -> None:
+    """The engine's hits for all ``groups`` searched at once equal, per group, the sparse product's:
+    same rows in the same order, scores equal within float32 rounding."""
+    hits = iter(engine.search([q for g in groups for q in g], k))
+    for group in groups:
+        for expected in sparse_product_hits(engine, group, k):
+            got = next(hits)
+            assert [h.index for h in got] == [i for i, _ in expected]
+            np.testing.assert_allclose([h.score for h in got], [s for _, s in expected], rtol=1e-6)
 
 
 def test_scores_match_the_papers_formula_worked_by_hand(tmp_path):
@@ -41,14 +91,14 @@ def test_scores_match_the_papers_formula_worked_by_hand(tmp_path):
     """
     engine = CustomBM25.load(build(tmp_path), {"corpus_checksum": "x"}, "hint")
     engine.query_params = QueryParams(kq=0.4, bq=0.7, avg_len=2.0)
-    scores = engine.score_terms([["fever", "fever", "headache"]])[0]
+    scores = dense_scores(engine, "fever fever headache")
     np.testing.assert_allclose(scores, [0.322593, 0.260811, 0.807622], rtol=2e-5)
 
 
 def test_query_saturation_by_formula(tmp_path):
     engine = CustomBM25.load(build(tmp_path), {"corpus_checksum": "x"}, "hint")
     engine.query_params = QueryParams(kq=0.4, bq=0.7, avg_len=2.0)
-    scores = engine.score_terms([["fever", "fever", "rash"]])[0]
+    scores = dense_scores(engine, "fever fever rash")
     # doc lengths 3, 2, 5 -> avgdl 10/3; df(fever)=2, df(rash)=2; N=3
     kd, bd, kq, bq = 0.9, 0.35, 0.4, 0.7
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
@@ -118,12 +168,117 @@ def test_rebuild_replaces_index(tmp_path):
     assert json.loads((folder / "manifest.json").read_text())["paragraphs"] == 1
 
 
-def test_top_k_matches_a_full_sort():
-    rng = np.random.default_rng(7)
-    scores = np.where(rng.random((20, 500)) < 0.7, 0, rng.gamma(1.0, 2.0, (20, 500))).astype(np.float32)
-    scores[3, :] = 0  # nothing matches
-    scores[4, :10] = 1.0  # ties: lower index first
-    for k in (1, 5, 50, 600):
-        for row, hits in zip(scores, top_k(scores, k)):
-            exact = [i for i in np.lexsort((np.arange(len(row)), -row))[:k] if row[i] > 0]
-            assert [h.index for h in hits] == exact
+def random_corpus(seed: int, n_docs: int = 400) -> tuple[list[str], list[str]]:
+    """Paragraphs over 40 words of skewed frequency, a quarter of them repeated (ties), and queries:
+    questions of 4 and 5 options (question + option), lone queries, unknown and empty ones."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(40)]
+    p = 1.0 / np.arange(1, 41)
+    docs = [" ".join(rng.choice(words, rng.integers(1, 12), p=p / p.sum())) for _ in range(n_docs)]
+    docs += docs[: n_docs // 4]
+    queries = []
+    for n_options in [4] * 30 + [5] * 10 + [1] * 10:
+        stem = " ".join(rng.choice(words, rng.integers(3, 15)))
+        queries += [f"{stem} {' '.join(rng.choice(words, rng.integers(1, 3)))}".strip() for _ in range(n_options)]
+    return docs, queries + ["zz unknown", "", "w1", "w1 w1 zz"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_hits_equal_the_sparse_product(tmp_path, threads):
+    """Groups of 1 to 5 queries (4 lanes and a lone one), ties, k below and above the paragraph
+    count, one and two threads (CustomBM25.THREAD_CHUNK lowered so that two threads share the work)."""
+    docs, queries = random_corpus(seed=threads)
+    engine = CustomBM25.load(build(tmp_path, docs), {}, "hint")
+    engine.threads = threads
+    engine.THREAD_CHUNK = 4
+    engine.fit_queries(queries)
+    groups = [queries[start:stop] for start, stop, _ in shared_runs(queries)]
+    assert sorted({len(g) for g in groups}) == [1, 4, 5]
+    assert set(np.diff(engine.encode(queries).groups)) == {1, LANES}  # 5 options: 4 + 1
+    for k in (1, 10, 200, 1000):
+        assert_same_hits(engine, groups, k)
+    engine.query_params = QueryParams()  # avgQL of each search call
+    assert_same_hits(engine, [queries], 10)
+
+
+def test_the_kernel_leaves_its_buffer_clear(tmp_path):
+    engine = CustomBM25.load(build(tmp_path, random_corpus(seed=3)[0]), {}, "hint")
+    first = engine.search(["w1 w2 w3", "w1 w2 w4"], 5)
+    engine.search(["w5 w6 w7 w8"] * 7, 5)
+    assert engine.search(["w1 w2 w3", "w1 w2 w4"], 5) == first
+
+
+def test_k_zero_and_no_queries(tmp_path):
+    engine = CustomBM25.load(build(tmp_path), {}, "hint")
+    assert engine.search(["fever"], 0) == [[]]
+    assert engine.search([], 5) == []
+
+
+def test_runs_of_queries_sharing_a_question():
+    question = "A 45-year-old man has fever and a rash on his palms"
+    options = ["Syphilis", "Measles", "Rocky Mountain spotted fever", "Kawasaki disease", "Lyme"]
+    other = "A 45-year-old woman has a cough"
+    queries = [f"{question} {o}" for o in options] + [other, "Increased renin", "Increased aldosterone"]
+    assert common_prefix_length("abcdef", "abcxyz") == 3
+    assert common_prefix_length("abc", "abc") == 3
+    assert shared_runs(queries) == [(0, 5, len(question)), (5, 6, 0), (6, 8, len("Increased"))]
+    assert shared_runs(queries[:1]) == [(0, 1, 0)]
+    assert shared_runs([]) == []
+
+
+@pytest.mark.parametrize("config", [
+    {"lang": "en", "ngram": 1, "stem": True},
+    {"lang": "en", "ngram": 2, "stem": True},
+    {"lang": "zh", "mode": "char", "ngram": 2},
+])
+def test_question_text_tokenized_once_gives_the_query_terms(tmp_path, config):
+    """Terms of a run's shared question, tokenized once, plus each option's: the same terms as
+    each whole query (English bigrams span the join, so there every query is tokenized whole)."""
+    tokenizer = make_tokenizer(config)
+    docs = ["fever rash palms syphilis measles", "發熱 皮疹 梅毒 麻疹 fever", "kawasaki disease rash fever"]
+    engine = CustomBM25.load(build(tmp_path, docs, tokenizer), {}, "hint")
+    question = "Fever and a RASH on the palms: 發熱和手掌皮疹"
+    queries = [f"{question} {o}" for o in ["syphilis", "measles 麻疹", "Kawasaki disease", "梅毒"]]
+    together = engine.encode(queries)
+    for q, text in enumerate(queries):
+        alone = engine.encode([text])
+        assert sorted(together.rows[together.starts[q] : together.starts[q + 1]]) == sorted(alone.rows)
+        assert together.lengths[q] == alone.lengths[0]
+    assert splits_at_spaces(tokenizer) == (config.get("ngram") == 1 or config.get("mode") == "char")
+
+
+@pytest.mark.parametrize("dataset", ["us", "mainland", "tw"])
+def test_real_questions_split_where_their_terms_split(medqa_dir, dataset):
+    """On real question texts (traditional Chinese included): each query's terms are the terms of
+    the question text its run shares plus those of the rest, whichever query mode."""
+    questions = load_questions(dataset, "dev", medqa_dir)[:150]
+    lang = "en" if dataset == "us" else "zh"
+    tok = make_tokenizer({"en": {"lang": "en", "ngram": 1, "stem": True}, "zh": {"lang": "zh", "mode": "char", "ngram": 2}}[lang])
+    terms = lambda text: tok.tokenize(tok.prepare_query(text))  # noqa: E731
+    for mode in ("full", "filter"):
+        queries = [text for q in questions for text in option_queries(q, mode, lang)]
+        runs = shared_runs(queries)
+        assert sum(cut > 0 for _, _, cut in runs) >= 0.8 * len(questions)  # most questions shared
+        for start, stop, cut in runs:
+            for text in queries[start:stop]:
+                assert terms(text) == terms(text[:cut]) + terms(text[cut:])
+
+
+@pytest.fixture(scope="module")
+def real_engine(medqa_dir, tmp_path_factory):
+    """The English custom index of the real textbooks, built afresh (a few seconds)."""
+    indexes = tmp_path_factory.mktemp("indexes")
+    build_index(medqa_dir, indexes, "en", "custom")
+    return open_index(indexes, "en", "custom", data_dir=medqa_dir)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["full", "phrases"])
+def test_real_index_hits_equal_the_sparse_product(real_engine, medqa_dir, mode):
+    """300 US test questions, their option queries searched together on two threads."""
+    questions = load_questions("us", "test", medqa_dir)[:300]
+    groups = [option_queries(q, mode, "en") for q in questions]
+    real_engine.query_params = QUERY_PRESETS["usmle"]
+    real_engine.fit_queries([q for g in groups for q in g])
+    real_engine.threads = 2
+    assert_same_hits(real_engine, groups, 10)

@@ -14,10 +14,12 @@ import time
 import pytest
 
 from openqa.corpus.paragraphs import Paragraph
+from openqa.corpus.sources import user_corpus
 from openqa.errors import IndexMissingError, OpenQAError
 from openqa.retrieval.base import EngineOptions
 from openqa.retrieval.elastic import ElasticBM25, check_url, connect, index_body
 from openqa.retrieval.lucene import LuceneParams
+from openqa.retrieval.registry import build_index, open_index
 from openqa.text.tokenize import EnglishTokenizer
 from tests.helpers import BOOKS
 
@@ -84,6 +86,20 @@ def test_build_search_and_settings_on_emulator(emulator, tmp_path):
     settings = engine.client.indices.get_settings(index=engine.index_name)[engine.index_name]["settings"]["index"]
     assert settings["similarity"]["openqa_bm25"]["k1"] in ("1.2", 1.2)
     assert engine.client.count(index=engine.index_name)["count"] == len(PARAGRAPHS)
+
+
+def test_a_named_corpus_streams_into_the_server_in_bulk(emulator, tmp_path):
+    """A JSONL corpus of more passages than one bulk request holds, loaded as `openqa index --corpus` does."""
+    path = tmp_path / "passages.jsonl"
+    with open(path, "w") as out:
+        for i in range(2500):
+            out.write(json.dumps({"id": f"p{i}", "title": f"T{i % 7}", "text": f"marker{i} fever cough rash {i % 13}"}) + "\n")
+    options = EngineOptions(connection=emulator)
+    build_index(None, tmp_path / "ix", "en", "elasticsearch", options=options, corpus=user_corpus(path, "en", "big"))
+    engine = open_index(tmp_path / "ix", "en", "elasticsearch", options=options, corpus="big")
+    assert engine.client.count(index=engine.index_name)["count"] == engine.manifest["paragraphs"] == 2500
+    hits = engine.search(["marker1234 fever", "marker7"], k=1)
+    assert [engine.paragraphs[h[0].index].pid for h in hits] == ["p1234", "p7"]
 
 
 def test_rebuild_replaces_and_drops_the_old_server_index(emulator, tmp_path):

@@ -150,29 +150,39 @@ def test_cut_vocabulary_of_an_old_index_is_caught_by_counts(indexes):
     vocab = index_folder(indexes, "en", "custom") / "vocab.txt"
     terms = vocab.read_text().split("\n")[:-1]
     vocab.write_text("\n".join(terms[:-3]) + "\n")
-    counts = f"term counts disagree \\(vocab.txt {len(terms) - 3}, weights.npz {len(terms)}, manifest.json {len(terms)}\\)"
+    counts = f"term counts disagree \\(vocab.txt {len(terms) - 3}, weights.indptr.npy {len(terms)}, manifest.json {len(terms)}\\)"
     with refused("custom", counts):
         open_index(indexes, "en", "custom")
 
 
 def test_files_over_the_hash_limit_rely_on_size_and_their_own_checks(indexes, monkeypatch):
-    """Past ``HASH_LIMIT`` only sizes are compared on open; an .npz still fails its zip CRC."""
+    """Past ``HASH_LIMIT`` only sizes are compared on open; a raw array's header is still parsed
+    and its entry counts compared (its data bytes are not read on open: that is the point)."""
     monkeypatch.setattr(manifest_module, "HASH_LIMIT", 0)
-    weights = index_folder(indexes, "en", "custom") / "weights.npz"
-    data = bytearray(weights.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    weights.write_bytes(bytes(data))
-    with refused("custom", "weights.npz cannot be read \\(BadZipFile: Bad CRC-32.*\\)"):
+    folder = index_folder(indexes, "en", "custom")
+    original = (folder / "weights.indices.npy").read_bytes()
+    (folder / "weights.indices.npy").write_bytes(b"X" + original[1:])  # not the .npy magic string
+    with refused("custom", "weights.indices.npy cannot be read \\(ValueError: .*\\)"):
+        open_index(indexes, "en", "custom")
+    (folder / "weights.indices.npy").write_bytes(original.replace(b"'<i4'", b"'<f4'", 1))  # the header's type
+    with refused("custom", "weights arrays have the wrong shapes or types .*"):
+        open_index(indexes, "en", "custom")
+    (folder / "weights.indices.npy").write_bytes(original)
+    indptr = folder / "weights.indptr.npy"
+    ends = bytearray(indptr.read_bytes())
+    ends[-4:] = (int.from_bytes(ends[-4:], "little") - 1).to_bytes(4, "little")  # the last row one entry short
+    indptr.write_bytes(bytes(ends))
+    with refused("custom", "weight entry counts disagree .*"):
         open_index(indexes, "en", "custom")
 
 
 def test_cli_reports_a_damaged_index_on_one_line(indexes, tmp_path):
-    weights = index_folder(indexes, "en", "custom") / "weights.npz"
+    weights = index_folder(indexes, "en", "custom") / "weights.data.npy"
     weights.write_bytes(weights.read_bytes()[:100])
     data = make_data_dir(tmp_path)
     result = run("eval", "--dataset", "us", "--split", "dev", "--data-dir", str(data), "--index-dir", str(indexes))
     assert result.returncode == 2
-    assert result.stderr.startswith("openqa: error: index at ") and "weights.npz has 100 bytes" in result.stderr
+    assert result.stderr.startswith("openqa: error: index at ") and "weights.data.npy has 100 bytes" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 

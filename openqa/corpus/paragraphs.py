@@ -23,7 +23,8 @@ MIN_CHARS = {"en": 40, "zh": 10}
 #: Longer paragraphs are cut into pieces of at most this many characters at sentence ends.
 MAX_CHARS = {"en": 2000, "zh": 1000}
 
-_SENTENCE_END = {"en": re.compile(r"(?<=[.!?])\s+"), "zh": re.compile(r"(?<=[。！？；])")}
+#: Where sentences end (long paragraphs are cut there).
+SENTENCE_END = {"en": re.compile(r"(?<=[.!?])\s+"), "zh": re.compile(r"(?<=[。！？；])")}
 _EN_WORD = re.compile(r"\S+")
 
 
@@ -63,7 +64,7 @@ def split_long(text: str, lang: str) -> list[str]:
         return [text]
     joiner = " " if lang == "en" else ""
     pieces, current = [], ""
-    for sentence in _SENTENCE_END[lang].split(text):
+    for sentence in SENTENCE_END[lang].split(text):
         if current and len(current) + len(sentence) + 1 > limit:
             pieces.append(current)
             current = ""

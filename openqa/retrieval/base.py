@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
+from array import array
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import Any, ClassVar, Iterable, Iterator, Sequence, TypeVar
+
+import numpy as np
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.retrieval.manifest import MANIFEST, check_counts, loading
+from openqa.retrieval.manifest import MANIFEST, check_counts, damaged, loading
 from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
 
 PARAGRAPHS = "paragraphs.jsonl"
+#: Where each row of the paragraph store starts, in bytes (and, last, the store's size), so that a
+#: paragraph is read without the others; a store written before offsets were is read whole.
+OFFSETS = "paragraphs.offsets.npy"
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -34,7 +43,9 @@ class Hit:
 
 
 class ParagraphStore:
-    """Paragraph texts of an index, read from disk only when first needed (display, readers).
+    """Paragraph texts of an index, read from disk only when needed (display, readers): one row at
+    a time through the store's offsets (memory-mapped), so a store of millions of paragraphs costs
+    no memory; a store without offsets (built before them) is read whole at first use.
 
     A store that cannot be parsed, or holds other than the ``rows`` paragraphs the manifest
     records, is refused with the damaged-index error naming ``build_hint``.
@@ -44,20 +55,36 @@ class ParagraphStore:
         self.path = path
         self.rows = rows
         self.build_hint = build_hint
+        self._offsets: np.ndarray | None = None
         self._items: list[Paragraph] | None = None
 
-    @staticmethod
-    def write(path: Path, paragraphs: Iterable[Paragraph]) -> None:
-        """Store paragraphs one JSON object per line, in index order."""
-        with open(path, "w", encoding="utf-8") as out:
-            for p in paragraphs:
-                out.write(json.dumps({"id": p.pid, "book": p.book, "contents": p.text}, ensure_ascii=False))
-                out.write("\n")
-
     def __getitem__(self, index: int) -> Paragraph:
-        if self._items is None:
-            self._items = self._read()
-        return self._items[index]
+        if self._offsets is None and self._items is None:
+            if self.path.with_name(OFFSETS).is_file():
+                self._offsets = self._read_offsets()
+            else:
+                self._items = self._read()
+        if self._items is not None:
+            return self._items[index]
+        if not 0 <= index < len(self._offsets) - 1:
+            raise IndexError(f"paragraph {index} of {len(self._offsets) - 1}")
+        start, end = int(self._offsets[index]), int(self._offsets[index + 1])
+        with loading(self.path.parent, self.path.name, self.build_hint, errors=(TypeError,)), open(self.path, "rb") as store:
+            store.seek(start)
+            row = json.loads(store.read(end - start))
+            return Paragraph(row["id"], row["book"], row["contents"])
+
+    def _read_offsets(self) -> np.ndarray:
+        """The rows' offsets, memory-mapped; refused unless there is one per paragraph and the last
+        is the store's size."""
+        folder = self.path.parent
+        with loading(folder, OFFSETS, self.build_hint):
+            offsets = np.load(folder / OFFSETS, mmap_mode="r")
+        if offsets.ndim != 1 or len(offsets) == 0:
+            raise damaged(folder, OFFSETS, f"holds an array of shape {offsets.shape}", self.build_hint)
+        check_counts(folder, "paragraph", {OFFSETS: len(offsets) - 1, MANIFEST: self.rows}, self.build_hint)
+        check_counts(folder, "store size", {self.path.name: self.path.stat().st_size, OFFSETS: int(offsets[-1])}, self.build_hint)
+        return offsets
 
     def _read(self) -> list[Paragraph]:
         """All paragraphs; a row that is not a JSON object with id, book and contents is damage."""
@@ -66,6 +93,43 @@ class ParagraphStore:
             items = [Paragraph(row["id"], row["book"], row["contents"]) for row in map(json.loads, lines)]
         check_counts(folder, "paragraph", {name: len(items), MANIFEST: self.rows}, self.build_hint)
         return items
+
+
+class StoreWriter:
+    """Writes an index's paragraph store while its engine reads the corpus, so one pass over the
+    corpus feeds both and no paragraph is held; ``rows`` is how many passed, known at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.rows = 0
+
+    def passing(self, paragraphs: Iterable[Paragraph]) -> Iterator[Paragraph]:
+        """Each paragraph, after storing it (one JSON object per line, in index order); the rows'
+        offsets (``OFFSETS``, 8 bytes a row) are written when the stream ends."""
+        offsets = array("q", [0])
+        with open(self.path, "wb") as out:
+            for p in paragraphs:
+                line = (json.dumps({"id": p.pid, "book": p.book, "contents": p.text}, ensure_ascii=False) + "\n").encode("utf-8")
+                out.write(line)
+                offsets.append(offsets[-1] + len(line))
+                self.rows += 1
+                yield p
+        np.save(self.path.with_name(OFFSETS), np.frombuffer(offsets, np.int64))
+
+
+def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of ``size`` items (the last may be shorter), read as they are needed."""
+    iterator = iter(items)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+def term_ids(term_lists: list[list[str]], vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """The terms of a batch of paragraphs as one array of vocabulary ids (terms new to ``vocab`` are
+    added in order of first occurrence), and each paragraph's length in terms."""
+    lengths = np.fromiter(map(len, term_lists), np.int64, len(term_lists))
+    ids = np.fromiter((vocab.setdefault(t, len(vocab)) for terms in term_lists for t in terms), np.int64, int(lengths.sum()))
+    return ids, lengths
 
 
 class Index(ABC):
@@ -87,12 +151,14 @@ class Index(ABC):
     @classmethod
     @abstractmethod
     def build(
-        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        cls, folder: Path, paragraphs: Iterable[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(),
     ) -> None:
         """Index ``paragraphs`` into ``folder`` atomically; ``corpus`` (checksum, books) goes in the manifest.
 
-        ``options`` carries engine-specific settings (a server URL, an encoder); engines ignore the rest.
+        ``paragraphs`` is read once, as a stream (a corpus can be larger than memory): engines
+        count it as it passes and keep only what their index holds. ``options`` carries
+        engine-specific settings (a server URL, an encoder); engines ignore the rest.
         """
 
     @classmethod

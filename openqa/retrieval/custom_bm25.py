@@ -7,14 +7,22 @@ The paper writes
 
 so IDF enters twice: a rare term weighs IDF squared. This engine computes exactly that. The
 document side, IDF(q)^2 * f(q,D)(kD+1) / (...), is precomputed at index time into one float32 CSR
-matrix (a row per term), so a query is a sparse row slice times a small dense matrix of query-side
-weights: no Python loop over paragraphs. IDF is Lucene's non-negative form
+matrix (a row per term); a search walks the rows of the query terms in the compiled kernel of
+``custom_kernel`` (a question's options together, threads over questions) and keeps each query's
+top k there: no Python loop over paragraphs or postings. IDF is Lucene's non-negative form
 log(1 + (N - n + 0.5) / (n + 0.5)). The paper prints a document frequency in the document-side
 denominator's place; like every BM25, it means f(q,D).
+
+A build streams the corpus (``document_weights``: memory follows the index, not the text) and
+writes the matrix as raw arrays that ``load`` memory-maps (format 2), so processes opening the same
+index share it; indexes of format 1 (``weights.npz``) still open, read into memory.
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -24,16 +32,33 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.retrieval.base import EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine
-from openqa.retrieval.manifest import (
-    MANIFEST, atomic_folder, check_counts, check_manifest, loading, read_manifest, write_manifest,
+from openqa.errors import IndexMismatchError
+from openqa.retrieval.base import (
+    EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine, StoreWriter, batches, term_ids,
 )
+from openqa.retrieval.manifest import (
+    MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
+)
+from openqa.retrieval.custom_kernel import LANES, rank_groups
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
+#: The weights of a format-1 index (one ``.npz``, read whole; still opened).
 WEIGHTS = "weights.npz"
+#: The weights of a format-2 index: the CSR arrays as raw ``.npy`` files, opened memory-mapped, so
+#: every process that opens the index shares one copy in the page cache and reads only the rows
+#: its queries touch.
+WEIGHT_ARRAYS = {"data": "weights.data.npy", "indices": "weights.indices.npy", "indptr": "weights.indptr.npy"}
+#: The on-disk format ``build`` writes (manifest key ``format``; an index without it is format 1).
+FORMAT = 2
 VOCAB = "vocab.txt"
+#: Paragraphs a build tokenizes and counts together (their numbers within a chunk fit in uint16).
+CHUNK = 1 << 14
+#: Weight entries computed together at the end of a build (bounds the float64 temporaries).
+WEIGH_SLICE = 1 << 22
 #: The scoring an index's weights hold, in its manifest: an index built with another is refused.
 SCORING = "appendix-b (IDF twice: BM25(q,D) x IDF(q) x query saturation)"
+#: How much of a query must be text it shares with the queries before it to be searched with them.
+SHARED_FRACTION = 0.25
 
 
 @dataclass(frozen=True)
@@ -66,63 +91,190 @@ def idf(doc_freq: np.ndarray, n_docs: int) -> np.ndarray:
     return np.log1p((n_docs - doc_freq + 0.5) / (doc_freq + 0.5))
 
 
-def document_weights(
-    term_lists: Iterable[list[str]], params: DocParams, n_docs: int | None = None
-) -> tuple[sp.csr_matrix, list[str]]:
+@dataclass(frozen=True)
+class ChunkCounts:
+    """Term counts of one chunk of paragraphs, compactly: the terms present (sorted) with how many of
+    the chunk's paragraphs hold each (``runs``), then per (term, paragraph) entry, in term-then-
+    paragraph order, the paragraph's number within the chunk and the count (2-3 bytes an entry)."""
+
+    start: int
+    terms: np.ndarray
+    runs: np.ndarray
+    docs: np.ndarray
+    counts: np.ndarray
+
+
+def count_chunk(term_lists: list[list[str]], vocab: dict[str, int], start: int) -> tuple[ChunkCounts, np.ndarray]:
+    """Count the terms of paragraphs ``start``, ``start + 1``, ... (at most ``CHUNK``), adding new
+    terms to ``vocab`` in order of first occurrence; also return the paragraphs' lengths in terms."""
+    size = len(term_lists)
+    ids, lengths = term_ids(term_lists, vocab)
+    keys, counts = np.unique(ids * size + np.repeat(np.arange(size), lengths), return_counts=True)
+    terms, runs = np.unique(keys // size, return_counts=True)
+    docs = (keys % size).astype(np.uint16)
+    return ChunkCounts(start, terms, runs, docs, counts.astype(np.min_scalar_type(counts.max(initial=0)))), lengths
+
+
+def document_weights(term_lists: Iterable[list[str]], params: DocParams) -> tuple[sp.csr_matrix, list[str]]:
     """Term-by-paragraph CSR matrix of BM25(q,D) x IDF(q) (IDF squared times the document-side
-    saturation), and the vocabulary (row order)."""
-    vocab: dict[str, int] = {}
-    term_ids: list[np.ndarray] = []
-    lengths: list[int] = []
-    for terms in tqdm(term_lists, total=n_docs, desc="tokenizing", unit="para", leave=False):
-        ids = [vocab.setdefault(t, len(vocab)) for t in terms]
-        term_ids.append(np.asarray(ids, dtype=np.int32))
-        lengths.append(len(ids))
-    n = len(lengths)
-    doc_len = np.asarray(lengths, dtype=np.float64)
-    rows = np.concatenate(term_ids) if term_ids else np.zeros(0, np.int32)
-    cols = np.repeat(np.arange(n, dtype=np.int32), doc_len.astype(np.int64))
-    tf = sp.csr_matrix(
-        (np.ones(len(rows), np.float32), (rows, cols)), shape=(len(vocab), n), dtype=np.float32
-    )
-    tf.sum_duplicates()
-    doc_freq = np.diff(tf.indptr)
-    avg_len = doc_len.mean() if n else 1.0
-    norm = params.kd * (1 - params.bd + params.bd * doc_len / avg_len)
-    term_of_entry = np.repeat(np.arange(len(vocab)), doc_freq)
-    data = tf.data * (params.kd + 1) / (tf.data + norm[tf.indices]) * idf(doc_freq, n)[term_of_entry] ** 2
-    weights = sp.csr_matrix((data.astype(np.float32), tf.indices, tf.indptr), shape=tf.shape)
-    return weights, list(vocab)
+    saturation), and the vocabulary (row order), from a stream of tokenized paragraphs.
 
-
-def query_weights(counts: np.ndarray, length: float, avg_len: float, params: QueryParams) -> np.ndarray:
-    """Query-side saturation of term counts ``counts`` in a query of ``length`` terms."""
-    norm = params.kq * (1 - params.bq + params.bq * length / avg_len)
-    return counts * (params.kq + 1) / (counts + norm)
-
-
-def top_k(scores: np.ndarray, k: int) -> list[list[Hit]]:
-    """Best ``k`` positive-scoring columns of each row, best first (ties: lower index first).
-
-    Candidates are first cut to scores above a fraction of the row's best (halving the fraction
-    until ``k`` pass), which is much cheaper than a partition over every paragraph.
+    Memory follows the index, not the text: each chunk of paragraphs is reduced to its counts
+    (``ChunkCounts``) as it arrives; IDF needs every term's document frequency, so the matrix is
+    laid out (a counting sort of the chunks' entries into rows) and weighted once, at the end.
     """
-    out = []
-    for row in scores:
-        best = float(row.max(initial=0.0))
-        if best <= 0 or k <= 0:
-            out.append([])
-            continue
-        fraction = 0.5
-        candidates = np.flatnonzero(row >= best * fraction)
-        while len(candidates) < k and fraction > 1e-3:
-            fraction /= 4
-            candidates = np.flatnonzero(row >= best * fraction)
-        if len(candidates) < k:
-            candidates = np.flatnonzero(row > 0)
-        chosen = candidates[np.lexsort((candidates, -row[candidates]))[:k]]
-        out.append([Hit(int(i), float(row[i])) for i in chosen])
-    return out
+    vocab: dict[str, int] = {}
+    chunks: list[ChunkCounts] = []
+    lengths: list[np.ndarray] = []
+    start = 0
+    for batch in batches(term_lists, CHUNK):
+        counts, batch_lengths = count_chunk(batch, vocab, start)
+        chunks.append(counts)
+        lengths.append(batch_lengths)
+        start += len(batch)
+    doc_len = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(0)
+    n, n_terms = len(doc_len), len(vocab)
+    doc_freq = np.zeros(n_terms, np.int64)
+    for chunk in chunks:
+        doc_freq[chunk.terms] += chunk.runs
+    index_type = np.int32 if max(n, n_terms, int(doc_freq.sum())) <= np.iinfo(np.int32).max else np.int64
+    indptr = np.zeros(n_terms + 1, index_type)
+    np.cumsum(doc_freq, out=indptr[1:])
+    indices, tf = np.empty(indptr[-1], index_type), np.empty(indptr[-1], np.float32)
+    free = indptr[:-1].astype(np.int64)  # next free entry of each row
+    chunks.reverse()
+    while chunks:  # chunks in paragraph order, freed as they are placed: each row's paragraphs come out sorted
+        chunk = chunks.pop()
+        run_starts = np.cumsum(chunk.runs) - chunk.runs
+        places = np.repeat(free[chunk.terms] - run_starts, chunk.runs) + np.arange(len(chunk.docs))
+        indices[places] = chunk.docs.astype(index_type) + chunk.start
+        tf[places] = chunk.counts
+        free[chunk.terms] += chunk.runs
+    norm = params.kd * (1 - params.bd + params.bd * doc_len / (doc_len.mean() if n else 1.0))
+    term_idf = idf(doc_freq, n)
+    for first in range(0, len(tf), WEIGH_SLICE):  # in place: tf becomes the weights
+        entries = slice(first, min(first + WEIGH_SLICE, len(tf)))
+        rows = np.searchsorted(indptr[1:], np.arange(entries.start, entries.stop), side="right")
+        f = tf[entries]
+        tf[entries] = f * (params.kd + 1) / (f + norm[indices[entries]]) * term_idf[rows] ** 2
+    return sp.csr_matrix((tf, indices, indptr), shape=(n_terms, n)), list(vocab)
+
+
+def write_weights(folder: Path, weights: sp.csr_matrix) -> None:
+    """Store the weights' CSR arrays as the raw ``.npy`` files of ``WEIGHT_ARRAYS``."""
+    for key, name in WEIGHT_ARRAYS.items():
+        np.save(folder / name, getattr(weights, key))
+
+
+def read_weights(folder: Path, manifest: dict[str, Any], build_hint: str) -> tuple[sp.csr_matrix, str]:
+    """The weights of the index in ``folder`` and the file that gives its term count: format 2's
+    arrays memory-mapped (scipy keeps the maps: nothing is copied or read until searched),
+    format 1's ``weights.npz`` read whole; a format this openqa does not know is refused."""
+    version = manifest.get("format", 1)
+    if version == 1:
+        with loading(folder, WEIGHTS, build_hint):
+            return sp.load_npz(folder / WEIGHTS).tocsr(), WEIGHTS
+    if version != FORMAT:
+        raise IndexMismatchError(f"index at {folder} has format {version!r}, which this openqa does not read; "
+                                 f"rebuild with `{build_hint}`")
+    arrays = {}
+    for key, name in WEIGHT_ARRAYS.items():
+        with loading(folder, name, build_hint):
+            arrays[key] = np.load(folder / name, mmap_mode="r")
+    data, indices, indptr = arrays["data"], arrays["indices"], arrays["indptr"]
+    if (any(a.ndim != 1 for a in arrays.values()) or len(indptr) == 0 or data.dtype != np.float32
+            or indices.dtype != indptr.dtype or indices.dtype not in (np.int32, np.int64)):
+        kinds = ", ".join(f"{a.dtype}{a.shape}" for a in arrays.values())
+        raise damaged(folder, "weights arrays", f"have the wrong shapes or types ({kinds})", build_hint)
+    sizes = {WEIGHT_ARRAYS["data"]: len(data), WEIGHT_ARRAYS["indices"]: len(indices), WEIGHT_ARRAYS["indptr"]: int(indptr[-1])}
+    check_counts(folder, "weight entry", sizes, build_hint)
+    with loading(folder, WEIGHT_ARRAYS["indptr"], build_hint, errors=(TypeError,)):
+        weights = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, manifest["paragraphs"]), copy=False)
+    return weights, WEIGHT_ARRAYS["indptr"]
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """Tokenized queries as the search kernel reads them.
+
+    Query q's known term rows are ``rows[starts[q]:starts[q + 1]]`` (a repeated term repeats);
+    ``lengths[q]`` counts all its terms, unknown ones too, since they lengthen the query in the
+    saturation. Queries ``groups[g]:groups[g + 1]`` (at most ``LANES``) share most of their terms,
+    one question's options, and are scored in one pass over the postings.
+    """
+
+    rows: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    groups: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Each query's hits as arrays: row q holds ``counts[q]`` paragraph rows and scores, best first
+    (ties: lower row first); ``Hit`` objects are made only when asked for."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    counts: np.ndarray
+
+    def hits(self) -> list[list[Hit]]:
+        """The hits of each query as ``Hit`` objects."""
+        return [
+            list(map(Hit, rows[:n], scores[:n]))
+            for rows, scores, n in zip(self.rows.tolist(), self.scores.tolist(), self.counts.tolist())
+        ]
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (a binary search of string
+    comparisons, which run in C, instead of a Python loop over characters)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:  # a[:low] == b[:low] already
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def shared_runs(queries: Sequence[str]) -> list[tuple[int, int, int]]:
+    """Runs of consecutive queries that begin with the same text, as ``(start, stop, cut)``: every
+    query of ``queries[start:stop]`` begins with ``queries[start][:cut]`` and then a space (cut 0:
+    nothing shared). A query joins the run before it when that shared text is at least
+    ``SHARED_FRACTION`` of both it and the run's first query, as a question is of each of its
+    options' queries ("question option"); consecutive queries of different questions share a few
+    words at most and start new runs."""
+    runs: list[tuple[int, int, int]] = []
+    start, shared = 0, len(queries[0]) if queries else 0
+    for i in range(1, len(queries) + 1):
+        if i < len(queries):
+            common = min(shared, common_prefix_length(queries[i - 1], queries[i]))
+            if queries[i].rfind(" ", 0, common) >= SHARED_FRACTION * max(len(queries[start]), len(queries[i])) > 0:
+                shared = common
+                continue
+        cut = queries[start].rfind(" ", 0, shared) if i - start > 1 else 0
+        runs.append((start, i, max(cut, 0)))
+        if i < len(queries):
+            start, shared = i, len(queries[i])
+    return runs
+
+
+def splits_at_spaces(tokenizer: Tokenizer) -> bool:
+    """Whether the query terms of ``a + " " + b`` are always those of ``a`` followed by those of
+    ``b``, so that text shared by many queries can be tokenized once.
+
+    True unless word bigrams are on (English, or Chinese jieba words, with ngram 2): their bigram
+    spans the space. Every tokenizer splits words at spaces, Chinese character bigrams stop at
+    them, and the traditional-to-simplified conversion converts the stretches between spaces on
+    their own.
+    """
+    config = tokenizer.config()
+    return config.get("ngram", 1) < 2 or config.get("mode") == "char"
 
 
 class CustomBM25(SearchEngine):
@@ -130,6 +282,11 @@ class CustomBM25(SearchEngine):
 
     name = "custom"
     quick_build = True
+    #: A search call scores many questions' options at once (threads share them out).
+    query_batch = 1024
+    #: The fewest groups of queries a thread is given at a time: a search of fewer than twice as
+    #: many runs in the calling thread alone.
+    THREAD_CHUNK = 32
 
     def __init__(self, folder: Path, manifest: dict[str, Any], weights: sp.csr_matrix, vocab: list[str], paragraphs: ParagraphStore):
         self.folder = folder
@@ -139,33 +296,41 @@ class CustomBM25(SearchEngine):
         self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
         self.paragraphs = paragraphs
         self.query_params = QueryParams()
+        #: Threads a search uses (the cores this process may run on, unless set).
+        self.threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        self._splits = splits_at_spaces(self.tokenizer)
+        # The kernel reads paragraph numbers unsigned, which spares it negative-index checks.
+        self._indices = weights.indices.view(np.uint32 if weights.indices.dtype == np.int32 else np.uint64)
+        self._buffers = threading.local()
 
     @classmethod
     def build(
         cls,
         folder: Path,
-        paragraphs: Sequence[Paragraph],
+        paragraphs: Iterable[Paragraph],
         tokenizer: Tokenizer,
         corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(),
         params: DocParams = DocParams(),
     ) -> None:
-        """Index ``paragraphs`` into ``folder`` atomically with document-side parameters ``params``."""
+        """Index the stream ``paragraphs`` into ``folder`` atomically with document-side parameters
+        ``params``, writing the paragraph store as they pass."""
         with atomic_folder(folder) as scratch:
-            terms = (tokenizer.tokenize(p.text) for p in paragraphs)
-            weights, vocab = document_weights(terms, params, n_docs=len(paragraphs))
-            sp.save_npz(scratch / WEIGHTS, weights, compressed=False)
+            store = StoreWriter(scratch / PARAGRAPHS)
+            passing = tqdm(store.passing(paragraphs), desc="indexing (custom)", unit="para", leave=False)
+            weights, vocab = document_weights((tokenizer.tokenize(p.text) for p in passing), params)
+            write_weights(scratch, weights)
             (scratch / VOCAB).write_text("\n".join(vocab) + "\n", encoding="utf-8")
-            ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
             write_manifest(
                 scratch,
                 {
                     "engine": cls.name,
                     "scoring": SCORING,
+                    "format": FORMAT,
                     **corpus,
                     "tokenizer": tokenizer.config(),
                     "doc_params": asdict(params),
-                    "paragraphs": len(paragraphs),
+                    "paragraphs": store.rows,
                     "terms": len(vocab),
                 },
             )
@@ -175,45 +340,88 @@ class CustomBM25(SearchEngine):
         """Open the index, refusing one built otherwise or whose files are damaged (see ``manifest``)."""
         manifest = read_manifest(folder, build_hint)
         check_manifest(manifest, {"engine": cls.name, "scoring": SCORING, **expected}, folder, build_hint)
-        with loading(folder, WEIGHTS, build_hint):
-            weights = sp.load_npz(folder / WEIGHTS).tocsr()
+        weights, source = read_weights(folder, manifest, build_hint)
         with loading(folder, VOCAB, build_hint):
             vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
         terms, paragraphs = weights.shape
-        check_counts(folder, "term", {VOCAB: len(vocab), WEIGHTS: terms, MANIFEST: manifest.get("terms")}, build_hint)
-        check_counts(folder, "paragraph", {WEIGHTS: paragraphs, MANIFEST: manifest.get("paragraphs")}, build_hint)
+        check_counts(folder, "term", {VOCAB: len(vocab), source: terms, MANIFEST: manifest.get("terms")}, build_hint)
+        check_counts(folder, "paragraph", {source: paragraphs, MANIFEST: manifest.get("paragraphs")}, build_hint)
         return cls(folder, manifest, weights, vocab, ParagraphStore(folder / PARAGRAPHS, paragraphs, build_hint))
 
-    def term_ids(self, terms: list[str]) -> list[int]:
-        """Vocabulary rows of the query terms the index knows (unknown terms score nothing)."""
-        vocab = self.vocab
-        return [vocab[t] for t in terms if t in vocab]
-
-    def score_terms(self, term_lists: Sequence[list[str]], avg_len: float | None = None) -> np.ndarray:
-        """Dense (queries x paragraphs) scores for tokenized queries searched together."""
-        lengths = np.array([len(t) for t in term_lists], dtype=np.float64)
-        params = self.query_params
-        avg = avg_len or params.avg_len or max(lengths.mean(), 1.0)
-        ids = [self.term_ids(t) for t in term_lists]
-        rows = np.unique(np.concatenate([np.asarray(i, dtype=np.int64) for i in ids]))
-        if len(rows) == 0:
-            return np.zeros((len(term_lists), self.weights.shape[1]), np.float32)
-        counts = np.zeros((len(term_lists), len(rows)), np.float32)
-        for q, qids in enumerate(ids):
-            np.add.at(counts[q], np.searchsorted(rows, qids), 1.0)
-        qw = query_weights(counts, lengths[:, None], avg, params).astype(np.float32)
-        return np.asarray((self.weights[rows].T @ qw.T).T)
-
-    def tokenize_queries(self, queries: Sequence[str]) -> list[list[str]]:
-        """Query terms, after the tokenizer's query normalisation."""
+    def query_terms(self, text: str) -> list[str]:
+        """The terms of query text, after the tokenizer's query normalisation."""
         tok = self.tokenizer
-        return [tok.tokenize(tok.prepare_query(q)) for q in queries]
+        return tok.tokenize(tok.prepare_query(text))
+
+    def encode(self, queries: Sequence[str]) -> QueryTerms:
+        """Tokenize ``queries`` into term rows, the text a run of queries shares (a question, in
+        each of its options' queries) once per run when the tokenizer allows (``splits_at_spaces``);
+        each run is scored in groups of at most ``LANES``."""
+        rows_of = self.vocab.get
+        pieces: list[np.ndarray] = []
+        lengths: list[int] = []
+        groups = [0]
+
+        def known(terms: list[str]) -> np.ndarray:
+            return np.fromiter((r for r in map(rows_of, terms) if r is not None), np.int32)
+
+        for start, stop, cut in shared_runs(queries):
+            cut = cut if self._splits else 0
+            head = self.query_terms(queries[start][:cut]) if cut else []
+            head_rows = known(head)
+            for text in queries[start:stop]:
+                tail = self.query_terms(text[cut:])
+                pieces += [head_rows, known(tail)]
+                lengths.append(len(head) + len(tail))
+            groups += [*range(start + LANES, stop, LANES), stop]
+        sizes = np.fromiter(map(len, pieces), np.int64, len(pieces)).reshape(-1, 2).sum(axis=1)
+        return QueryTerms(
+            rows=np.concatenate(pieces) if pieces else np.zeros(0, np.int32),
+            starts=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
+            lengths=np.asarray(lengths, np.float64),
+            groups=np.asarray(groups, np.int64),
+        )
+
+    def rank(self, terms: QueryTerms, k: int) -> Ranking:
+        """Each query's top ``k`` paragraphs (positive scores only), searched by the compiled
+        kernel on ``threads`` threads; avgQL is the fitted one, else the mean length of ``terms``."""
+        k = max(0, min(k, self.weights.shape[1]))
+        n = len(terms)
+        ranking = Ranking(np.full((n, k), -1, np.int32), np.zeros((n, k), np.float32), np.zeros(n, np.int32))
+        if n == 0 or k == 0:
+            return ranking
+        params = self.query_params
+        avg_len = params.avg_len or max(float(terms.lengths.mean()), 1.0)
+
+        def run(span: tuple[int, int]) -> None:
+            rank_groups(
+                self.weights.shape[1], self.weights.indptr, self._indices, self.weights.data,
+                terms.rows, terms.starts, terms.lengths, terms.groups[span[0] : span[1] + 1],
+                avg_len, params.kq, params.bq, self._buffer(), ranking.rows, ranking.scores, ranking.counts,
+            )
+
+        n_groups = len(terms.groups) - 1
+        parts = min(self.threads * 4, n_groups // self.THREAD_CHUNK)
+        if self.threads < 2 or parts < 2:
+            run((0, n_groups))
+        else:
+            bounds = np.linspace(0, n_groups, parts + 1).astype(int)
+            with ThreadPoolExecutor(self.threads) as pool:
+                list(pool.map(run, zip(bounds[:-1], bounds[1:])))
+        return ranking
+
+    def _buffer(self) -> np.ndarray:
+        """This thread's score buffer for the kernel (zeros, as the kernel leaves it)."""
+        buffer = getattr(self._buffers, "scores", None)
+        if buffer is None:
+            buffer = self._buffers.scores = np.zeros(self.weights.shape[1] * LANES, np.float32)
+        return buffer
 
     def fit_queries(self, queries: Sequence[str]) -> None:
         """Set avgQL, the paper's average query length, to the mean over this query set."""
-        lengths = [len(t) for t in self.tokenize_queries(queries)]
-        avg = sum(lengths) / len(lengths) if lengths else None
+        lengths = self.encode(queries).lengths
+        avg = float(lengths.sum()) / len(lengths) if len(lengths) else None
         self.query_params = replace(self.query_params, avg_len=avg or None)
 
     def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        return top_k(self.score_terms(self.tokenize_queries(queries)), k)
+        return self.rank(self.encode(queries), k).hits()

@@ -13,14 +13,14 @@ import json
 import math
 import shutil
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import IndexMismatchError, OpenQAError
-from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine, StoreWriter, batches
 from openqa.retrieval.encoders import DEFAULT_ENCODERS, Encoder, make_encoder
 from openqa.retrieval.manifest import (
     MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
@@ -66,26 +66,25 @@ def to_gpu_if_available(index: Any) -> Any:
     return index
 
 
-def encode_resumably(encoder: Encoder, texts: Sequence[str], folder: Path, identity: dict[str, Any]) -> np.ndarray:
-    """Embed ``texts`` shard by shard into ``folder``, reusing shards of an interrupted build."""
+def encode_resumably(encoder: Encoder, texts: Iterable[str], folder: Path, identity: dict[str, Any]) -> np.ndarray:
+    """Embed the stream ``texts`` shard by shard into ``folder``, reusing shards of an interrupted
+    build (the texts of a finished shard are read past, not encoded); no vectors for no texts."""
     stamp = folder / "identity.json"
     if folder.exists() and (not stamp.is_file() or json.loads(stamp.read_text()) != identity):
         shutil.rmtree(folder)  # shards of another encoder or corpus: start over
     folder.mkdir(parents=True, exist_ok=True)
     stamp.write_text(json.dumps(identity))
-    starts = range(0, len(texts), SHARD)
-    done = sum(min(SHARD, len(texts) - s) for s in starts if (folder / f"{s:09d}.npy").is_file())
-    with tqdm(total=len(texts), initial=done, desc="encoding (dense)", unit="para") as bar:
-        for start in starts:
-            path = folder / f"{start:09d}.npy"
-            if path.is_file():
-                continue
-            vectors = encoder.encode_passages(texts[start : start + SHARD])
-            tmp = folder / f".{start:09d}.tmp.npy"
-            np.save(tmp, vectors)
-            tmp.replace(path)
-            bar.update(len(vectors))
-    return np.concatenate([np.load(folder / f"{s:09d}.npy") for s in starts])
+    shards = []
+    with tqdm(desc="encoding (dense)", unit="para") as bar:
+        for number, batch in enumerate(batches(texts, SHARD)):
+            path = folder / f"{number * SHARD:09d}.npy"
+            if not path.is_file():
+                tmp = path.with_name(f".{path.stem}.tmp.npy")
+                np.save(tmp, encoder.encode_passages(batch))
+                tmp.replace(path)
+            shards.append(path)
+            bar.update(len(batch))
+    return np.concatenate([np.load(path) for path in shards]) if shards else np.zeros((0, encoder.dim), np.float32)
 
 
 class DenseIndex(SearchEngine):
@@ -104,26 +103,27 @@ class DenseIndex(SearchEngine):
 
     @classmethod
     def build(
-        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        cls, folder: Path, paragraphs: Iterable[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(), encoder: Encoder | None = None,
     ) -> None:
-        """Embed every paragraph (resumably) and write the FAISS index atomically."""
-        if not paragraphs:
-            raise OpenQAError("no paragraphs to index")
+        """Embed the stream of paragraphs (resumably; the paragraph store is written as they pass)
+        and write the FAISS index atomically."""
         if options.faiss_index not in FAISS_KINDS:
             raise OpenQAError(f"unknown FAISS index {options.faiss_index!r}: choose one of {FAISS_KINDS}")
         encoder = encoder or make_encoder(options.encoder or DEFAULT_ENCODERS[tokenizer.lang], options.models_dir)
-        identity = {"encoder": encoder.config(), "corpus_checksum": corpus.get("corpus_checksum"), "paragraphs": len(paragraphs)}
+        identity = {"encoder": encoder.config(), "corpus_checksum": corpus.get("corpus_checksum")}
         shards = shard_folder(Path(folder))
-        vectors = encode_resumably(encoder, [p.text for p in paragraphs], shards, identity)
         with atomic_folder(folder) as scratch:
             import faiss
 
+            store = StoreWriter(scratch / PARAGRAPHS)
+            vectors = encode_resumably(encoder, (p.text for p in store.passing(paragraphs)), shards, identity)
+            if not store.rows:
+                raise OpenQAError("no paragraphs to index")
             faiss.write_index(make_faiss(vectors, options.faiss_index), str(scratch / FAISS_FILE))
-            ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
             write_manifest(
                 scratch,
-                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": len(paragraphs),
+                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": store.rows,
                  "encoder": encoder.config(), "dim": int(vectors.shape[1]), "faiss_index": options.faiss_index},
             )
         shutil.rmtree(shards, ignore_errors=True)

@@ -18,14 +18,14 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
 
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine, StoreWriter
 from openqa.retrieval.lucene import LuceneParams, pretokenized
 from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
@@ -143,10 +143,11 @@ class ElasticBM25(SearchEngine):
 
     @classmethod
     def build(
-        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        cls, folder: Path, paragraphs: Iterable[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(), client: Any = None,
     ) -> None:
-        """Create a fresh server index, bulk-load the paragraphs, then switch the local manifest to it."""
+        """Create a fresh server index, bulk-load the stream of paragraphs (writing the local paragraph
+        store as they pass), then switch the local manifest to it."""
         config = tokenizer.config()
         if config["lang"] == "en" and config.get("ngram", 1) > 1:
             raise OpenQAError("the Elasticsearch engine indexes single words: build it without --ngram 2 for English")
@@ -156,18 +157,18 @@ class ElasticBM25(SearchEngine):
         previous = _previous_index(folder)
         with atomic_folder(folder) as scratch:
             body = index_body(params)
+            store = StoreWriter(scratch / PARAGRAPHS)
             with server_errors(options.connection, f"loading paragraphs into index {name}"):
                 client.indices.create(index=name, settings=body["settings"], mappings=body["mappings"])
                 try:
-                    _bulk_load(client, name, paragraphs, tokenizer)
+                    _bulk_load(client, name, store.passing(paragraphs), tokenizer)
                     client.indices.refresh(index=name)
                 except BaseException:
                     _drop_half_loaded(client, name)
                     raise
-            ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
             write_manifest(
                 scratch,
-                {"engine": cls.name, **corpus, "tokenizer": config, "paragraphs": len(paragraphs),
+                {"engine": cls.name, **corpus, "tokenizer": config, "paragraphs": store.rows,
                  "es_url": options.connection, "es_index": name, "bm25": {"k1": params.k1, "b": params.b},
                  "analysis": "pre-tokenized by openqa, whitespace analyzer"},
             )
@@ -224,15 +225,16 @@ def _drop_half_loaded(client: Any, name: str) -> None:
         client.indices.delete(index=name, ignore_unavailable=True)
 
 
-def _bulk_load(client: Any, name: str, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer) -> None:
-    """Stream the paragraphs to the server in chunks, with retries, and a progress bar."""
+def _bulk_load(client: Any, name: str, paragraphs: Iterable[Paragraph], tokenizer: Tokenizer) -> None:
+    """Stream the paragraphs to the server as they are read, in chunks of ``CHUNK``, with retries,
+    and a progress bar."""
     from elasticsearch.helpers import streaming_bulk
 
     def actions() -> Iterator[dict[str, Any]]:
         for row, p in enumerate(paragraphs):
             yield {"_index": name, "_id": str(row), "contents": pretokenized(tokenizer, p.text), "pid": p.pid, "book": p.book}
 
-    with tqdm(total=len(paragraphs), desc="bulk loading (elasticsearch)", unit="para") as bar:
+    with tqdm(desc="bulk loading (elasticsearch)", unit="para") as bar:
         for ok, item in streaming_bulk(client, actions(), chunk_size=CHUNK, max_retries=RETRIES, raise_on_error=False):
             if not ok:
                 raise OpenQAError(f"Elasticsearch refused a paragraph: {item}")

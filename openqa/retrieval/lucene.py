@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine
+from openqa.retrieval.base import EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine, StoreWriter, batches
 from openqa.retrieval.jvm import java_class
 from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
@@ -60,14 +60,15 @@ class LuceneBM25(SearchEngine):
 
     @classmethod
     def build(
-        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        cls, folder: Path, paragraphs: Iterable[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(),
     ) -> None:
-        """Index the paragraphs pre-tokenized into ``folder/lucene`` atomically, ids = rows.
+        """Index the stream of paragraphs pre-tokenized into ``folder/lucene`` atomically, ids = rows.
 
         Anserini's ``SimpleIndexer`` (what Pyserini's ``LuceneIndexer`` wraps) gets the paragraphs in
-        batches; on Ctrl-C or a failure its writer is rolled back (nothing committed, merges
-        stopped) before the scratch folder is removed.
+        batches as they are read (the paragraph store is written as they pass); on Ctrl-C or a
+        failure its writer is rolled back (nothing committed, merges stopped) before the scratch
+        folder is removed.
         """
         config = tokenizer.config()
         if config["lang"] == "en" and config.get("ngram", 1) > 1:
@@ -77,21 +78,20 @@ class LuceneBM25(SearchEngine):
         with atomic_folder(folder) as scratch:
             indexer = indexer_class(["-index", str(scratch / LUCENE_DIR), "-pretokenized", "-input", "",
                                      "-collection", "JsonCollection", "-threads", "1"])
+            store = StoreWriter(scratch / PARAGRAPHS)
             try:
-                with tqdm(total=len(paragraphs), desc="indexing (lucene)", unit="para") as bar:
-                    for start in range(0, len(paragraphs), BATCH):
-                        batch = paragraphs[start:start + BATCH]
-                        indexer.addJsonDocuments([document(str(start + i), pretokenized(tokenizer, p.text))
-                                                  for i, p in enumerate(batch)])
-                        bar.update(len(batch))
+                passing = tqdm(store.passing(paragraphs), desc="indexing (lucene)", unit="para")
+                for batch in batches(passing, BATCH):
+                    start = store.rows - len(batch)
+                    indexer.addJsonDocuments([document(str(start + i), pretokenized(tokenizer, p.text))
+                                              for i, p in enumerate(batch)])
             except BaseException:  # Ctrl-C or a failure: drop the half-built index without committing it
                 indexer.writer.rollback()
                 raise
             indexer.close()
-            ParagraphStore.write(scratch / PARAGRAPHS, paragraphs)
             write_manifest(
                 scratch,
-                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": len(paragraphs),
+                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": store.rows,
                  "analysis": "pre-tokenized by openqa, whitespace analyzer"},
             )
 

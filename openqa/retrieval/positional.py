@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import EngineOptions, Index
+from openqa.retrieval.base import EngineOptions, Index, batches, term_ids
 from openqa.retrieval.manifest import (
     MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
 )
@@ -27,6 +27,8 @@ INDPTR = "indptr.npy"
 VOCAB = "vocab.txt"
 #: Empty positions between paragraphs: larger than any co-occurrence window used.
 GAP = 64
+#: Paragraphs a build tokenizes together.
+CHUNK = 1 << 14
 
 #: PMI reads a plain sequence of single terms: stemmed words (en) or jieba words (zh).
 SEQUENCE_TOKENIZERS: dict[str, dict[str, Any]] = {
@@ -56,31 +58,34 @@ class PositionalIndex(Index):
 
     @classmethod
     def build(
-        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        cls, folder: Path, paragraphs: Iterable[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(),
     ) -> None:
-        """Tokenize the paragraphs into one stream and store each term's sorted positions."""
+        """Tokenize the stream of paragraphs, a chunk at a time, into one token stream and store
+        each term's sorted positions."""
         if tokenizer.config() != make_tokenizer(SEQUENCE_TOKENIZERS[tokenizer.lang]).config():
             raise OpenQAError(f"the PMI index uses its own tokenizer {SEQUENCE_TOKENIZERS[tokenizer.lang]}: drop --ngram/--zh-mode")
         vocab: dict[str, int] = {}
-        ids, starts, cursor = [], [], 0
-        for p in tqdm(paragraphs, desc="positions (pmi)", unit="para"):
-            terms = tokenizer.tokenize(p.text)
-            ids.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in terms), np.int32, len(terms)))
-            starts.append(np.arange(cursor, cursor + len(terms), dtype=np.int64))
-            cursor += len(terms) + GAP
-        term_ids = np.concatenate(ids) if ids else np.zeros(0, np.int32)
+        ids, starts, cursor, rows = [], [], 0, 0
+        for batch in batches(tqdm(paragraphs, desc="positions (pmi)", unit="para"), CHUNK):
+            batch_ids, lengths = term_ids([tokenizer.tokenize(p.text) for p in batch], vocab)
+            firsts = cursor + np.cumsum(lengths + GAP) - (lengths + GAP)  # each paragraph's first position
+            ids.append(batch_ids.astype(np.int32))
+            starts.append(np.repeat(firsts - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(batch_ids)))
+            cursor += int((lengths + GAP).sum())
+            rows += len(batch)
+        all_ids = np.concatenate(ids) if ids else np.zeros(0, np.int32)
         pos = np.concatenate(starts) if starts else np.zeros(0, np.int64)
-        order = np.argsort(term_ids, kind="stable")
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(term_ids, minlength=len(vocab)))])
+        order = np.argsort(all_ids, kind="stable")
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(all_ids, minlength=len(vocab)))])
         with atomic_folder(folder) as scratch:
             np.save(scratch / POSITIONS, pos[order])
             np.save(scratch / INDPTR, indptr.astype(np.int64))
             (scratch / VOCAB).write_text("\n".join(vocab) + "\n", encoding="utf-8")
             write_manifest(
                 scratch,
-                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": len(paragraphs),
-                 "tokens": int(len(term_ids)), "terms": len(vocab), "gap": GAP},
+                {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "paragraphs": rows,
+                 "tokens": int(len(all_ids)), "terms": len(vocab), "gap": GAP},
             )
 
     @classmethod

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from openqa.corpus.paragraphs import book_files, corpus_checksum, read_paragraphs, SEGMENTATION_VERSION
+from openqa.corpus.paragraphs import SEGMENTATION_VERSION, Paragraph
+from openqa.corpus.sources import Corpus, check_name, textbooks
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.custom_bm25 import CustomBM25
@@ -13,6 +15,7 @@ from openqa.retrieval.dense import DenseIndex
 from openqa.retrieval.elastic import ElasticBM25
 from openqa.retrieval.hybrid import FusedEngine
 from openqa.retrieval.lucene import LuceneBM25
+from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.positional import PositionalIndex
 from openqa.retrieval.word2vec import WordVectors
 from openqa.text.tokenize import make_tokenizer
@@ -30,9 +33,10 @@ def engine_class(name: str) -> type[Index]:
     return ENGINES[name]
 
 
-def index_folder(index_dir: Path, lang: str, engine: str) -> Path:
-    """Default home of an index: ``<index_dir>/<lang>-<engine>``."""
-    return Path(index_dir) / f"{lang}-{engine}"
+def index_folder(index_dir: Path, lang: str, engine: str, corpus: str | None = None) -> Path:
+    """Home of an index: ``<index_dir>/<lang>-<engine>`` for the MedQA textbooks, and
+    ``<index_dir>/<corpus>-<lang>-<engine>`` for a named corpus."""
+    return Path(index_dir) / (f"{check_name(corpus)}-{lang}-{engine}" if corpus else f"{lang}-{engine}")
 
 
 def tokenizer_config(lang: str, engine: str = "custom", **overrides: Any) -> dict[str, Any]:
@@ -46,60 +50,76 @@ def tokenizer_config(lang: str, engine: str = "custom", **overrides: Any) -> dic
     return {**defaults[lang], **{k: v for k, v in overrides.items() if v is not None}}
 
 
-def corpus_identity(data_dir: Path, lang: str) -> dict[str, Any]:
-    """What identifies a corpus in a manifest: language, books and checksum."""
-    files = book_files(data_dir, lang)
-    return {
-        "lang": lang,
-        "books": [f.stem for f in files],
-        "corpus_checksum": corpus_checksum(files),
-        "segmentation": SEGMENTATION_VERSION,
-    }
+def recorded_source(index_dir: Path, corpus: str) -> str | None:
+    """The path a named corpus was indexed from, as any of its indexes' manifests records it."""
+    for manifest in sorted(Path(index_dir).glob(f"{check_name(corpus)}-*/{MANIFEST}")):
+        try:
+            recorded = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(recorded, dict) and recorded.get("corpus") == corpus and recorded.get("corpus_source"):
+            return str(recorded["corpus_source"])
+    return None
 
 
-def build_hint(lang: str, engine: str, tokenizer: dict[str, Any]) -> str:
-    """The command that builds the index these settings need (shown in errors)."""
+def build_hint(lang: str, engine: str, tokenizer: dict[str, Any], corpus: str | None = None, source: str | None = None) -> str:
+    """The command that builds the index these settings need (shown in errors); a named corpus'
+    needs its path (``source``, else a placeholder)."""
     defaults = engine_class(engine).tokenizers[lang]
     extra = "".join(f" --{k.replace('mode', 'zh-mode')} {v}" for k, v in tokenizer.items() if defaults.get(k) != v)
-    return f"openqa index --lang {lang} --engine {engine}{extra}"
+    named = f" --corpus {source or 'PATH'} --name {corpus}" if corpus else ""
+    return f"openqa index --lang {lang} --engine {engine}{extra}{named}"
 
 
 def build_index(
-    data_dir: Path, index_dir: Path, lang: str, engine: str = "custom", tokenizer: dict[str, Any] | None = None,
-    options: EngineOptions = EngineOptions(),
+    data_dir: Path | None, index_dir: Path, lang: str, engine: str = "custom", tokenizer: dict[str, Any] | None = None,
+    options: EngineOptions = EngineOptions(), corpus: Corpus | None = None,
 ) -> Path:
-    """Read, clean and segment the ``lang`` textbooks and index them with ``engine``."""
+    """Index a corpus with ``engine``: the ``lang`` textbooks of ``data_dir``, or ``corpus`` (a named
+    folder or JSONL file). Its paragraphs stream into the engine: none is held here."""
     cls = engine_class(engine)
     cls.check_options(options)
     tok_config = tokenizer or tokenizer_config(lang, engine)
-    corpus = corpus_identity(data_dir, lang)
-    paragraphs = list(read_paragraphs(data_dir, lang))
-    if not paragraphs:
-        raise OpenQAError(f"no paragraphs found in the {lang} textbooks under {data_dir}")
-    folder = index_folder(index_dir, lang, engine)
-    cls.build(folder, paragraphs, make_tokenizer(tok_config), corpus, options)
+    corpus = corpus or textbooks(data_dir, lang)
+    identity = corpus.identity()
+    folder = index_folder(index_dir, lang, engine, corpus.name)
+    cls.build(folder, nonempty(corpus.paragraphs(), corpus), make_tokenizer(tok_config), identity, options)
     return folder
+
+
+def nonempty(paragraphs: Iterator[Paragraph], corpus: Corpus) -> Iterator[Paragraph]:
+    """``paragraphs``, or an error before anything is indexed if there are none."""
+    first = next(paragraphs, None)
+    if first is None:
+        what = f"the {corpus.lang} textbooks under" if corpus.name is None else f"corpus {corpus.name!r} at"
+        raise OpenQAError(f"no paragraphs found in {what} {corpus.path}")
+    yield first
+    yield from paragraphs
 
 
 def open_index(
     index_dir: Path, lang: str, engine: str = "custom", tokenizer: dict[str, Any] | None = None,
-    data_dir: Path | None = None, options: EngineOptions = EngineOptions(),
+    data_dir: Path | None = None, options: EngineOptions = EngineOptions(), corpus: str | None = None,
 ) -> Index:
-    """Open the ``lang``/``engine`` index, refusing one built with other settings or corpus.
+    """Open the ``lang``/``engine`` index of the textbooks or of the named ``corpus``, refusing one
+    built with other settings or from another corpus.
 
-    The corpus checksum is compared when ``data_dir`` holds the textbooks; without them (a
-    machine with only the index) the recorded settings are still checked.
+    For the textbooks, the corpus checksum is compared when ``data_dir`` holds them; without them
+    (a machine with only the index) the recorded settings are still checked. A named corpus is
+    checked by name (its source may be elsewhere or gone); its manifest keeps the checksum.
     """
     if engine in COMPOSITES:
-        first, second = (open_index(index_dir, lang, part, None, data_dir, options) for part in COMPOSITES[engine])
+        first, second = (open_index(index_dir, lang, part, None, data_dir, options, corpus) for part in COMPOSITES[engine])
         return FusedEngine(first, second)
     cls = engine_class(engine)
     tok_config = tokenizer or tokenizer_config(lang, engine)
     expected: dict[str, Any] = {
         "lang": lang,
+        "corpus": corpus,
         "tokenizer": make_tokenizer(tok_config).config(),
         "segmentation": SEGMENTATION_VERSION,
     }
-    if data_dir is not None and (Path(data_dir) / "textbooks").is_dir():
-        expected["corpus_checksum"] = corpus_identity(data_dir, lang)["corpus_checksum"]
-    return cls.load(index_folder(index_dir, lang, engine), expected, build_hint(lang, engine, tok_config), options)
+    if corpus is None and data_dir is not None and (Path(data_dir) / "textbooks").is_dir():
+        expected["corpus_checksum"] = textbooks(data_dir, lang).identity()["corpus_checksum"]
+    hint = build_hint(lang, engine, tok_config, corpus, corpus and recorded_source(index_dir, corpus))
+    return cls.load(index_folder(index_dir, lang, engine, corpus), expected, hint, options)

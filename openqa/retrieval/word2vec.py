@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterable
 
 import numpy as np
 
 from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import OpenQAError
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.manifest import (
     MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
@@ -50,13 +52,18 @@ class WordVectors(Index):
 
     @classmethod
     def build(
-        cls, folder: Path, paragraphs: Sequence[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
+        cls, folder: Path, paragraphs: Iterable[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(),
     ) -> None:
-        """Train word2vec (skip-gram, window 5, words seen 3+ times, 5 epochs) on the paragraphs."""
+        """Train word2vec (skip-gram, window 5, words seen 3+ times, 5 epochs) on the paragraphs.
+
+        The one engine that holds its input: gensim reads the sentences once per epoch, so the
+        stream's words are kept (a list of word lists; fine for textbook-sized corpora)."""
         from gensim.models import Word2Vec
 
         sentences = [words(p.text, tokenizer.lang) for p in paragraphs]
+        if not any(count >= 3 for count in Counter(w for sentence in sentences for w in sentence).values()):
+            raise OpenQAError("cannot train word vectors: no word occurs 3 or more times in the corpus")
         model = Word2Vec(sentences, vector_size=DIM, window=5, min_count=3, sg=1, epochs=5, workers=2, seed=13)
         vocab = [PAD, UNK, *model.wv.index_to_key]
         vectors = np.vstack([np.zeros((2, DIM), np.float32), model.wv.vectors.astype(np.float32)])

@@ -1,0 +1,186 @@
+"""Where an index's paragraphs come from: the MedQA textbooks, or a user's named corpus (a folder
+of books or a JSONL file of passages), streamed one paragraph at a time, and what identifies each
+in an index's manifest.
+
+- **Textbooks** (the default): the books of ``data_clean/textbooks/<lang>``; ids ``book:position``.
+- **A folder**: one book per ``.txt`` or ``.md`` file (not sub-folders), cleaned and split exactly
+  like the textbooks (``clean.py``, ``paragraphs.py``); ids ``book:position``, book = file stem.
+- **A JSONL file**: already-split passages ``{"id", "title", "text"}``, one per line, taken as
+  they are (id = the record's id, book = its title). Every line is checked before anything is
+  indexed, so a bad line stops ``openqa index`` at once with a ``file:line`` error: bad JSON, not
+  UTF-8, a field missing, empty or of the wrong type, a repeated id.
+
+A named corpus' manifest entries are ``corpus`` (its name), ``corpus_kind``, ``corpus_source``
+(the absolute path it was built from) and ``corpus_checksum`` (SHA-256 of its bytes, as for the
+textbooks); the textbooks' indexes have no ``corpus`` entry, so indexes built before named
+corpora existed open unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from openqa.corpus.paragraphs import (
+    SEGMENTATION_VERSION, Paragraph, book_files, book_paragraphs, corpus_checksum,
+)
+from openqa.errors import DataError
+
+#: Kinds of corpora and what each is.
+TEXTBOOKS, FOLDER, JSONL = "textbooks", "folder", "jsonl"
+#: Files of a folder corpus that are books.
+BOOK_SUFFIXES = (".txt", ".md")
+#: Fields every record of a JSONL corpus has.
+JSONL_FIELDS = ("id", "title", "text")
+#: A corpus name: it becomes part of index folder and settings file names.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_name(name: str) -> str:
+    """``name`` if it can name a corpus (letters, digits, ``.``, ``_``, ``-``; at most 64, starting
+    with a letter or digit), else a one-line error."""
+    if not _NAME.fullmatch(name):
+        raise DataError(f"corpus name {name!r} is not usable: give --name with letters, digits, '.', '_' or '-' "
+                        "(at most 64, starting with a letter or digit)")
+    return name
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A source of paragraphs in one language: ``kind`` textbooks (``path`` is the MedQA data folder,
+    ``name`` None), folder or jsonl (``path`` is the folder or file, ``name`` what indexes call it)."""
+
+    lang: str
+    kind: str
+    path: Path
+    name: str | None = None
+
+    def paragraphs(self) -> Iterator[Paragraph]:
+        """Every paragraph in index order, read as it is needed (nothing is held)."""
+        if self.kind == JSONL:
+            yield from jsonl_paragraphs(self.path)
+            return
+        for path in self.books():
+            yield from book_paragraphs(path, self.lang)
+
+    def books(self) -> list[Path]:
+        """The book files of a textbooks or folder corpus, sorted by name."""
+        if self.kind == TEXTBOOKS:
+            return book_files(self.path, self.lang)
+        return folder_books(self.path)
+
+    def identity(self) -> dict[str, Any]:
+        """The manifest entries that identify this corpus (a JSONL file is checked line by line here)."""
+        named = {} if self.name is None else {
+            "corpus": self.name, "corpus_kind": self.kind, "corpus_source": str(self.path.resolve()),
+        }
+        if self.kind == JSONL:
+            return {"lang": self.lang, **named, "corpus_checksum": check_jsonl(self.path),
+                    "segmentation": SEGMENTATION_VERSION}
+        files = self.books()
+        return {"lang": self.lang, **named, "books": [f.stem for f in files], "corpus_checksum": corpus_checksum(files),
+                "segmentation": SEGMENTATION_VERSION}
+
+
+def corpus_tag(corpus: str | None) -> str:
+    """How names of a named corpus' own files end (its tuned settings, evidence caches and result
+    files: ``-corpus-NAME``), so they never replace the textbooks'; nothing for the textbooks."""
+    return f"-corpus-{corpus}" if corpus else ""
+
+
+def textbooks(data_dir: Path, lang: str) -> Corpus:
+    """The MedQA textbooks of ``lang`` under a ``data_clean`` folder (the default corpus)."""
+    return Corpus(lang, TEXTBOOKS, Path(data_dir))
+
+
+def user_corpus(path: Path, lang: str, name: str | None = None) -> Corpus:
+    """A folder of books or a JSONL file of passages, named ``name`` (default: the folder's or
+    file's name without suffix)."""
+    path = Path(path)
+    if path.is_dir():
+        kind = FOLDER
+    elif path.is_file():
+        kind = JSONL
+    else:
+        raise DataError(f"corpus not found: {path} (give a folder of .txt/.md books or a .jsonl file)")
+    return Corpus(lang, kind, path, check_name(name if name is not None else path.stem))
+
+
+def folder_books(folder: Path) -> list[Path]:
+    """The ``.txt`` and ``.md`` books of a folder, sorted by name; two files of one stem would give
+    paragraphs the same ids, so they are refused."""
+    files = sorted(p for p in Path(folder).iterdir() if p.suffix in BOOK_SUFFIXES and p.is_file())
+    if not files:
+        raise DataError(f"no books ({', '.join('*' + s for s in BOOK_SUFFIXES)}) found in {folder}")
+    stems: dict[str, Path] = {}
+    for path in files:
+        if path.stem in stems:
+            raise DataError(f"{folder}: {stems[path.stem].name} and {path.name} are both book {path.stem!r} "
+                            "(paragraph ids are book:position): rename one")
+        stems[path.stem] = path
+    return files
+
+
+def parse_record(path: Path, number: int, raw: bytes) -> Paragraph | None:
+    """The paragraph on line ``number`` of a JSONL corpus (None for a blank line), or a
+    ``file:line`` error saying what is wrong with it."""
+    where = f"{path}:{number}"
+    try:
+        line = raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(record, dict):
+        raise DataError(f"{where}: a JSON {type(record).__name__} where a record {{\"id\", \"title\", \"text\"}} was expected")
+    for field in JSONL_FIELDS:
+        value = record.get(field)
+        if value is None:
+            raise DataError(f"{where}: the record has no {field!r}")
+        if field == "id" and isinstance(value, int) and not isinstance(value, bool):
+            continue
+        if not isinstance(value, str):
+            raise DataError(f"{where}: {field!r} is a JSON {type(value).__name__}, not a string")
+        if not value.strip():
+            raise DataError(f"{where}: {field!r} is empty")
+    return Paragraph(str(record["id"]), record["title"], record["text"])
+
+
+def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """Numbered raw lines of a file."""
+    with open(path, "rb") as handle:
+        yield from enumerate(handle, start=1)
+
+
+def jsonl_paragraphs(path: Path) -> Iterator[Paragraph]:
+    """The records of a JSONL corpus as paragraphs, in file order."""
+    for number, raw in _lines(path):
+        paragraph = parse_record(path, number, raw)
+        if paragraph is not None:
+            yield paragraph
+
+
+def check_jsonl(path: Path) -> str:
+    """Check every line of a JSONL corpus (see ``parse_record``; ids must be unique) and return the
+    SHA-256 of its bytes with the segmentation version, the corpus checksum of its manifest."""
+    digest = hashlib.sha256(f"segmentation-v{SEGMENTATION_VERSION}".encode())
+    seen: set[str] = set()
+    for number, raw in _lines(path):
+        digest.update(raw)
+        paragraph = parse_record(path, number, raw)
+        if paragraph is None:
+            continue
+        if paragraph.pid in seen:
+            raise DataError(f"{path}:{number}: id {paragraph.pid!r} was already used on an earlier line")
+        seen.add(paragraph.pid)
+    if not seen:
+        raise DataError(f"{path}: no records (expected one JSON object {{\"id\", \"title\", \"text\"}} per line)")
+    return digest.hexdigest()
