@@ -233,3 +233,21 @@ def test_every_engine_reads_a_named_corpus_from_the_same_stream(corpora, tmp_pat
     custom, pmi = (json.loads((index_folder(tmp_path, "en", e, "pm") / MANIFEST).read_text()) for e in ("custom", "pmi"))
     assert custom["paragraphs"] == pmi["paragraphs"] == 6 and custom["corpus_checksum"] == pmi["corpus_checksum"]
     assert custom["corpus_kind"] == "jsonl" and "books" not in custom
+
+
+def test_serve_opens_the_named_corpus(corpora):
+    from openqa.config import Settings
+    from openqa.data.pasted import make_question
+    from openqa.pipeline import Context
+    from openqa.serve.engines import Engines
+
+    _, data, indexes = corpora
+    ctx = Context(Settings.resolve(str(data), str(indexes), None, None, None, None), corpus="pm")
+    engines = Engines(ctx, ["en"], ["ir-custom"])
+    try:
+        question = make_question("Which drug blocks bacterial cell wall synthesis?", {"A": "Gentamicin", "B": "Ceftriaxone"})
+        record = engines.answer(question, None, None, 1, 1).result(timeout=60)
+    finally:
+        engines.close()
+    assert record["options"][0]["evidence"][0]["id"] == "m1"  # the JSONL corpus' own ids, not the textbooks'
+    assert not (indexes / "en-custom").exists()

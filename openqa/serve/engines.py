@@ -12,7 +12,7 @@ context that hands back the open index), never a reload.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from openqa.answer import no_match_message
@@ -98,7 +98,7 @@ class Engines:
     def __init__(self, ctx: Context, langs: list[str], methods: list[str]) -> None:
         """Open every method in every language (``methods`` may be ``["all"]``); one that cannot be
         opened is kept with its error, so requests for it say which command builds its index."""
-        self.ctx = _OpenOnce(ctx.settings, ctx.options, ctx.ngram, ctx.zh_mode, ctx.notify)
+        self.ctx = _OpenOnce(**{f.name: getattr(ctx, f.name) for f in fields(Context)})
         self.langs = pick(langs, LANGS, "language")
         self.methods = list(METHODS) if methods == [ALL] else pick(methods, tuple(METHODS), "method")
         self.workers = {lang: ThreadPoolExecutor(1, thread_name_prefix=f"openqa-{lang}") for lang in self.langs}
