@@ -76,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     cs_sub = cs.add_subparsers(dest="corpus_command", required=True)
     st = cs_sub.add_parser("stats", help="books, paragraphs, tokens, vocabulary, paragraph lengths (paper Table 4)")
     st.add_argument("--lang", choices=LANGS, required=True, help="corpus language")
+    st.add_argument("--corpus", dest="corpus_path", metavar="PATH", help="your own corpus (a folder of .txt/.md books "
+                    "or a JSONL file of passages) instead of the textbooks")
     st.add_argument("--json", action="store_true", help="print one JSON object")
     _common(st)
 
@@ -197,9 +199,12 @@ def cmd_index(args: argparse.Namespace) -> None:
 
 
 def cmd_corpus_stats(args: argparse.Namespace) -> None:
-    from openqa.corpus.paragraphs import corpus_stats, read_paragraphs
+    from openqa.corpus.paragraphs import corpus_stats
+    from openqa.corpus.sources import textbooks, user_corpus
 
-    stats = corpus_stats(list(read_paragraphs(_settings(args).require_data_dir(), args.lang)), args.lang)
+    path = args.corpus_path
+    corpus = user_corpus(Path(path), args.lang) if path else textbooks(_settings(args).require_data_dir(), args.lang)
+    stats = corpus_stats(list(corpus.paragraphs()), args.lang)
     if args.json:
         from openqa.evaluate.results import run_record
 

@@ -111,12 +111,21 @@ def main() -> None:
     out += ["", "## Reader training", "", "Readers train on a seeded 80/20 split of dev (`--train-split dev:0.8`, `../shared/medqa/TRAIN.md`); "
             "the selection part picks the checkpoint that the test rows above evaluate.", "", *training_table()]
     out += ["", "## Speed", ""]
-    for name in ("bench-core.json", "bench-engines.json", "bench-encoder.json", "bench-dense.json", "bench-serve.json",
-                 "bench-scale.json"):
+    for name in ("bench-core.json", "bench-engines.json", "bench-encoder.json", "bench-dense.json", "bench-serve.json"):
         b = load(name)
         if b:
             figures = {k: v for k, v in b.items() if k in ("figures", "queries_per_second", "ratios", "variants", "met")}
             out.append(f"- `{b['command']}` ({b['date']}): `{json.dumps(figures)}`")
+    scale = load("bench-scale.json")
+    if scale:
+        out += ["", "## Cost against corpus size", "", f"`{scale['command']}` ({scale['date']}); {scale['accuracy_note']}.", "",
+                "| corpus | paragraphs | engine | build s | build peak MiB | index bytes/paragraph | open s | p50 ms | p95 ms | questions/s | US test % |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in scale["rows"]:
+            out.append(f"| {r['corpus']} | {r['paragraphs']:,} | {r['engine']} | {r['build_s']} | {r['build_peak_memory_mb']:.0f} "
+                       f"| {r['index_bytes_per_paragraph']:.0f} | {r['open_s']} | {r['p50_ms']} | {r['p95_ms']} "
+                       f"| {r['throughput_qps']} | {r['accuracy']} |")
+        out += ["", "![cost against corpus size](eval/results/bench-scale.png)"]
     faults = load("bench-faults.json")
     if faults:
         bad = ("tracebacks", "hangs", "wrong_exits", "indexes_lost", "indexes_half_written", "scratch_left", "crash_logs",

@@ -251,3 +251,10 @@ def test_serve_opens_the_named_corpus(corpora):
         engines.close()
     assert record["options"][0]["evidence"][0]["id"] == "m1"  # the JSONL corpus' own ids, not the textbooks'
     assert not (indexes / "en-custom").exists()
+
+
+def test_corpus_stats_of_a_jsonl_corpus(corpora):
+    root, _, _ = corpora
+    result = run("corpus", "stats", "--lang", "en", "--corpus", str(root / "passages.jsonl"), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["paragraphs"] == 6
