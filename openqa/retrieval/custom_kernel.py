@@ -78,14 +78,20 @@ def _worse(score_a: np.float32, row_a: int, score_b: np.float32, row_b: int) -> 
 
 
 @_compiled
+def _swap(scores: np.ndarray, rows: np.ndarray, a: int, b: int) -> None:
+    """Exchange heap entries ``a`` and ``b``."""
+    scores[a], scores[b] = scores[b], scores[a]
+    rows[a], rows[b] = rows[b], rows[a]
+
+
+@_compiled
 def _sift_up(scores: np.ndarray, rows: np.ndarray, pos: int) -> None:
     """Restore the heap (worst hit at the root) after placing a hit at ``pos``."""
     while pos > 0:
         parent = (pos - 1) // 2
         if not _worse(scores[pos], rows[pos], scores[parent], rows[parent]):
             return
-        scores[pos], scores[parent] = scores[parent], scores[pos]
-        rows[pos], rows[parent] = rows[parent], rows[pos]
+        _swap(scores, rows, pos, parent)
         pos = parent
 
 
@@ -101,8 +107,7 @@ def _sift_down(scores: np.ndarray, rows: np.ndarray, size: int) -> None:
             child += 1
         if not _worse(scores[child], rows[child], scores[pos], rows[pos]):
             return
-        scores[pos], scores[child] = scores[child], scores[pos]
-        rows[pos], rows[child] = rows[child], rows[pos]
+        _swap(scores, rows, pos, child)
         pos = child
 
 
