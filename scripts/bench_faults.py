@@ -485,6 +485,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11, help="seed of the interruption moments (default: 11)")
     parser.add_argument("--output", type=Path, default=RESULT, help=f"record path (default: {RESULT})")
     args = parser.parse_args()
+    # Started in the background, this process may ignore SIGINT, and so would every command it starts:
+    # a handler here is reset to the default in each child, which then reacts to Ctrl-C as a user's does.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from openqa.evaluate.results import run_record, write_atomic
 
     start = time.perf_counter()

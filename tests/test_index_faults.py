@@ -307,3 +307,14 @@ def test_a_swap_held_too_long_is_a_clear_error(indexes, monkeypatch):
     with folder_lock(indexes), pytest.raises(OpenQAError, match="stayed locked by another `openqa index`"):
         rebuild(indexes)
     assert open_index(indexes, "en", "custom").manifest["paragraphs"] == 6
+
+
+def test_word_vectors_are_the_same_on_every_build(tmp_path):
+    """Two builds in two processes give identical vectors (one worker, a hash not salted per process)."""
+    data = make_data_dir(tmp_path)
+    vectors = []
+    for name in ("a", "b"):
+        result = run("index", "--lang", "en", "--engine", "word2vec", "--data-dir", str(data), "--index-dir", str(tmp_path / name))
+        assert result.returncode == 0, result.stderr
+        vectors.append((tmp_path / name / "en-word2vec" / "vectors.npy").read_bytes())
+    assert vectors[0] == vectors[1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import zlib
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
@@ -25,6 +26,11 @@ from openqa.text.tokenize import Tokenizer, make_tokenizer
 VECTORS = "vectors.npy"
 VOCAB = "vocab.json"
 DIM = 200
+
+
+def stable_hash(text: str) -> int:
+    """A hash of ``text`` that is the same in every process (seeds each word's initial vector)."""
+    return zlib.crc32(text.encode("utf-8"))
 PAD, UNK = "<pad>", "<unk>"
 _EN_WORD = re.compile(r"[a-z0-9]+")
 
@@ -55,7 +61,9 @@ class WordVectors(Index):
         cls, folder: Path, paragraphs: Iterable[Paragraph], tokenizer: Tokenizer, corpus: dict[str, Any],
         options: EngineOptions = EngineOptions(),
     ) -> None:
-        """Train word2vec (skip-gram, window 5, words seen 3+ times, 5 epochs) on the paragraphs.
+        """Train word2vec (skip-gram, window 5, words seen 3+ times, 5 epochs) on the paragraphs,
+        the same vectors on every run: one worker thread and a seeding hash that does not change
+        between processes (gensim's default, Python's ``hash``, is salted per process).
 
         The one engine that holds its input: gensim reads the sentences once per epoch, so the
         stream's words are kept (a list of word lists; fine for textbook-sized corpora)."""
@@ -64,7 +72,8 @@ class WordVectors(Index):
         sentences = [words(p.text, tokenizer.lang) for p in paragraphs]
         if not any(count >= 3 for count in Counter(w for sentence in sentences for w in sentence).values()):
             raise OpenQAError("cannot train word vectors: no word occurs 3 or more times in the corpus")
-        model = Word2Vec(sentences, vector_size=DIM, window=5, min_count=3, sg=1, epochs=5, workers=2, seed=13)
+        model = Word2Vec(sentences, vector_size=DIM, window=5, min_count=3, sg=1, epochs=5, workers=1, seed=13,
+                         hashfxn=stable_hash)
         vocab = [PAD, UNK, *model.wv.index_to_key]
         vectors = np.vstack([np.zeros((2, DIM), np.float32), model.wv.vectors.astype(np.float32)])
         with atomic_folder(folder) as scratch:
