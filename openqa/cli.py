@@ -421,8 +421,18 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script: one-line errors and a non-zero exit on bad input; SIGTERM
-    stops like Ctrl-C, so builds remove their scratch folders."""
-    args = build_parser().parse_args(argv)
+    stops like Ctrl-C, so builds remove their scratch folders. As the console script (no ``argv``),
+    a Ctrl-C that arrives once the command has ended is ignored: it would only turn the exit status
+    of finished work into death by signal while the interpreter shuts down."""
+    code = _run(build_parser().parse_args(argv))
+    if argv is None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    return code
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run one command; its exit status."""
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         COMMANDS[args.command](args)

@@ -377,6 +377,8 @@ def interrupt(argv: list[str], cwd: Path, after: float, sig: signal.Signals) -> 
     err = err.decode(errors="replace")
     if sig == signal.SIGKILL:
         return "killed", ""
+    if proc.returncode == 0 and "Traceback" not in err:
+        return "finished", ""  # the signal came as the work ended
     if "Traceback" in err:
         return "traceback", err[-400:]
     return ("clean-stop" if proc.returncode == 130 and "interrupted" in err else "wrong-exit"), f"rc {proc.returncode}: {err[-300:]}"
