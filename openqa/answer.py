@@ -114,9 +114,9 @@ SHOWN_CHARS = 600
 
 def render(result: OptionScores, engine: SearchEngine, top_options: int, evidence: int, color: bool) -> str:
     """Human-readable ranking, with evidence for the ``top_options`` best options."""
-    data = as_dict(result, engine, evidence)
     if not result.matched:
         return f"Prediction: none: {no_match_message(engine.manifest['lang'])}"
+    data = as_dict(result, engine, evidence)
     lines = [f"Prediction: {data['prediction']}" + (f"  (tied: {', '.join(data['tied'])})" if data["tied"] else "")]
     for rank, opt in enumerate(data["options"]):
         score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"

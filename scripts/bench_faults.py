@@ -135,10 +135,23 @@ class Figures:
         if verdict in ("clean-stop", "killed", "finished"):
             self.clean_stops += 1
             return
+        self.failed(verdict, {"name": name, "verdict": verdict, "detail": detail})
+
+    def answered_case(self, outcome: Outcome) -> None:
+        """Count one hostile case by how it ended."""
+        self.cases += 1
+        if outcome.verdict in ("clean-error", "ok"):
+            self.clean_errors += outcome.verdict == "clean-error"
+            self.answered += outcome.verdict == "ok"
+            return
+        self.failed(outcome.verdict, asdict(outcome))
+
+    def failed(self, verdict: str, failure: dict[str, Any]) -> None:
+        """Count a run that ended badly (a traceback, a hang, a wrong exit) and keep its details."""
         self.tracebacks += verdict == "traceback"
         self.hangs += verdict == "hang"
         self.wrong_exits += verdict == "wrong-exit"
-        self.failures.append({"name": name, "verdict": verdict, "detail": detail})
+        self.failures.append(failure)
 
 
 def judge(case: Case, rc: int | None, out: str, err: str, seconds: float) -> Outcome:
@@ -453,15 +466,8 @@ def run_suite(quick: bool = False, engines: list[str] | None = None, tries: int 
             outcome = run_case(case, root)
             outcomes.append(outcome)
             print(f"{outcome.verdict:<12} {outcome.seconds:5.1f} s  {case.category}: {case.name}", file=sys.stderr)
-        figures.cases = len(outcomes)
-        for o in outcomes:
-            figures.clean_errors += o.verdict == "clean-error"
-            figures.answered += o.verdict == "ok"
-            figures.tracebacks += o.verdict == "traceback"
-            figures.hangs += o.verdict == "hang"
-            figures.wrong_exits += o.verdict == "wrong-exit"
-            if o.verdict not in ("clean-error", "ok"):
-                figures.failures.append(asdict(o))
+        for outcome in outcomes:
+            figures.answered_case(outcome)
         chosen = engines or (["custom"] if quick else list(ENGINE_TRIES))
         for engine in chosen:
             print(f"interrupting {engine} index builds", file=sys.stderr)
