@@ -96,6 +96,8 @@ def as_dict(result: OptionScores, engine: SearchEngine, evidence: int) -> dict[s
         "prediction": result.prediction() if result.matched else None,
         "tied": result.tied_best() if len(result.tied_best()) > 1 and result.matched else [],
         "matched": result.matched,
+        **({"abstained": True} if result.abstained else {}),
+        **({"details": result.details} if result.details else {}),
         "options": [
             {
                 "letter": letter,
@@ -117,7 +119,11 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
     if not result.matched:
         return f"Prediction: none: {no_match_message(engine.manifest['lang'])}"
     data = as_dict(result, engine, evidence)
-    lines = [f"Prediction: {data['prediction']}" + (f"  (tied: {', '.join(data['tied'])})" if data["tied"] else "")]
+    if result.abstained:
+        lines = ["Prediction: none (no answer could be read from the reply; counted wrong)"]
+    else:
+        lines = [f"Prediction: {data['prediction']}" + (f"  (tied: {', '.join(data['tied'])})" if data["tied"] else "")]
+    lines += [f"  {key}: {value}" for key, value in result.details.items()]
     for rank, opt in enumerate(data["options"]):
         score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"
         lines.append(f"  {opt['letter']}. {opt['text']}  {score}")

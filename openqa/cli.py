@@ -43,8 +43,8 @@ def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
 
 def _method_flags(parser: argparse.ArgumentParser) -> None:
     """Which option scorer, over which engine's index."""
-    parser.add_argument("--method", default="ir-custom", help="option scorer: ir-custom, ir-es, pmi, dense, hybrid, or reader (with --model CHECKPOINT) (default: ir-custom)")
-    parser.add_argument("--model", help="with --method reader: a run folder or checkpoint written by openqa train")
+    parser.add_argument("--method", default="ir-custom", help="option scorer: ir-custom, ir-es, pmi, dense, hybrid, reader (with --model CHECKPOINT), or llm (an instruction model, with --model) (default: ir-custom)")
+    parser.add_argument("--model", help="with --method reader: a run folder or checkpoint written by openqa train; with --method llm: a local folder or hub id (run in process with transformers), a .gguf file (llama.cpp; pip install 'openqa[llamacpp]'), or with --endpoint the server's model name")
     parser.add_argument("--engine", help="engine whose index the method reads (default: the method's own: custom for ir-custom, lucene for ir-es, pmi for pmi, dense for dense)")
 
 
@@ -54,6 +54,42 @@ def _scorer_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-n", type=int, help="paragraphs per option to aggregate (default: tuned on dev: yours, else shipped with openqa)")
     parser.add_argument("--aggregate", help="how top-N scores combine: sum, max, decay (default: tuned)")
     parser.add_argument("--query", choices=QUERY_CHOICES, help="question part of queries: phrases (MetaMap), filter (our medical filter), full, or option (none: the option alone); top-N and aggregate then come from the best dev row for it (default: tuned)")
+
+
+def _llm_flags(parser: argparse.ArgumentParser) -> None:
+    """Settings of ``--method llm``: backend, evidence, scoring, order bias, requests and the reply cache."""
+    g = parser.add_argument_group("--method llm (an instruction model reads the evidence)")
+    g.add_argument("--endpoint", metavar="URL", help="an OpenAI-compatible server (vLLM, llama.cpp, Ollama, transformers serve), e.g. http://127.0.0.1:8080/v1; --model names its model; the key comes from $OPENQA_API_KEY, else $OPENAI_API_KEY")
+    g.add_argument("--evidence", choices=("none", "question", "options"), default="question", help="none: closed book; question: the top-N paragraphs for the whole question (MedRAG's way); options: the top-N paragraphs of each option (the paper's), merged rank by rank (default: question)")
+    g.add_argument("--retriever", default="ir-custom", help="method whose engine finds the evidence: ir-custom, ir-es, dense or hybrid, with its dev-tuned query mode (default: ir-custom); --top-n sets the paragraphs (default: 10 for question, 3 per option)")
+    g.add_argument("--evidence-tokens", type=int, default=1024, help="token budget of the evidence, counted with the model's tokenizer (an endpoint: estimated, said in the record); whole paragraphs in rank order (default: 1024)")
+    g.add_argument("--context", type=int, help="the model's context in tokens; evidence is cut further to fit it, and a question that cannot fit is an error (default: the model's own; 4096 for GGUF files and servers that do not say)")
+    g.add_argument("--scoring", choices=("letters", "generate"), default="letters", help="letters: the probability of each option letter as the next token (exact in process; from top_logprobs over an endpoint); generate: a reply with the answer as JSON, the letter read from it (default: letters)")
+    g.add_argument("--prompt", choices=("direct", "cot"), default="direct", help="with --scoring generate: answer at once, or step by step first (default: direct)")
+    g.add_argument("--max-tokens", type=int, help="with --scoring generate: reply tokens (default: 48 direct, 512 cot)")
+    g.add_argument("--permutations", type=int, default=1, help="score K orders of the options (the given one, then seeded shuffles) and average them; the record says how often the orders disagreed (default: 1)")
+    g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default: 0, greedy)")
+    g.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    g.add_argument("--concurrency", type=int, default=1, help="with --endpoint: parallel requests (default: 1)")
+    g.add_argument("--timeout", type=float, default=120.0, help="with --endpoint: seconds per request before it is retried (default: 120)")
+    g.add_argument("--retries", type=int, default=4, help="with --endpoint: retries of a request after 429, 5xx or a timeout, with exponential backoff (default: 4)")
+    g.add_argument("--threads", type=int, default=1, help="with a .gguf model: llama.cpp threads (default: 1; more threads spin and slow down on a loaded machine)")
+    g.add_argument("--cache-dir", help="folder of the reply cache: a rerun makes no model calls, an interrupted run resumes (default: llm-cache/ in the index folder)")
+
+
+def _llm_settings(args: argparse.Namespace):
+    """The ``LLMSettings`` of ``--method llm`` (None for other methods)."""
+    if args.method != "llm":
+        return None
+    from openqa.llm.settings import LLMSettings
+
+    return LLMSettings(
+        model=args.model, endpoint=args.endpoint, evidence=args.evidence, scoring=args.scoring, prompt=args.prompt,
+        retriever=args.retriever, top_k=args.top_n, evidence_tokens=args.evidence_tokens, context=args.context,
+        permutations=args.permutations, concurrency=args.concurrency, timeout=args.timeout, retries=args.retries,
+        temperature=args.temperature, seed=args.seed, max_tokens=args.max_tokens, threads=args.threads,
+        cache_dir=Path(args.cache_dir) if args.cache_dir else None,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     ev.add_argument("--output", help=f"folder for result files (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")
     _scorer_flags(ev)
+    _llm_flags(ev)
     _tokenizer_flags(ev)
     _corpus_flag(ev)
     _common(ev)
@@ -111,9 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--question", help="one-shot: the question text (with --option)")
     an.add_argument("--option", action="append", default=[], help="one-shot: an option as 'A=text' (repeat)")
     an.add_argument("--json", action="store_true", help="one-shot: print the ranking and evidence as JSON")
-    an.add_argument("--evidence", type=int, default=2, help="evidence paragraphs shown per option (default: 2)")
+    an.add_argument("--paragraphs", type=int, default=2, help="evidence paragraphs shown per option (default: 2)")
     an.add_argument("--show", type=int, default=2, help="options whose evidence is shown (default: 2)")
     _scorer_flags(an)
+    _llm_flags(an)
     _tokenizer_flags(an)
     _corpus_flag(an)
     _common(an)
@@ -248,6 +286,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     request = EvalRequest(
         method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
         lang=args.lang, exam=args.exam, limit=args.limit, engine=args.engine, model=args.model, overrides=_overrides(args),
+        llm=_llm_settings(args),
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
@@ -269,6 +308,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
         settings_line(summary["settings"]),
         f"wrote {summary['files']['summary']} (+ .md, .predictions.jsonl)",
     ]
+    if summary["parse_failures"]:
+        lines.insert(1, f"{summary['parse_failures']} replies held no readable answer: counted wrong (parse_failures)")
     if summary["unmatched"]:
         lines.insert(1, f"{summary['unmatched']} questions had no word in the index (another language?): "
                         "their predictions are tie-breaks")
@@ -291,7 +332,7 @@ def cmd_answer(args: argparse.Namespace) -> None:
     from openqa.data.pasted import make_question, parse_many, parse_option_flags
     from openqa.pipeline import Exam, answer_record, open_scorer
 
-    for flag in ("evidence", "show"):
+    for flag in ("paragraphs", "show"):
         if getattr(args, flag) < 0:
             raise OpenQAError(f"--{flag} must be 0 or more, not {getattr(args, flag)}")
     interactive = args.question is None and not args.option and sys.stdin.isatty()
@@ -303,7 +344,7 @@ def cmd_answer(args: argparse.Namespace) -> None:
     if interactive:
         _note(f"loading {args.method} and its index...")
     opened = open_scorer(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam), _overrides(args),
-                         engine=args.engine, model=args.model)
+                         engine=args.engine, model=args.model, llm=_llm_settings(args))
     print(settings_line(opened.settings), file=sys.stderr if args.json or interactive else sys.stdout)
     if interactive:
         _answer_typed(opened, args)
@@ -311,13 +352,13 @@ def cmd_answer(args: argparse.Namespace) -> None:
     unmatched = 0
     for number, question in enumerate(questions, start=1):
         if args.json:
-            record = answer_record(opened, question, args.evidence)
+            record = answer_record(opened, question, args.paragraphs)
             print(json.dumps(record, ensure_ascii=False))
             unmatched += not record["matched"]
             continue
         result = solve(opened.scorer, question)
         unmatched += not result.matched
-        print(("\n" if number > 1 else "") + render(result, opened.index, args.show, args.evidence, sys.stdout.isatty()))
+        print(("\n" if number > 1 else "") + render(result, opened.index, args.show, args.paragraphs, sys.stdout.isatty()))
     if unmatched:
         which = "the question" if len(questions) == 1 else f"{unmatched} of {len(questions)} questions"
         raise OpenQAError(f"{which}: {no_match_message(opened.index.manifest['lang'])}")
@@ -345,7 +386,7 @@ def _answer_typed(opened, args: argparse.Namespace) -> None:
         if block is None:
             return
         try:
-            print(render(solve(opened.scorer, parse_block(block)), opened.index, args.show, args.evidence, sys.stdout.isatty()))
+            print(render(solve(opened.scorer, parse_block(block)), opened.index, args.show, args.paragraphs, sys.stdout.isatty()))
         except OpenQAError as exc:
             print(f"openqa: {exc}", file=sys.stderr)
         except KeyboardInterrupt:

@@ -18,6 +18,7 @@ from openqa.data import DEFAULT_EXAMS, Question, dataset_spec, exam_dataset, loa
 from openqa.errors import IndexMissingError, OpenQAError
 from openqa.evaluate.metrics import prediction_rows, summarise
 from openqa.evaluate.results import ensure_writable, run_record, write_results
+from openqa.llm.settings import LLMSettings
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.hybrid import Fusion, FusedEngine
 from openqa.retrieval.registry import build_index, engine_class, open_index, tokenizer_config
@@ -132,12 +133,16 @@ class Opened:
 
 def open_scorer(
     ctx: Context, name: str, target: Exam, overrides: Overrides = Overrides(), *, engine: str | None = None,
-    model: str | None = None,
+    model: str | None = None, llm: LLMSettings | None = None,
 ) -> Opened:
     """A method's scorer over its index, with the dev-tuned settings of ``target.dataset``
-    (yours, else shipped) overridden by any given."""
+    (yours, else shipped) overridden by any given; ``llm`` holds the settings of ``--method llm``."""
     if name == "reader":
         return open_reader_scorer(ctx, model, target)
+    if name == "llm":
+        from openqa.llm.method import open_llm
+
+        return open_llm(ctx, target, llm)
     m = method(name)
     settings, sources = resolve_settings(name, target.dataset, ctx.settings.settings_dir, overrides.given(), ctx.corpus)
     used = [k for k in sources if m.parts or k not in FUSION_KEYS]
@@ -202,6 +207,7 @@ class EvalRequest:
     engine: str | None = None
     model: str | None = None
     overrides: Overrides = Overrides()
+    llm: LLMSettings | None = None
 
     def __post_init__(self) -> None:
         if (self.dataset is None) == (self.questions is None):
@@ -227,6 +233,8 @@ class EvalRequest:
                                                          ("top", o.top_n), ("aggregate", o.aggregate)) if value]
         if self.method == "reader" and self.model:
             parts.append(Path(self.model).resolve().name)
+        if self.method == "llm" and self.llm:
+            parts.append(self.llm.variant())
         return "-".join(parts) or None
 
 
@@ -265,7 +273,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str,
     out_dir = ensure_writable(ctx.settings.results_dir)
     questions, target, name, split, data = load_eval_questions(ctx, req)
     start = time.perf_counter()
-    opened = open_scorer(ctx, req.method, target, req.overrides, engine=req.engine, model=req.model)
+    opened = open_scorer(ctx, req.method, target, req.overrides, engine=req.engine, model=req.model, llm=req.llm)
     load_seconds = time.perf_counter() - start
     start = time.perf_counter()
     results = opened.scorer.score(questions, progress=progress)
@@ -276,6 +284,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str,
         "split": split,
         "method": req.method,
         **summarise(results),
+        **opened.scorer.report(results),
         "seconds": round(seconds, 3),
         "load_seconds": round(load_seconds, 3),
         "limit": req.limit,

@@ -272,7 +272,7 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool) -> list[
         Case("reader model missing", "bad flags", [*ev, "--method", "reader", "--model", str(root / "nope")]),
         Case("index of other settings", "bad flags", [*ev, "--ngram", "2"]),
         Case("unknown retrievers", "bad flags", [*ev, "--retrieval", "--retrievers", "magic"]),
-        Case("evidence negative", "bad flags", [*an, "--question", "Why?", "--option", "A=x", "--option", "B=y", "--evidence", "-1"]),
+        Case("paragraphs negative", "bad flags", [*an, "--question", "Why?", "--option", "A=x", "--option", "B=y", "--paragraphs", "-1"]),
         Case("show negative", "bad flags", [*an, "--question", "Why?", "--option", "A=x", "--option", "B=y", "--show", "-1"]),
         Case("option without =", "bad flags", [*an, "--question", "Why?", "--option", "Ax"]),
         Case("repeated option flag", "bad flags", [*an, "--question", "Why?", "--option", "A=x", "--option", "A=y"]),

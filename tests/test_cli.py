@@ -107,7 +107,7 @@ def test_corpus_stats(built):
         (["eval", "--dataset", "us", "--lang", "zh"], "--lang zh does not apply to --dataset us"),
         (["eval", "--questions", "q.jsonl", "--split", "dev"], "--split applies to --dataset"),
         (["answer", "--question", "Why?", "--option", "A=x", "--option", "A=y"], "option A is given twice"),
-        (["answer", "--question", "Why?", "--option", "A=x", "--option", "B=y", "--evidence", "-1"], "--evidence"),
+        (["answer", "--question", "Why?", "--option", "A=x", "--option", "B=y", "--paragraphs", "-1"], "--paragraphs"),
         (["train", "--reader", "maxout", "--dataset", "us", "--batch-size", "0"], "--batch-size must be at least 1"),
         (["train", "--reader", "maxout", "--dataset", "us", "--batch-size", "-1"], "--batch-size must be at least 1"),
         (["train", "--reader", "maxout", "--dataset", "us", "--epochs", "0"], "--epochs must be at least 1"),

@@ -24,7 +24,8 @@ def wilson_interval(correct: int, n: int) -> tuple[float, float]:
 
 def summarise(results: Sequence[OptionScores]) -> dict[str, Any]:
     """Accuracy, its interval, how often the best score is tied (with the random-tie expectation), and
-    how many questions had no term in the index (``unmatched``: their prediction is a tie-break)."""
+    how many questions had no term in the index (``unmatched``: their prediction is a tie-break), and
+    how many got no answer (``parse_failures``: an LLM reply without a readable letter; counted wrong)."""
     n = len(results)
     correct = sum(r.prediction() == r.question.answer_idx for r in results)
     ties = [r.tied_best() for r in results]
@@ -35,6 +36,7 @@ def summarise(results: Sequence[OptionScores]) -> dict[str, Any]:
         "accuracy": round(100 * correct / n, 2) if n else 0.0,
         "ci95": list(wilson_interval(correct, n)),
         "unmatched": sum(not r.matched for r in results),
+        "parse_failures": sum(r.abstained for r in results),
         "ties": {
             "questions_with_tied_best": sum(len(t) > 1 for t in ties),
             "tie_rate": round(100 * sum(len(t) > 1 for t in ties) / n, 2) if n else 0.0,
@@ -55,6 +57,8 @@ def prediction_rows(results: Sequence[OptionScores]) -> list[dict[str, Any]]:
             "tied": r.tied_best() if len(r.tied_best()) > 1 else [],
             "matched": r.matched,
             "scores": {k: round(v, 4) if math.isfinite(v) else None for k, v in r.scores.items()},
+            **({"abstained": True} if r.abstained else {}),
+            **r.details,
         }
         for r in results
     ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import Any, ClassVar, Sequence
 
 from openqa.data import Question
 from openqa.retrieval.base import Hit
@@ -20,26 +20,36 @@ class OptionScores:
 
     ``matched`` is False when no term of the question or its options occurs in the index (a
     question in another language than the corpus, say): its scores are all equal and mean nothing.
+    ``abstained`` is True when the scorer gave no answer (an LLM reply from which no letter could be
+    read): the prediction is None and the question counts as wrong, never as a tie-break.
+    ``details`` holds what a scorer records per question beyond scores (an LLM's raw reply, letter
+    probabilities, cited paragraph ids); it goes into the predictions file and answer's JSON.
     """
 
     question: Question
     scores: dict[str, float]
     evidence: dict[str, list[Hit]] = field(default_factory=dict)
     matched: bool = True
+    abstained: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
 
     def tied_best(self) -> list[str]:
-        """The letters whose score equals the best score (within ``TIE_TOLERANCE``)."""
+        """The letters whose score equals the best score (within ``TIE_TOLERANCE``); none when abstained."""
+        if self.abstained:
+            return []
         best = max(self.scores.values())
         slack = TIE_TOLERANCE * max(abs(best), 1.0)
         return [letter for letter, s in self.scores.items() if s >= best - slack]
 
-    def prediction(self) -> str:
-        """The best option; ties go to the option whose text hashes lowest with the question id.
+    def prediction(self) -> str | None:
+        """The best option (None when abstained); ties go to the option whose text hashes lowest with the question id.
 
         The hash depends on the option's text, not its letter or position, so no position is
         favoured, and the choice is the same on every run.
         """
         tied = self.tied_best()
+        if not tied:
+            return None
         if len(tied) == 1:
             return tied[0]
         key = lambda letter: hashlib.sha1(  # noqa: E731
@@ -56,3 +66,7 @@ class OptionScorer(ABC):
     @abstractmethod
     def score(self, questions: Sequence[Question]) -> list[OptionScores]:
         """One ``OptionScores`` per question, in order."""
+
+    def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
+        """What a result record adds about this scorer's run beyond accuracy (none by default)."""
+        return {}

@@ -1,0 +1,426 @@
+"""Where replies come from: a model run in process with transformers, a GGUF file run in process
+by llama.cpp (``xllamacpp``, the optional ``llamacpp`` extra), or any OpenAI-compatible server.
+Each answers one prompt at a time with either the probability of each option letter as the next
+token (``letters``) or a generated reply (``generate``), and counts tokens the way its model does
+(a server without a tokenizer: a stated, conservative estimate)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from openqa.errors import OpenQAError
+from openqa.llm.prompts import Messages
+
+#: Environment variables read, in order, for an endpoint's API key.
+KEY_VARIABLES = ("OPENQA_API_KEY", "OPENAI_API_KEY")
+#: Seconds before the first retry of a 429 or 5xx; each retry waits twice as long (at most ``MAX_WAIT``).
+BACKOFF_SECONDS = 1.0
+MAX_WAIT = 30.0
+#: Alternatives asked of a server for the first reply token (letter probabilities).
+TOP_LOGPROBS = 20
+#: Characters per token assumed where no tokenizer is at hand (conservative: English runs about 4).
+CHARS_PER_TOKEN = 3
+#: Context assumed for a server that does not report its own, and for GGUF files without --context.
+DEFAULT_CONTEXT = 4096
+
+
+@dataclass(frozen=True)
+class Request:
+    """What one prompt asks for: the letters' probabilities or a reply, and the sampling."""
+
+    scoring: str
+    letters: tuple[str, ...]
+    max_tokens: int
+    temperature: float
+    seed: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def letter_probabilities(candidates: dict[str, float], letters: tuple[str, ...]) -> dict[str, float]:
+    """Probability mass of each letter among next-token ``candidates`` (token text -> probability):
+    "A", " A" and the like count for A; normalised over the letters (empty when no letter is there)."""
+    mass = dict.fromkeys(letters, 0.0)
+    for token, p in candidates.items():
+        text = token.replace("Ġ", " ").replace("▁", " ").strip().strip("(").strip()
+        if text in mass:
+            mass[text] += p
+    total = sum(mass.values())
+    return {k: v / total for k, v in mass.items()} if total > 0 else {}
+
+
+class Backend(ABC):
+    """A model answering prompts; ``calls`` counts the model calls made (cached replies make none)."""
+
+    kind: str
+    context: int
+    context_source: str
+    token_count: str
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._count_lock = threading.Lock()
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """What identifies the model in the cache key and the record."""
+
+    @abstractmethod
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` (this model's tokenizer, or the stated estimate)."""
+
+    @abstractmethod
+    def prompt_tokens(self, messages: Messages) -> int:
+        """Tokens of the whole prompt the model reads (chat template included where known)."""
+
+    @abstractmethod
+    def _reply(self, messages: Messages, request: Request) -> dict[str, Any]:
+        """One model call: ``{"text", "probs", "tokens_in", "tokens_out"}``."""
+
+    def reply(self, messages: Messages, request: Request) -> dict[str, Any]:
+        """One model call, counted."""
+        with self._count_lock:
+            self.calls += 1
+        return self._reply(messages, request)
+
+    def close(self) -> None:
+        """Free what the backend holds (a server's connections, a llama.cpp context)."""
+
+
+def _first_line(text: str, limit: int = 200) -> str:
+    line = (str(text).strip().splitlines() or [""])[0]
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+class TransformersBackend(Backend):
+    """A causal LM run in process: its chat template, bf16 on a GPU (fp16 where bf16 is not
+    supported), fp32 on the CPU; letters from the exact next-token distribution."""
+
+    kind = "transformers"
+
+    def __init__(self, model: str, models_dir: Path | None = None, context: int | None = None) -> None:
+        super().__init__()
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.name = model
+        path = Path(model).expanduser()
+        if not path.is_dir() and models_dir is not None and (Path(models_dir) / model).is_dir():
+            path = Path(models_dir) / model
+        self.source = str(path.resolve()) if path.is_dir() else model
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(self.source)
+        except (OSError, ValueError) as exc:
+            raise OpenQAError(f"cannot load model {model!r} ({_first_line(exc)}): give a local folder or a hub id "
+                              "reachable from here") from None
+        if not getattr(self.tokenizer, "chat_template", None):
+            raise OpenQAError(f"model {model!r} has no chat template: --method llm needs an instruction (chat) model")
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        dtype = torch.float32
+        if self.device == "cuda":
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        try:
+            self.model = AutoModelForCausalLM.from_pretrained(self.source, dtype=dtype).to(self.device).eval()
+        except (OSError, ValueError) as exc:
+            raise OpenQAError(f"cannot load model {model!r} as a causal LM ({_first_line(exc)})") from None
+        self.dtype = str(dtype).removeprefix("torch.")
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        self.context = context or limit or DEFAULT_CONTEXT
+        self.context_source = "--context" if context else ("model config max_position_embeddings" if limit
+                                                            else f"assumed {DEFAULT_CONTEXT} (give --context)")
+        self.token_count = "the model's own tokenizer"
+        self._torch = torch
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "model": self.source}
+
+    def count(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _encode(self, messages: Messages) -> Any:
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")
+        return ids["input_ids"].to(self.device), ids["attention_mask"].to(self.device)
+
+    def prompt_tokens(self, messages: Messages) -> int:
+        return int(self._encode(messages)[0].shape[1])
+
+    def _letter_ids(self, letter: str) -> list[int]:
+        ids = {enc[0] for variant in (letter, f" {letter}")
+               for enc in [self.tokenizer.encode(variant, add_special_tokens=False)] if len(enc) == 1}
+        if not ids:
+            raise OpenQAError(f"the tokenizer of {self.name!r} has no single token for the letter {letter}: "
+                              "use --scoring generate")
+        return sorted(ids)
+
+    def _reply(self, messages: Messages, request: Request) -> dict[str, Any]:
+        torch = self._torch
+        input_ids, mask = self._encode(messages)
+        with torch.inference_mode():
+            if request.scoring == "letters":
+                logits = self.model(input_ids=input_ids, attention_mask=mask).logits[0, -1].float()
+                probs = torch.softmax(logits, dim=-1)
+                mass = {letter: float(probs[self._letter_ids(letter)].sum()) for letter in request.letters}
+                total = sum(mass.values())
+                best = int(probs.argmax())
+                return {"text": self.tokenizer.decode([best]), "tokens_in": int(input_ids.shape[1]), "tokens_out": 1,
+                        "probs": {k: v / total for k, v in mass.items()} if total > 0 else {},
+                        "letter_mass": round(total, 6)}
+            torch.manual_seed(request.seed)
+            sample = request.temperature > 0
+            out = self.model.generate(
+                input_ids=input_ids, attention_mask=mask, max_new_tokens=request.max_tokens, do_sample=sample,
+                **({"temperature": request.temperature} if sample else {"temperature": None, "top_p": None, "top_k": None}),
+                pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+            )
+        new = out[0, input_ids.shape[1]:]
+        return {"text": self.tokenizer.decode(new, skip_special_tokens=True), "probs": None,
+                "tokens_in": int(input_ids.shape[1]), "tokens_out": int(new.shape[0])}
+
+
+class ChatBackend(Backend):
+    """Replies from the OpenAI chat-completions API (a server, or llama.cpp in process): letters from
+    the first token's ``top_logprobs``; a server that gives none is refused with a one-line error."""
+
+    where: str
+    name: str
+
+    @abstractmethod
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Send one chat-completions request; its decoded reply."""
+
+    def _reply(self, messages: Messages, request: Request) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.name, "messages": messages, "max_tokens": request.max_tokens,
+                                "temperature": request.temperature, "seed": request.seed}
+        if request.scoring == "letters":
+            body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+        data = self._post(body)
+        try:
+            choice = data["choices"][0]
+            text = choice["message"].get("content") or ""
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise OpenQAError(f"{self.where} sent a reply without choices[0].message: not an OpenAI-compatible "
+                              f"chat completion ({_first_line(json.dumps(data))})") from None
+        usage = data.get("usage") or {}
+        out = {"text": text, "probs": None, "tokens_in": usage.get("prompt_tokens"),
+               "tokens_out": usage.get("completion_tokens")}
+        if request.scoring == "letters":
+            content = (choice.get("logprobs") or {}).get("content") or []
+            if not content or "top_logprobs" not in content[0]:
+                raise OpenQAError(f"{self.where} returned no logprobs, so letter probabilities cannot be read: "
+                                  "use --scoring generate (or a server that returns top_logprobs, such as vLLM or llama.cpp)")
+            top = {}
+            for alt in content[0]["top_logprobs"]:
+                top[alt["token"]] = top.get(alt["token"], 0.0) + math.exp(alt["logprob"])
+            out["probs"] = letter_probabilities(top, request.letters)
+        return out
+
+
+class EndpointBackend(ChatBackend):
+    """Any OpenAI-compatible server (vLLM, llama.cpp's server, Ollama, ``transformers serve``), over
+    HTTP with retries and backoff on 429 and 5xx and a per-request timeout; the key comes from
+    ``$OPENQA_API_KEY`` (else ``$OPENAI_API_KEY``). Tokens are estimated (no tokenizer here)."""
+
+    kind = "endpoint"
+
+    def __init__(self, url: str, model: str, timeout: float = 120.0, retries: int = 4, context: int | None = None) -> None:
+        super().__init__()
+        import httpx
+
+        self._httpx = httpx
+        base = url.rstrip("/")
+        if not base.startswith(("http://", "https://")):
+            raise OpenQAError(f"--endpoint {url!r} is not an http:// or https:// URL")
+        self.base = base if base.endswith("/v1") else f"{base}/v1"
+        self.where = self.base
+        self.name = model
+        self.retries = retries
+        key = next((os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.client = httpx.Client(base_url=self.base, headers=headers, timeout=timeout)
+        self.timeout = timeout
+        listed = self._models()
+        ids = [m.get("id") for m in listed if isinstance(m, dict)]
+        entry = next((m for m in listed if isinstance(m, dict) and m.get("id") == model), None)
+        if ids and entry is None and not any(str(i).endswith(model) or model.endswith(str(i)) for i in ids):
+            shown = ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
+            raise OpenQAError(f"unknown model {model!r} at {self.base}: the server offers {shown}")
+        reported = None
+        if entry:
+            meta = entry.get("meta") or {}
+            reported = entry.get("max_model_len") or entry.get("context_length") or meta.get("n_ctx_train")
+        self.context = context or reported or DEFAULT_CONTEXT
+        self.context_source = ("--context" if context else "the server's /v1/models" if reported
+                               else f"assumed {DEFAULT_CONTEXT}: the server does not say (give --context)")
+        self.token_count = (f"estimated: 1 token per {CHARS_PER_TOKEN} characters (no tokenizer for an endpoint; "
+                            "conservative for English)")
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "model": self.name}
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+    def prompt_tokens(self, messages: Messages) -> int:
+        return sum(self.count(m["content"]) + 4 for m in messages) + 2
+
+    def _models(self) -> list[Any]:
+        """The server's model list (one request, no retries: an unreachable server fails at once)."""
+        try:
+            response = self.client.get("/models")
+        except self._httpx.TransportError as exc:
+            raise OpenQAError(f"cannot reach {self.base} ({_first_line(exc) or type(exc).__name__}): is the server "
+                              "running at that address?") from None
+        if response.status_code == 404:
+            return []  # a server without the list (the first request will say more)
+        data = self._decode(response)
+        return data.get("data") or [] if isinstance(data, dict) else []
+
+    def _decode(self, response: Any) -> dict[str, Any]:
+        """The JSON body of a successful response, or the one-line error its status calls for."""
+        if response.status_code >= 400:
+            raise OpenQAError(self._status_message(response))
+        try:
+            return response.json()
+        except ValueError:
+            raise OpenQAError(f"{self.base} sent a reply that is not JSON ({_first_line(response.text, 80)!r}): "
+                              "is it an OpenAI-compatible server?") from None
+
+    def _status_message(self, response: Any) -> str:
+        try:
+            body = response.json()
+            error = body.get("error", body) if isinstance(body, dict) else body
+            detail = error.get("message") or error.get("detail") if isinstance(error, dict) else error
+        except ValueError:
+            detail = response.text
+        detail = _first_line(detail if isinstance(detail, str) else json.dumps(detail))
+        status = response.status_code
+        if status in (401, 403):
+            return (f"{self.base} refused the request ({status}: {detail}): set the API key in "
+                    f"${KEY_VARIABLES[0]} (or ${KEY_VARIABLES[1]})")
+        lowered = detail.lower()
+        if any(w in lowered for w in ("context", "too long", "maximum", "exceeds")):
+            return (f"the prompt does not fit the model's context ({status}: {detail}); lower --evidence-tokens "
+                    "or give the server's context with --context")
+        if status == 404:
+            return f"{self.base} answered 404 ({detail}): unknown model {self.name!r}, or not an OpenAI-compatible server"
+        return f"{self.base} answered {status}: {detail}"
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        httpx = self._httpx
+        for attempt in range(self.retries + 1):
+            wait = min(MAX_WAIT, BACKOFF_SECONDS * 2**attempt)
+            try:
+                response = self.client.post("/chat/completions", json=body)
+            except httpx.TimeoutException:
+                if attempt == self.retries:
+                    raise OpenQAError(f"{self.base} did not answer within --timeout {self.timeout:g} s "
+                                      f"({self.retries + 1} tries)") from None
+            except httpx.TransportError as exc:
+                if attempt == self.retries:
+                    raise OpenQAError(f"cannot reach {self.base} ({_first_line(exc) or type(exc).__name__})") from None
+            else:
+                if response.status_code != 429 and response.status_code < 500:
+                    return self._decode(response)
+                if attempt == self.retries:
+                    raise OpenQAError(f"{self._status_message(response)} (after {self.retries + 1} tries)")
+                after = response.headers.get("retry-after")
+                if after and after.replace(".", "", 1).isdigit():
+                    wait = min(MAX_WAIT, float(after))
+            time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self.client.close()
+
+
+class LlamaCppBackend(ChatBackend):
+    """A GGUF file run in process by llama.cpp (``xllamacpp``): one thread by default (spinning
+    threads collapse on a loaded machine); tokens counted with the file's own tokenizer (read by
+    transformers through ``gguf``)."""
+
+    kind = "gguf"
+
+    def __init__(self, path: str, context: int | None = None, threads: int = 1) -> None:
+        super().__init__()
+        try:
+            import xllamacpp
+        except ImportError:
+            raise OpenQAError("a .gguf model needs llama.cpp: pip install 'openqa[llamacpp]' (xllamacpp)") from None
+        file = Path(path).expanduser()
+        if not file.is_file():
+            raise OpenQAError(f"{path}: GGUF file not found")
+        with open(file, "rb") as handle:
+            if handle.read(4) != b"GGUF":
+                raise OpenQAError(f"{path}: not a GGUF file")
+        self.file = file.resolve()
+        self.name = self.where = file.name
+        self.context = context or DEFAULT_CONTEXT
+        self.context_source = "--context" if context else f"default for GGUF files ({DEFAULT_CONTEXT}; give --context)"
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.file)
+        params.n_ctx = self.context
+        params.n_parallel = 1
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.warmup = False
+        params.verbosity = -1
+        self.threads = threads
+        self.server = xllamacpp.Server(params)
+        self.tokenizer = self._tokenizer()
+        self.token_count = ("the GGUF file's own tokenizer (via transformers and gguf)" if self.tokenizer
+                            else f"estimated: 1 token per {CHARS_PER_TOKEN} characters (the file's tokenizer could not be read)")
+        self._lock = threading.Lock()
+
+    def _tokenizer(self) -> Any:
+        """The file's tokenizer through transformers' GGUF reader, or None when it cannot be read."""
+        try:
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(str(self.file.parent), gguf_file=self.file.name)
+        except Exception:  # noqa: BLE001 (any failure: fall back to the stated estimate)
+            return None
+
+    def identity(self) -> dict[str, Any]:
+        return {"kind": self.kind, "file": self.name, "bytes": self.file.stat().st_size}
+
+    def count(self, text: str) -> int:
+        if self.tokenizer is None:
+            return math.ceil(len(text) / CHARS_PER_TOKEN)
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_tokens(self, messages: Messages) -> int:
+        if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
+            return sum(self.count(m["content"]) + 4 for m in messages) + 2
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return self.count(text)
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            data = self.server.handle_chat_completions(body)
+        if isinstance(data, dict) and data.get("error"):
+            error = data["error"]
+            raise OpenQAError(f"llama.cpp: {_first_line(error.get('message') if isinstance(error, dict) else error)}")
+        return data
+
+    def close(self) -> None:
+        self.server = None
+
+
+def open_backend(model: str, endpoint: str | None, *, models_dir: Path | None = None, context: int | None = None,
+                 timeout: float = 120.0, retries: int = 4, threads: int = 1) -> Backend:
+    """The backend for ``--model`` (and ``--endpoint``): a server, a GGUF file, or transformers in process."""
+    if endpoint:
+        return EndpointBackend(endpoint, model, timeout=timeout, retries=retries, context=context)
+    if model.lower().endswith(".gguf"):
+        return LlamaCppBackend(model, context=context, threads=threads)
+    return TransformersBackend(model, models_dir, context=context)

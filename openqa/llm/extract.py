@@ -1,0 +1,72 @@
+"""Reading the chosen letter out of a model's reply, robustly and never by guessing: a JSON
+``answer`` field, an "answer is X" statement, a reply that is or starts with a letter, or one lone
+"(X)". A reply in which none of these is found, or which names two different letters the same way,
+gives None: the question counts as wrong (a parse failure), it is never replaced by an option."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Sequence
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
+_OBJECT = re.compile(r"\{.*\}", re.S)
+#: "the answer is C", "Answer: (B)", "correct option is D", "answer = A": the last one wins (a
+#: step-by-step reply concludes at its end).
+_STATED = re.compile(r"(?i:answer|correct option|correct choice)\s*(?i:is|:|=|-)?\s*(?i:option\s*)?[\(\[\"'*]*([A-Z])\b(?![-'])")
+_JSON_FIELD = re.compile(r"\"answer\"\s*:\s*\"?\(?([A-Z])\b")
+_WHOLE = re.compile(r"^\s*[\(\[*]*([A-Z])[\)\]*.:]?\s*$")
+_LEADING = re.compile(r"^\s*[\(\[*]*([A-Z])(?:[\)\]*.:]|\s*[-–]\s)")
+_PAREN = re.compile(r"\(([A-Z])\)")
+_VALUE = re.compile(r"^\s*[\(\[*]*([A-Z])(?:$|[\)\]*.:\s])")
+
+
+def _json_answer(text: str) -> tuple[bool, Any]:
+    """(found, value) of the ``answer`` field of a JSON object in the reply (fenced or bare)."""
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for chunk in candidates:
+        match = _OBJECT.search(chunk)
+        if not match:
+            continue
+        try:
+            data = json.loads(match.group(0))
+        except ValueError:
+            continue
+        if isinstance(data, dict) and "answer" in data:
+            return True, data["answer"]
+    return False, None
+
+
+def extract_letter(reply: str, letters: Sequence[str]) -> str | None:
+    """The option letter ``reply`` gives (one of ``letters``), or None when it gives none or is ambiguous."""
+    known = set(letters)
+    found, value = _json_answer(reply)
+    if found:
+        match = _VALUE.match(str(value)) if isinstance(value, str) else None
+        return match.group(1) if match and match.group(1) in known else None
+    for pattern in (_JSON_FIELD, _STATED):
+        hits = [m.group(1) for m in pattern.finditer(reply) if m.group(1) in known]
+        if hits:
+            return hits[-1]
+    for pattern in (_WHOLE, _LEADING):
+        match = pattern.match(reply)
+        if match and match.group(1) in known:
+            return match.group(1)
+    lone = {m.group(1) for m in _PAREN.finditer(reply)} & known
+    return lone.pop() if len(lone) == 1 else None
+
+
+def cited_ids(reply: str) -> list[str]:
+    """The paragraph ids a reply's JSON ``cited`` field lists (empty when there is none)."""
+    candidates = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
+    for chunk in candidates:
+        match = _OBJECT.search(chunk)
+        if not match:
+            continue
+        try:
+            data = json.loads(match.group(0))
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("cited"), list):
+            return [str(c) for c in data["cited"]]
+    return []

@@ -1,0 +1,264 @@
+"""The LLM reader as an option scorer: for each question, the evidence (none, the top paragraphs
+for the whole question, or the top paragraphs of each option) cut to a token budget, one prompt per
+order of the options, each reply taken from the cache or the model, and the letters read from it.
+
+A reply without a readable letter is a parse failure: the question abstains (counted wrong), it is
+never given an option. With several orders (``--permutations``), the letter probabilities (or the
+votes of generated answers) of the orders are averaged per original option."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from tqdm import tqdm
+
+from openqa.data import Question
+from openqa.errors import OpenQAError
+from openqa.llm.backends import Backend, Request
+from openqa.llm.cache import ReplyCache, reply_key
+from openqa.llm.extract import cited_ids, extract_letter
+from openqa.llm.prompts import Messages, Passage, build_messages, fit_passages, option_block
+from openqa.llm.settings import LLMSettings
+from openqa.retrieval.base import Hit, SearchEngine
+from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.scorers.ir import IRScorer, IRSettings, question_query
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One prompt to send: its question and order of options, messages, request and cache key."""
+
+    question: int
+    order: tuple[str, ...]
+    messages: Messages
+    request: Request
+    key: str
+
+
+def option_orders(question: Question, k: int, seed: int) -> list[tuple[str, ...]]:
+    """``k`` orders of the options: as given first, then seeded shuffles (the same on every run)."""
+    letters = tuple(question.options)
+    orders = [letters]
+    for i in range(1, k):
+        shuffled = list(letters)
+        random.Random(f"{seed}:{question.qid}:{i}").shuffle(shuffled)
+        orders.append(tuple(shuffled))
+    return orders
+
+
+def interleave(per_option: Sequence[Sequence[Hit]]) -> list[Hit]:
+    """The options' hits merged rank by rank (every option's first paragraph, then every second...),
+    each paragraph once: no option's evidence crowds out another's under a budget."""
+    seen: set[int] = set()
+    out: list[Hit] = []
+    for rank in range(max((len(h) for h in per_option), default=0)):
+        for hits in per_option:
+            if rank < len(hits) and hits[rank].index not in seen:
+                seen.add(hits[rank].index)
+                out.append(hits[rank])
+    return out
+
+
+class LLMScorer(OptionScorer):
+    """An instruction model choosing among the options, over openqa's evidence."""
+
+    name = "llm"
+
+    def __init__(self, backend: Backend, settings: LLMSettings, cache: ReplyCache, engine: SearchEngine | None = None,
+                 query: str = "full", lang: str = "en") -> None:
+        self.backend = backend
+        self.settings = settings
+        self.cache = cache
+        self.engine = engine
+        self.query = query
+        self.lang = lang
+        self.instruction = "letters" if settings.scoring == "letters" else settings.prompt
+        self._stats_lock = threading.Lock()
+        self.stats: dict[str, Any] = {}
+
+    def _ranked(self, questions: Sequence[Question], progress: bool) -> tuple[list[list[Hit]], list[dict[str, list[Hit]]]]:
+        """Per question: its paragraphs in rank order, and (evidence ``options``) each option's own hits."""
+        s = self.settings
+        if s.evidence == "none" or self.engine is None:
+            return [[] for _ in questions], [{} for _ in questions]
+        if s.evidence == "options":
+            per_option = IRScorer(self.engine, IRSettings(top_n=s.top, query=self.query)).retrieve(questions, s.top, progress)
+            return ([interleave(hits) for hits in per_option],
+                    [dict(zip(q.options, hits)) for q, hits in zip(questions, per_option)])
+        queries = [question_query(q, self.query, self.lang) or q.question for q in questions]
+        self.engine.fit_queries(queries)
+        return self.engine.search(queries, s.top), [{} for _ in questions]
+
+    def _prompts(self, question: Question, qi: int, hits: list[Hit]) -> tuple[list[Prompt], list[str], int]:
+        """The prompts of one question (one per order), the evidence ids they show, and whether its
+        evidence was cut (1: by the budget, 2: also to fit the context)."""
+        s, backend = self.settings, self.backend
+        store = self.engine.paragraphs if self.engine is not None else None
+        passages = [Passage(p.pid, p.text) for h in hits for p in [store[h.index]]] if store is not None else []
+        kept, cut = fit_passages(passages, s.evidence_tokens, backend.count)
+        cut_level = int(cut)
+        prompts = []
+        for order in option_orders(question, s.permutations, s.seed):
+            shown = tuple(option_block(question, order)[1])
+            while True:
+                messages = build_messages(question, order, kept, self.instruction)
+                need = backend.prompt_tokens(messages) + s.reply_tokens
+                if need <= backend.context:
+                    break
+                if not kept:
+                    raise OpenQAError(
+                        f"question {question.qid}: its prompt takes {need - s.reply_tokens} tokens + {s.reply_tokens} "
+                        f"for the reply, more than the model's context of {backend.context} ({backend.context_source})")
+                kept, cut_level = kept[:-1], 2
+            request = Request(s.scoring, shown, s.reply_tokens, s.temperature, s.seed)
+            prompts.append(Prompt(qi, order, messages, request,
+                                  reply_key(backend.identity(), messages, request.as_dict())))
+        return prompts, [p.pid for p in kept], cut_level
+
+    def _ask(self, prompt: Prompt) -> dict[str, Any]:
+        """The reply to ``prompt``: from the cache, else from the model (then cached)."""
+        cached = self.cache.get(prompt.key)
+        if cached is not None:
+            with self._stats_lock:
+                self.stats["cached"] += 1
+            return cached
+        start = time.perf_counter()
+        reply = self.backend.reply(prompt.messages, prompt.request)
+        with self._stats_lock:
+            self.stats["model_seconds"] += time.perf_counter() - start
+            self.stats["tokens_in"] += reply.get("tokens_in") or 0
+            self.stats["tokens_out"] += reply.get("tokens_out") or 0
+        self.cache.put(prompt.key, reply)
+        return reply
+
+    def _run(self, prompts: list[Prompt], n_questions: int, progress: bool) -> list[dict[str, Any]]:
+        """Every prompt's reply, in order; ``--concurrency`` requests at a time to an endpoint."""
+        replies: list[dict[str, Any] | None] = [None] * len(prompts)
+        left = [0] * n_questions
+        for p in prompts:
+            left[p.question] += 1
+        start = time.perf_counter()
+        with tqdm(total=n_questions, desc=f"llm ({self.backend.name if hasattr(self.backend, 'name') else 'model'})",
+                  unit="q", disable=not progress) as bar:
+            def done(i: int, reply: dict[str, Any]) -> None:
+                replies[i] = reply
+                left[prompts[i].question] -= 1
+                if not left[prompts[i].question]:
+                    bar.update(1)
+                    elapsed = max(time.perf_counter() - start, 1e-9)
+                    bar.set_postfix(tok_s=f"{(self.stats['tokens_in'] + self.stats['tokens_out']) / elapsed:.0f}",
+                                    calls=self.backend.calls, refresh=False)
+
+            if self.settings.concurrency == 1:
+                for i, prompt in enumerate(prompts):
+                    done(i, self._ask(prompt))
+            else:
+                pool = ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="openqa-llm")
+                try:
+                    futures = {pool.submit(self._ask, prompt): i for i, prompt in enumerate(prompts)}
+                    for future in as_completed(futures):
+                        done(futures[future], future.result())
+                finally:
+                    pool.shutdown(wait=False, cancel_futures=True)
+        return replies  # type: ignore[return-value]
+
+    def _read(self, prompt: Prompt, reply: dict[str, Any]) -> tuple[dict[str, float] | None, str | None]:
+        """Letter probabilities and the chosen letter of one reply, in the question's own letters
+        (None, None: nothing readable)."""
+        shown = dict(zip(prompt.request.letters, prompt.order))
+        if prompt.request.scoring == "letters":
+            probs = reply.get("probs") or {}
+            if not probs:
+                return None, None
+            mapped = {shown[k]: v for k, v in probs.items()}
+            return mapped, max(mapped, key=mapped.get)
+        letter = extract_letter(reply.get("text") or "", prompt.request.letters)
+        if letter is None:
+            return None, None
+        return {o: float(o == shown[letter]) for o in prompt.order}, shown[letter]
+
+    def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
+        self.stats = {"calls_before": self.backend.calls, "cached": 0, "tokens_in": 0, "tokens_out": 0,
+                      "model_seconds": 0.0, "evidence_cut_budget": 0, "evidence_cut_context": 0, "orders_disagreed": 0,
+                      "replies_unreadable": 0}
+        start = time.perf_counter()
+        ranked, option_hits = self._ranked(questions, progress)
+        prompts, shown_ids = [], []
+        for qi, (q, hits) in enumerate(zip(questions, ranked)):
+            own, ids, cut = self._prompts(q, qi, hits)
+            prompts += own
+            shown_ids.append(ids)
+            self.stats["evidence_cut_budget"] += cut >= 1
+            self.stats["evidence_cut_context"] += cut == 2
+        replies = self._run(prompts, len(questions), progress)
+        by_question: list[list[tuple[Prompt, dict[str, Any]]]] = [[] for _ in questions]
+        for prompt, reply in zip(prompts, replies):
+            by_question[prompt.question].append((prompt, reply))
+        out = [self._combine(q, by_question[qi], shown_ids[qi], option_hits[qi]) for qi, q in enumerate(questions)]
+        self.stats["seconds"] = time.perf_counter() - start
+        return out
+
+    def _combine(self, question: Question, answered: list[tuple[Prompt, dict[str, Any]]], ids: list[str],
+                 hits: dict[str, list[Hit]]) -> OptionScores:
+        """One question's scores from its orders' replies, with what the predictions file keeps."""
+        read = [self._read(p, r) for p, r in answered]
+        good = [(probs, letter) for probs, letter in read if probs is not None]
+        self.stats["replies_unreadable"] += len(read) - len(good)
+        scores = {o: sum(probs[o] for probs, _ in good) / len(good) if good else 0.0 for o in question.options}
+        letters = [letter for _, letter in read]
+        if len({letter for _, letter in good}) > 1:
+            self.stats["orders_disagreed"] += 1
+        replies = [r.get("text") for _, r in answered]
+        details: dict[str, Any] = {
+            "reply": replies[0] if len(replies) == 1 else replies,
+            "letter": letters[0] if len(letters) == 1 else letters,
+            "probabilities": {o: round(v, 4) for o, v in scores.items()} if good else None,
+            "evidence_ids": ids,
+            "cited": cited_ids(replies[0] or "") if self.settings.scoring == "generate" else [],
+        }
+        if len(answered) > 1:
+            details["orders"] = ["".join(p.order) for p, _ in answered]
+        return OptionScores(question, scores, hits, abstained=not good, details=details)
+
+    def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
+        st, s = self.stats, self.settings
+        n = len(results)
+        calls = self.backend.calls - st.get("calls_before", 0)
+        seconds = st.get("seconds", 0.0)
+        model_seconds = st.get("model_seconds", 0.0)
+        return {
+            "model": s.model,
+            "backend": self.backend.kind,
+            "prompt_template_hash": self.settings_record()["template_hash"],
+            "model_calls": calls,
+            "cached_replies": st.get("cached", 0),
+            "replies_unreadable": st.get("replies_unreadable", 0),
+            "questions_per_second": round(n / seconds, 3) if seconds else None,
+            "tokens": {"prompt": st.get("tokens_in", 0), "reply": st.get("tokens_out", 0),
+                       "per_second": round((st.get("tokens_in", 0) + st.get("tokens_out", 0)) / model_seconds, 1)
+                       if model_seconds else None, "counted_by": self.backend.token_count},
+            "evidence_cut": {"by_budget": st.get("evidence_cut_budget", 0), "to_fit_context": st.get("evidence_cut_context", 0)},
+            "permutations": {"k": s.permutations, "questions_orders_disagreed": st.get("orders_disagreed", 0),
+                             "rate": round(100 * st.get("orders_disagreed", 0) / n, 2) if n else 0.0},
+        }
+
+    def settings_record(self) -> dict[str, Any]:
+        """The settings a record shows for this reader (``openqa.llm.method`` adds their sources)."""
+        from openqa.llm.prompts import TEMPLATE_VERSION, template_hash
+
+        s = self.settings
+        record: dict[str, Any] = {
+            "model": s.model, "backend": self.backend.kind, "endpoint": s.endpoint, "evidence": s.evidence,
+            "scoring": s.scoring, "prompt": s.prompt if s.scoring == "generate" else "letters",
+            "template_version": TEMPLATE_VERSION, "template_hash": template_hash(self.instruction),
+            "permutations": s.permutations, "temperature": s.temperature, "seed": s.seed,
+            "reply_tokens": s.reply_tokens, "context": self.backend.context, "token_count": self.backend.token_count,
+        }
+        if s.evidence != "none":
+            record.update(retriever=s.retriever, top_k=s.top, query=self.query, evidence_tokens=s.evidence_tokens)
+        return record

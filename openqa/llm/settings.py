@@ -1,0 +1,99 @@
+"""What an ``--method llm`` run is asked to do, as plain values (no model library is imported here,
+so the pipeline and the CLI stay light)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from openqa.errors import OpenQAError
+
+EVIDENCE_MODES = ("none", "question", "options")
+SCORINGS = ("letters", "generate")
+PROMPTS = ("direct", "cot")
+
+#: Paragraphs retrieved by default: for the whole question, or per option.
+DEFAULT_TOP = {"question": 10, "options": 3}
+#: Reply tokens allowed by default for a generated answer.
+DEFAULT_MAX_TOKENS = {"direct": 48, "cot": 512}
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """An LLM reader's model, evidence, scoring and request settings (each maps to one CLI flag)."""
+
+    model: str | None = None
+    endpoint: str | None = None
+    evidence: str = "question"
+    scoring: str = "letters"
+    prompt: str = "direct"
+    retriever: str = "ir-custom"
+    top_k: int | None = None
+    evidence_tokens: int = 1024
+    context: int | None = None
+    permutations: int = 1
+    concurrency: int = 1
+    timeout: float = 120.0
+    retries: int = 4
+    temperature: float = 0.0
+    seed: int = 0
+    max_tokens: int | None = None
+    threads: int = 1
+    cache_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        for name, value, known in (("--evidence", self.evidence, EVIDENCE_MODES), ("--scoring", self.scoring, SCORINGS),
+                                   ("--prompt", self.prompt, PROMPTS)):
+            if value not in known:
+                raise OpenQAError(f"unknown {name} {value!r}: choose one of {', '.join(known)}")
+        if not self.model:
+            raise OpenQAError("--method llm needs --model: a local folder, hub id or .gguf file (or, with --endpoint, "
+                              "the server's model name)")
+        for name, value, low in (("--top-n", self.top_k, 1), ("--evidence-tokens", self.evidence_tokens, 0),
+                                 ("--context", self.context, 64), ("--permutations", self.permutations, 1),
+                                 ("--concurrency", self.concurrency, 1), ("--retries", self.retries, 0),
+                                 ("--max-tokens", self.max_tokens, 1), ("--threads", self.threads, 1)):
+            if value is not None and value < low:
+                raise OpenQAError(f"{name} must be at least {low}, not {value}")
+        if self.timeout <= 0:
+            raise OpenQAError(f"--timeout must be positive, not {self.timeout}")
+        if self.temperature < 0:
+            raise OpenQAError(f"--temperature must be 0 or more, not {self.temperature}")
+        if self.concurrency > 1 and not self.endpoint:
+            raise OpenQAError("--concurrency applies to --endpoint (a model run in process answers one prompt at a time)")
+
+    @property
+    def top(self) -> int:
+        """Paragraphs retrieved (for the question or per option)."""
+        return self.top_k or DEFAULT_TOP.get(self.evidence, 0)
+
+    @property
+    def reply_tokens(self) -> int:
+        """Tokens a reply may take: one letter, or a generated answer."""
+        if self.scoring == "letters":
+            return 1
+        return self.max_tokens or DEFAULT_MAX_TOKENS[self.prompt]
+
+    def given(self) -> dict[str, Any]:
+        """The settings that differ from the defaults (what a result's file name and sources name)."""
+        defaults = LLMSettings(model=self.model)
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) != getattr(defaults, f.name) and f.name != "model"}
+
+    def variant(self) -> str:
+        """What tells this run's result file from another LLM run's: model, evidence, scoring, prompt, K."""
+        name = Path(self.model).name if not self.endpoint else self.model.replace("/", "_")
+        parts = [name.removesuffix(".gguf"), self.evidence, self.scoring]
+        if self.scoring == "generate":
+            parts.append(self.prompt)
+        if self.evidence != "none":
+            parts += [self.retriever, f"k{self.top}", f"t{self.evidence_tokens}"]
+        if self.permutations > 1:
+            parts.append(f"perm{self.permutations}")
+        if self.temperature:
+            parts.append(f"temp{self.temperature:g}-seed{self.seed}")
+        return "-".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
