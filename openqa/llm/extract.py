@@ -1,6 +1,6 @@
 """Reading the chosen letter out of a model's reply, robustly and never by guessing: a JSON
-``answer`` field, an "answer is X" statement, a reply that is or starts with a letter, or one lone
-"(X)". A reply in which none of these is found, or which names two different letters the same way,
+``answer`` field, an "answer is X" statement, a reply that is or starts with a letter (unless it lists several options
+back), or one lone "(X)". A reply in which none of these is found, or which names two different letters the same way,
 gives None: the question counts as wrong (a parse failure), it is never replaced by an option."""
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ _JSON_FIELD = re.compile(r"\"answer\"\s*:\s*\"?\(?([A-Z])\b")
 _WHOLE = re.compile(r"^\s*[\(\[*]*([A-Z])[\)\]*.:]?\s*$")
 _LEADING = re.compile(r"^\s*[\(\[*]*([A-Z])(?:[\)\]*.:]|\s*[-–]\s)")
 _PAREN = re.compile(r"\(([A-Z])\)")
+#: Lines that start like an option ("B. ...", "(C) ..."): a reply listing several options back answers none.
+_LISTED = re.compile(r"^\s*[\(\[*]*([A-Z])[\)\]*.:]", re.M)
 _VALUE = re.compile(r"^\s*[\(\[*]*([A-Z])(?:$|[\)\]*.:\s])")
 
 
@@ -48,6 +50,8 @@ def extract_letter(reply: str, letters: Sequence[str]) -> str | None:
         hits = [m.group(1) for m in pattern.finditer(reply) if m.group(1) in known]
         if hits:
             return hits[-1]
+    if len({m.group(1) for m in _LISTED.finditer(reply)} & known) > 1:
+        return None
     for pattern in (_WHOLE, _LEADING):
         match = pattern.match(reply)
         if match and match.group(1) in known:
