@@ -111,7 +111,9 @@ class TransformersBackend(Backend):
         super().__init__()
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
+        hf_logging.disable_progress_bar()  # one bar per loaded file is noise beside openqa's own
         self.name = model
         path = Path(model).expanduser()
         if not path.is_dir() and models_dir is not None and (Path(models_dir) / model).is_dir():
@@ -352,16 +354,16 @@ class LlamaCppBackend(ChatBackend):
 
     def __init__(self, path: str, context: int | None = None, threads: int = 1) -> None:
         super().__init__()
-        try:
-            import xllamacpp
-        except ImportError:
-            raise OpenQAError("a .gguf model needs llama.cpp: pip install 'openqa[llamacpp]' (xllamacpp)") from None
         file = Path(path).expanduser()
         if not file.is_file():
             raise OpenQAError(f"{path}: GGUF file not found")
         with open(file, "rb") as handle:
             if handle.read(4) != b"GGUF":
                 raise OpenQAError(f"{path}: not a GGUF file")
+        try:
+            import xllamacpp
+        except ImportError:
+            raise OpenQAError("a .gguf model needs llama.cpp: pip install 'openqa[llamacpp]' (xllamacpp)") from None
         self.file = file.resolve()
         self.name = self.where = file.name
         self.context = context or DEFAULT_CONTEXT

@@ -1,0 +1,373 @@
+"""The LLM reader (``--method llm``): a tiny random chat model built here, run in process and served
+by a real ``transformers serve`` on loopback; a fake OpenAI-compatible server for the faults a real
+one rarely shows (401, 429, 5xx, replies that are not JSON, overflowing contexts, timeouts). Tests
+check behaviour (records, cache, errors), never accuracy: the model is random."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.request import urlopen
+
+import pytest
+
+from openqa.cli import main
+from openqa.llm import backends
+from openqa.llm.extract import cited_ids, extract_letter
+from tests.helpers import QUESTIONS, make_data_dir
+from tests.llm_fixtures import make_tiny_llm
+
+pytest.importorskip("transformers")
+
+#: Seconds a ``transformers serve`` process may take to answer /v1/models on a loaded machine.
+SERVE_START = 240
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    """A data folder, its index folder and the tiny models (with and without a chat template)."""
+    base = tmp_path_factory.mktemp("llm")
+    make_data_dir(base)
+    make_tiny_llm(base / "tiny")
+    make_tiny_llm(base / "no-template", chat_template=False)
+    return base
+
+
+def one_line_error(err: str, message: str) -> bool:
+    """Whether ``err`` ends with one ``openqa: error:`` line holding ``message``, with no traceback."""
+    lines = err.strip().splitlines()
+    return bool(lines) and lines[-1].startswith("openqa: error: ") and message in lines[-1] and "Traceback" not in err
+
+
+def run(root: Path, capsys, *args: str, command: str = "eval") -> tuple[int, str, str]:
+    """Run ``openqa COMMAND`` in this process over the test's data; exit code, stdout, stderr."""
+    where = ["--data-dir", str(root / "data_clean"), "--index-dir", str(root / "indexes")]
+    if command == "eval":
+        where += ["--output", str(root / "results")]
+    code = main([command, *args, *where])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def eval_llm(root: Path, capsys, *args: str, model: str | None = None) -> dict:
+    """``openqa eval --dataset us --method llm --json``'s summary (the run must succeed)."""
+    code, out, err = run(root, capsys, "--dataset", "us", "--method", "llm", "--model", model or str(root / "tiny"),
+                         "--json", *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def predictions(summary: dict) -> list[dict]:
+    path = Path(summary["files"]["summary"]).with_suffix(".predictions.jsonl")
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# --- reading the letter out of a reply -------------------------------------------------------
+
+REPLIES = [
+    ("C. Ceftriaxone", "C"),
+    ("(B)", "B"),
+    ("B", "B"),
+    ("The answer is D", "D"),
+    ("The correct answer is **B**.", "B"),
+    ("Answer: (C) Ceftriaxone blocks cell wall synthesis.", "C"),
+    ('{"reasoning": "Option A is an aminoglycoside and (B) a quinolone.", "answer": "C", "cited": ["Micro:1"]}', "C"),
+    ('```json\n{"answer": "B"}\n```', "B"),
+    ('{"answer": "C. Ceftriaxone"}', "C"),
+    ('{"answer": "B"', "B"),  # cut off before the closing brace
+    ("Step by step: A is wrong, so the answer is A... no. Final answer: C", "C"),
+    ("I do not know.", None),
+    ("A or B", None),
+    ("Both (A) and (C) could be right", None),
+    ("A 45-year-old man comes to the physician", None),  # starts with the article, not a letter
+    ("A. Gentamicin\nB. Ciprofloxacin\nC. Ceftriaxone", None),  # the options listed back
+    ('{"answer": ""}', None),
+    ("E", None),  # not an option of a 4-option question
+    ("", None),
+]
+
+
+@pytest.mark.parametrize("reply, letter", REPLIES)
+def test_letter_is_read_from_realistic_replies_or_none(reply, letter):
+    assert extract_letter(reply, "ABCD") == letter
+
+
+def test_cited_ids_come_from_the_json_reply():
+    assert cited_ids('{"answer": "C", "cited": ["Micro:1", "Micro:0"]}') == ["Micro:1", "Micro:0"]
+    assert cited_ids("C. Ceftriaxone") == []
+
+
+# --- in process --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("evidence", ["none", "question", "options"])
+def test_in_process_letters_record_and_predictions(root, capsys, evidence):
+    summary = eval_llm(root, capsys, "--evidence", evidence, "--cache-dir", str(root / f"cache-{evidence}"))
+    assert summary["method"] == "llm" and summary["model"] == str(root / "tiny") and summary["n"] == len(QUESTIONS)
+    assert summary["settings"]["evidence"] == evidence and summary["settings"]["scoring"] == "letters"
+    assert summary["parse_failures"] == 0 and 0 <= summary["accuracy"] <= 100
+    assert len(summary["prompt_template_hash"]) == 16 == len(summary["settings"]["template_hash"])
+    assert summary["tokens"]["counted_by"] == "the model's own tokenizer"
+    for row in predictions(summary):
+        probs = row["probabilities"]
+        assert math.isclose(sum(probs.values()), 1.0, abs_tol=1e-3)  # exact next-token distribution over A-D
+        assert row["prediction"] == max(probs, key=probs.get) and row["letter"] == row["prediction"]
+        assert (row["evidence_ids"] == []) == (evidence == "none")
+        assert all(pid.split(":")[0] in ("Micro", "Cardio") for pid in row["evidence_ids"])
+    if evidence == "none":
+        assert summary["corpus"].startswith("none (closed book)")
+
+
+def test_evidence_is_cut_to_the_token_budget_in_rank_order(root, capsys):
+    full = predictions(eval_llm(root, capsys, "--evidence", "question", "--top-n", "5", "--cache-dir", str(root / "c1")))
+    cut = eval_llm(root, capsys, "--evidence", "question", "--top-n", "5", "--evidence-tokens", "30",
+                   "--cache-dir", str(root / "c1"))
+    assert cut["evidence_cut"]["by_budget"] == len(QUESTIONS)
+    for whole, part in zip(full, predictions(cut)):
+        assert 1 <= len(part["evidence_ids"]) < len(whole["evidence_ids"])
+        assert whole["evidence_ids"][: len(part["evidence_ids"])] == part["evidence_ids"]  # the best ones kept
+
+
+def test_second_run_makes_no_model_calls_and_an_interrupted_run_resumes(root, capsys):
+    cache = ["--cache-dir", str(root / "cache-rerun"), "--scoring", "generate", "--max-tokens", "4"]
+    first = eval_llm(root, capsys, *cache, "--limit", "1")  # as if stopped after the first question
+    assert first["model_calls"] == 1
+    resumed = eval_llm(root, capsys, *cache)
+    assert resumed["model_calls"] == 1 and resumed["cached_replies"] == 1
+    again = eval_llm(root, capsys, *cache)
+    assert again["model_calls"] == 0 and again["cached_replies"] == len(QUESTIONS)
+    assert predictions(again) == predictions(resumed)
+
+
+def test_generate_with_permutations_records_orders_and_parse_failures(root, capsys):
+    summary = eval_llm(root, capsys, "--scoring", "generate", "--max-tokens", "3", "--permutations", "3",
+                       "--evidence", "none", "--cache-dir", str(root / "cache-perm"))
+    assert summary["permutations"]["k"] == 3 and "questions_orders_disagreed" in summary["permutations"]
+    rows = predictions(summary)
+    for row in rows:
+        assert len(row["orders"]) == 3 and row["orders"][0] == "ABCD" and len(row["reply"]) == 3
+        if row.get("abstained"):  # a random model rarely writes a letter: no answer is never an option
+            assert row["prediction"] is None and not row["correct"]
+    assert summary["parse_failures"] == sum(bool(r.get("abstained")) for r in rows)
+    assert summary["correct"] == sum(r["correct"] for r in rows)
+
+
+def test_answer_json_shows_the_reply_probabilities_and_evidence(root, capsys):
+    code, out, err = run(root, capsys, "--method", "llm", "--model", str(root / "tiny"), "--question",
+                         QUESTIONS[0]["question"], *[f"--option={k}={v}" for k, v in QUESTIONS[0]["options"].items()],
+                         "--json", "--evidence", "options", "--cache-dir", str(root / "cache-answer"), command="answer")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["prediction"] in "ABCD" and set(record["details"]["probabilities"]) == set("ABCD")
+    assert record["details"]["evidence_ids"] and record["settings"]["evidence"] == "options"
+    assert any(option["evidence"] for option in record["options"])  # each option's own paragraphs
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "{root}/no-template"], "has no chat template"),
+    (["--model", "{root}/missing-model"], "cannot load model"),
+    (["--context", "64"], "more than the model's context of 64"),
+    (["--scoring", "generate", "--concurrency", "2"], "--concurrency applies to --endpoint"),
+    (["--evidence", "question", "--retriever", "pmi"], "does not retrieve paragraphs"),
+    (["--model", "{root}/fake.gguf"], "GGUF file not found"),
+])
+def test_in_process_faults_are_one_line_errors(root, capsys, args, message):
+    args = [a.format(root=root) for a in args]
+    code, out, err = run(root, capsys, "--dataset", "us", "--method", "llm", *(["--model", str(root / "tiny")]
+                         if "--model" not in args else []), *args, "--cache-dir", str(root / "cache-faults"))
+    assert code == 2 and one_line_error(err, message), err
+    assert not list((root / "results").glob("*no-template*")) and "Traceback" not in err
+
+
+# --- a real OpenAI-compatible server: transformers serve ------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(root):
+    """``transformers serve`` of the tiny model on a free loopback port (stopped after the module)."""
+    pytest.importorskip("accelerate")
+    serve = Path(sys.executable).with_name("transformers")
+    if not serve.exists():
+        pytest.skip("no transformers console script")
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": str(root / "hub")}
+    log = open(root / "serve.log", "wb")
+    proc = subprocess.Popen([str(serve), "serve", str(root / "tiny"), "--device", "cpu", "--host", "127.0.0.1",
+                             "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + SERVE_START
+    while True:
+        try:
+            with urlopen(f"{url}/v1/models", timeout=5) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            pytest.fail(f"transformers serve did not start: {(root / 'serve.log').read_text()[-2000:]}")
+        time.sleep(1)
+    yield url
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    log.close()
+
+
+def test_endpoint_generate_over_transformers_serve(root, capsys, served):
+    args = ["--endpoint", served, "--scoring", "generate", "--max-tokens", "4", "--cache-dir", str(root / "cache-ep")]
+    summary = eval_llm(root, capsys, *args, model=str(root / "tiny"))
+    assert summary["backend"] == "endpoint" and summary["model_calls"] == len(QUESTIONS)
+    assert summary["tokens"]["counted_by"].startswith("estimated")
+    assert all(isinstance(row["reply"], str) for row in predictions(summary))
+    assert eval_llm(root, capsys, *args, model=str(root / "tiny"))["model_calls"] == 0
+
+
+def test_letters_against_a_server_without_logprobs_names_generate(root, capsys, served):
+    code, _, err = run(root, capsys, "--dataset", "us", "--method", "llm", "--model", str(root / "tiny"),
+                       "--endpoint", served, "--evidence", "none", "--cache-dir", str(root / "cache-ep2"))
+    assert code == 2 and one_line_error(err, "returned no logprobs") and "--scoring generate" in err
+
+
+def test_unknown_model_at_a_server(root, capsys, served):
+    code, _, err = run(root, capsys, "--dataset", "us", "--method", "llm", "--model", "no-such-model",
+                       "--endpoint", served, "--scoring", "generate", "--cache-dir", str(root / "cache-ep3"))
+    assert code == 2 and one_line_error(err, "unknown model 'no-such-model'"), err
+
+
+# --- a fake OpenAI-compatible server for the faults -----------------------------------------------
+
+class FakeServer:
+    """A loopback server answering /v1/models and /v1/chat/completions from a script of
+    (status, body) replies (the last one repeats; a 200 with a string is a completion replying it,
+    bytes are sent as they are), counting the completion requests."""
+
+    def __init__(self) -> None:
+        self.script: list[tuple[int, object]] = [(200, "C")]
+        self.requests: list[dict] = []
+        self.delay = 0.0
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _send(self, status: int, body: object) -> None:
+                data = body if isinstance(body, bytes) else body.encode() if isinstance(body, str) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                fake.requests.append(body)
+                status, reply = fake.script[min(len(fake.requests) - 1, len(fake.script) - 1)]
+                time.sleep(fake.delay)
+                if status == 200 and isinstance(reply, str):
+                    reply = completion(reply, body)
+                try:
+                    self._send(status, reply)
+                except OSError:
+                    pass  # the client gave up (timeout test)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def completion(text: str, request: dict) -> dict:
+    """A chat completion replying ``text``; with logprobs when asked (the letters' log-probabilities)."""
+    choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+    if request.get("logprobs"):
+        top = [{"token": t, "logprob": math.log(p)} for t, p in (("C", 0.5), (" B", 0.2), ("A", 0.1), ("The", 0.1))]
+        choice["logprobs"] = {"content": [{"token": "C", "logprob": math.log(0.5), "top_logprobs": top}]}
+    return {"object": "chat.completion", "choices": [choice], "usage": {"prompt_tokens": 50, "completion_tokens": 1}}
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    monkeypatch.setattr(backends, "BACKOFF_SECONDS", 0.01)
+    server = FakeServer()
+    yield server
+    server.server.shutdown()
+
+
+def eval_fake(root, capsys, fake, tmp_path, *args: str) -> tuple[int, str, str]:
+    return run(root, capsys, "--dataset", "us", "--method", "llm", "--model", "fake-model", "--endpoint", fake.url,
+               "--evidence", "none", "--cache-dir", str(tmp_path / "cache"), *args)
+
+
+def test_endpoint_letters_from_top_logprobs(root, capsys, fake, tmp_path):
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--json")
+    assert code == 0, err
+    rows = predictions(json.loads(out))
+    assert rows[0]["probabilities"] == {"A": 0.125, "B": 0.25, "C": 0.625, "D": 0.0}  # " B" counts for B
+    assert fake.requests[0]["logprobs"] is True and fake.requests[0]["temperature"] == 0
+
+
+def test_retries_with_backoff_on_429_and_5xx(root, capsys, fake, tmp_path):
+    fake.script = [(429, {"error": {"message": "slow down"}}), (503, "busy"), (200, "The answer is C")]
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--scoring", "generate", "--json")
+    assert code == 0, err
+    assert len(fake.requests) == 2 + len(QUESTIONS) and json.loads(out)["parse_failures"] == 0
+
+
+def test_concurrent_requests_keep_question_order(root, capsys, fake, tmp_path):
+    fake.script = [(200, '{"answer": "A"}')]
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--scoring", "generate", "--concurrency", "4",
+                               "--permutations", "2", "--json")
+    assert code == 0, err
+    rows = predictions(json.loads(out))
+    assert len(fake.requests) == 2 * len(QUESTIONS) and [r["qid"] for r in rows] == ["us-test-1", "us-test-2"]
+
+
+@pytest.mark.parametrize("script, args, message", [
+    ([(401, {"error": {"message": "invalid key"}})], [], "set the API key in $OPENQA_API_KEY"),
+    ([(500, "boom")], ["--retries", "1"], "answered 500: boom (after 2 tries)"),
+    ([(200, b"<html>not json</html>")], ["--scoring", "generate"], "not JSON"),
+    ([(400, {"error": {"message": "This model's maximum context length is 2048 tokens"}})], ["--scoring", "generate"],
+     "does not fit the model's context"),
+    ([(200, {"object": "chat.completion", "choices": []})], ["--scoring", "generate"], "without choices[0].message"),
+])
+def test_server_faults_are_one_line_errors(root, capsys, fake, tmp_path, script, args, message):
+    fake.script = script
+    code, _, err = eval_fake(root, capsys, fake, tmp_path, *args)
+    assert code == 2 and one_line_error(err, message), err
+
+
+def test_timeout_and_unreachable_server(root, capsys, fake, tmp_path):
+    fake.delay = 1.0
+    code, _, err = eval_fake(root, capsys, fake, tmp_path, "--timeout", "0.2", "--retries", "1", "--scoring", "generate")
+    assert code == 2 and one_line_error(err, "did not answer within --timeout 0.2 s (2 tries)"), err
+    code, _, err = run(root, capsys, "--dataset", "us", "--method", "llm", "--model", "m", "--endpoint",
+                       f"http://127.0.0.1:{free_port()}/v1", "--cache-dir", str(tmp_path / "c"))
+    assert code == 2 and one_line_error(err, "cannot reach"), err
+
+
+def test_no_result_file_is_written_when_a_run_fails(root, capsys, fake, tmp_path):
+    fake.script = [(200, "A"), (401, "no")]
+    before = set((root / "results").glob("*")) if (root / "results").exists() else set()
+    code, _, _ = eval_fake(root, capsys, fake, tmp_path, "--scoring", "generate")
+    assert code == 2 and set((root / "results").glob("*")) == before
