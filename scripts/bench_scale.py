@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from openqa.corpus.paragraphs import SENTENCE_END, read_paragraphs
+from openqa.corpus.paragraphs import read_paragraphs
+from openqa.languages import language
 from openqa.evaluate.results import run_record, write_atomic
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
@@ -73,7 +74,7 @@ def book_sentences(data: Path) -> tuple[list[str], np.ndarray]:
     """The English textbooks' sentences in order, and how many sentences each real paragraph has."""
     sentences, shapes = [], []
     for paragraph in read_paragraphs(data, "en"):
-        parts = [s for s in SENTENCE_END["en"].split(paragraph.text) if s]
+        parts = [s for s in language("en").sentence_end.split(paragraph.text) if s]
         sentences += parts
         shapes.append(len(parts))
     return sentences, np.asarray(shapes)
