@@ -104,10 +104,6 @@ class Method(ABC):
         return chosen, record, {**{k: sources[k] for k in used}, "exam": target.source}
 
 
-#: Settings only a fused method uses (left out of other methods' records).
-FUSION_KEYS = ("fusion", "weight")
-
-
 @dataclass(frozen=True, kw_only=True)
 class IndexMethod(Method):
     """A training-free scorer over one index: ``make`` builds it from the opened index, the exam and
@@ -121,9 +117,11 @@ class IndexMethod(Method):
     tuner: Tuner
     fixed: Callable[[str], tuple[dict[str, Any], str]] | None = None
     retrieves: bool = True
+    #: The settings its scorer reads (PMI reads only the query mode), which its records show.
+    uses: tuple[str, ...] = ("top_n", "aggregate", "query")
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
-        chosen, record, sources = self.settings(ctx, target, request.overrides, lambda key: key not in FUSION_KEYS)
+        chosen, record, sources = self.settings(ctx, target, request.overrides, lambda key: key in self.uses)
         if self.fixed:
             fixed, where = self.fixed(target.exam)
             record.update(fixed)
@@ -255,7 +253,7 @@ METHODS: dict[str, Method] = {
         IndexMethod(name="ir-es", summary="off-the-shelf BM25 (Lucene, or --engine elasticsearch)", engine="lucene",
                     make=_ir_es, tuner=tune_ir),
         IndexMethod(name="pmi", summary="PMI of question and option n-grams", engine="pmi",
-                    make=_pmi, tuner=tune_query_mode, retrieves=False),
+                    make=_pmi, tuner=tune_query_mode, retrieves=False, uses=("query",)),
         IndexMethod(name="dense", summary="sentence-embedding search (FAISS)", engine="dense", make=_dense, tuner=tune_ir),
         FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense")),
         ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)"),

@@ -236,6 +236,13 @@ class Opening:
         """A block in which a parse failure of ``file`` becomes the damaged-index error."""
         return loading(self.folder, file, self.hint, errors)
 
+    def at_most_paragraphs(self, source: str, documents: int) -> None:
+        """Refuse an index whose ``source`` holds more documents than the manifest has paragraphs
+        (their ids are paragraph rows). Fewer is allowed: a paragraph with no index term (only stop
+        words, say) is not a document of Lucene's."""
+        if documents > self.paragraphs:
+            raise self.damaged(source, f"holds {documents} documents but {MANIFEST} records {self.paragraphs} paragraphs")
+
     def damaged(self, file: str, what: str) -> Exception:
         """The damaged-index error for ``file``."""
         return damaged(self.folder, file, what, self.hint)

@@ -28,7 +28,7 @@ from openqa.errors import OpenQAError
 from openqa.languages import language
 from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter
 from openqa.retrieval.lucene import LuceneParams, pretokenized
-from openqa.retrieval.manifest import MANIFEST, atomic_folder, read_manifest, write_manifest
+from openqa.retrieval.manifest import atomic_folder, read_manifest, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 SIMILARITY = "openqa_bm25"
@@ -191,7 +191,7 @@ class ElasticBM25(SearchEngine):
             documents = int(client.count(index=name)["count"]) if exists else 0
         if not exists:
             raise OpenQAError(f"Elasticsearch index {name} is gone from {url}; rebuild with `{at.hint}`")
-        at.counts("paragraph", {f"server index {name}": documents, MANIFEST: at.paragraphs})
+        at.at_most_paragraphs(f"server index {name}", documents)
         return cls(at.folder, at.manifest, client, url, at.store)
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:

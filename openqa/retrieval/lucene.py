@@ -20,7 +20,7 @@ from openqa.errors import OpenQAError
 from openqa.languages import language
 from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches
 from openqa.retrieval.jvm import java_class
-from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
+from openqa.retrieval.manifest import atomic_folder, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 LUCENE_DIR = "lucene"
@@ -106,7 +106,7 @@ class LuceneBM25(SearchEngine):
     def open(cls, at: Opening, **parts: Any) -> "LuceneBM25":
         """Open the Lucene index; it must hold one document per paragraph of the store."""
         engine = cls(at.folder, at.manifest, at.store)
-        at.counts("paragraph", {LUCENE_DIR: engine.documents, MANIFEST: at.paragraphs})
+        at.at_most_paragraphs(LUCENE_DIR, engine.documents)
         return engine
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
