@@ -30,7 +30,8 @@ from openqa.config import Settings
 from openqa.errors import OpenQAError
 from openqa.evaluate.results import run_record, write_atomic
 from openqa.llm.settings import LLMSettings
-from openqa.pipeline import Context, EvalRequest, evaluate
+from openqa.pipeline import EvalRequest, evaluate
+from openqa.workspace import Context
 
 CELLS = [(evidence, scoring) for evidence in ("none", "question", "options") for scoring in ("letters", "generate")]
 NOTE = ("SmolLM2-135M-Instruct (and the other small models available offline) is near chance on MedQA without "

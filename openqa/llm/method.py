@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from openqa.errors import OpenQAError
 from openqa.llm.settings import LLMSettings
-from openqa.retrieval.base import SearchEngine
+from openqa.methods import METHODS, Opened, open_method
 
 if TYPE_CHECKING:
-    from openqa.pipeline import Context, Exam, Opened
+    from openqa.workspace import Context, Exam
 
 #: Flags of settings a user may give (their source in the record when they differ from the default).
 FLAGS = {"evidence": "--evidence", "scoring": "--scoring", "prompt": "--prompt", "retriever": "--retriever",
@@ -39,26 +39,24 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings | None) -> "Opened
     from openqa.llm.backends import open_backend
     from openqa.llm.cache import ReplyCache
     from openqa.llm.scorer import LLMScorer
-    from openqa.pipeline import Opened, open_scorer
 
     if llm is None:
         raise OpenQAError("--method llm needs --model: a local folder, hub id or .gguf file (or, with --endpoint, "
                           "the server's model name)")
-    engine, query, retrieval = None, "full", {}
+    retriever, query, retrieval = None, "full", {}
     if llm.evidence != "none":
-        if llm.retriever in ("llm", "reader"):
-            raise OpenQAError(f"--retriever {llm.retriever} does not retrieve paragraphs: use ir-custom, ir-es, dense or hybrid")
-        opened = open_scorer(ctx, llm.retriever, target)
-        if not isinstance(opened.index, SearchEngine):
-            raise OpenQAError(f"--retriever {llm.retriever} does not retrieve paragraphs: use ir-custom, ir-es, dense or hybrid")
-        engine = opened.index
-        query = opened.settings.get("query") or "full"
+        opened = open_method(ctx, llm.retriever, target)
+        retriever = opened.retriever
+        if retriever is None:
+            raise OpenQAError(f"--retriever {llm.retriever} does not retrieve paragraphs; use one of "
+                              f"{', '.join(name for name, m in METHODS.items() if m.retrieves)}")
+        query = retriever.settings.query
         query = "full" if query == "option" else query
         retrieval = {"retriever_settings": {k: v for k, v in opened.settings.items() if k != "sources"}}
     cache = ReplyCache(llm.cache_dir or ctx.settings.index_dir / "llm-cache")
     backend = open_backend(llm.model, llm.endpoint, models_dir=ctx.settings.models_dir, context=llm.context,
                            timeout=llm.timeout, retries=llm.retries, threads=llm.threads)
-    scorer = LLMScorer(backend, llm, cache, engine, query, target.lang)
+    scorer = LLMScorer(backend, llm, cache, retriever, query, target.lang)
     record = {**scorer.settings_record(), "exam": target.exam, "cache": str(cache.path), **retrieval}
     given = llm.given()
     given = {*given, "model", *(("reply_tokens",) if "max_tokens" in given else ())}
@@ -68,4 +66,5 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings | None) -> "Opened
                    cache="--cache-dir" if llm.cache_dir else "default (beside the indexes)")
     if llm.evidence != "none":
         sources["query"] = f"{llm.retriever}: {opened.settings['sources'].get('query', 'default')}"
-    return Opened(scorer, engine if engine is not None else ClosedBook(target.lang), {**record, "sources": sources})
+    index = retriever.engine if retriever is not None else ClosedBook(target.lang)
+    return Opened(scorer, index, {**record, "sources": sources})

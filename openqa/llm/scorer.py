@@ -24,9 +24,9 @@ from openqa.llm.cache import ReplyCache, reply_key
 from openqa.llm.extract import cited_ids, extract_letter
 from openqa.llm.prompts import Messages, Passage, build_messages, fit_passages, option_block
 from openqa.llm.settings import LLMSettings
-from openqa.retrieval.base import Hit, SearchEngine
+from openqa.retrieval.base import Hit
 from openqa.scorers.base import OptionScorer, OptionScores
-from openqa.scorers.ir import IRScorer, IRSettings, question_query
+from openqa.scorers.ir import IRScorer, question_query
 
 
 @dataclass(frozen=True)
@@ -69,12 +69,13 @@ class LLMScorer(OptionScorer):
 
     name = "llm"
 
-    def __init__(self, backend: Backend, settings: LLMSettings, cache: ReplyCache, engine: SearchEngine | None = None,
+    def __init__(self, backend: Backend, settings: LLMSettings, cache: ReplyCache, retriever: IRScorer | None = None,
                  query: str = "full", lang: str = "en") -> None:
         self.backend = backend
         self.settings = settings
         self.cache = cache
-        self.engine = engine
+        self.retriever = retriever
+        self.engine = retriever.engine if retriever is not None else None
         self.query = query
         self.lang = lang
         self.instruction = "letters" if settings.scoring == "letters" else settings.prompt
@@ -84,15 +85,14 @@ class LLMScorer(OptionScorer):
     def _ranked(self, questions: Sequence[Question], progress: bool) -> tuple[list[list[Hit]], list[dict[str, list[Hit]]]]:
         """Per question: its paragraphs in rank order, and (evidence ``options``) each option's own hits."""
         s = self.settings
-        if s.evidence == "none" or self.engine is None:
+        if s.evidence == "none" or self.retriever is None:
             return [[] for _ in questions], [{} for _ in questions]
         if s.evidence == "options":
-            per_option = IRScorer(self.engine, IRSettings(top_n=s.top, query=self.query)).retrieve(questions, s.top, progress)
+            per_option = self.retriever.retrieve(questions, s.top, progress, query=self.query)
             return ([interleave(hits) for hits in per_option],
                     [dict(zip(q.options, hits)) for q, hits in zip(questions, per_option)])
         queries = [question_query(q, self.query, self.lang) or q.question for q in questions]
-        self.engine.fit_queries(queries)
-        return self.engine.search(queries, s.top), [{} for _ in questions]
+        return self.retriever.search(queries, s.top), [{} for _ in questions]
 
     def _prompts(self, question: Question, qi: int, hits: list[Hit]) -> tuple[list[Prompt], list[str], int]:
         """The prompts of one question (one per order), the evidence ids they show, and whether its
