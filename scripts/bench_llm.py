@@ -28,10 +28,11 @@ from typing import Any
 
 from openqa.config import Settings
 from openqa.errors import OpenQAError
-from openqa.evaluate.results import run_record, write_atomic
 from openqa.llm.settings import LLMSettings
 from openqa.pipeline import EvalRequest, evaluate
 from openqa.workspace import Context
+
+from benchlib import write_record
 
 CELLS = [(evidence, scoring) for evidence in ("none", "question", "options") for scoring in ("letters", "generate")]
 NOTE = ("SmolLM2-135M-Instruct (and the other small models available offline) is near chance on MedQA without "
@@ -124,9 +125,8 @@ def main() -> None:
                              "top_k": {"question": 10, "options": "3 per option"}, "temperature": 0, "seed": 0,
                              "prompt": "direct", "context": 4096},
                 "cells": [kept[cell_key(*c)] for c in CELLS if cell_key(*c) in kept],
-                **run_record(" ".join(["python", "scripts/bench_llm.py", *sys.argv[1:]])),
             }
-            write_atomic(bench_path, json.dumps(record, indent=2) + "\n")
+            write_record(bench_path.name, record, " ".join(["python", "scripts/bench_llm.py", *sys.argv[1:]]), out)
             print(f"{key} n={cell['n']}: {cell['accuracy']:.2f}% (CI {cell['ci95'][0]:.1f}-{cell['ci95'][1]:.1f}), "
                   f"parse failures {cell['parse_failures']}, {cell['questions_per_second']} q/s, cached rerun "
                   f"{rerun['seconds']:.2f} s ({rerun['model_calls']} calls)", flush=True)

@@ -83,16 +83,22 @@ class LLMScorer(OptionScorer):
         self.stats: dict[str, Any] = {}
 
     def _ranked(self, questions: Sequence[Question], progress: bool) -> tuple[list[list[Hit]], list[dict[str, list[Hit]]]]:
-        """Per question: its paragraphs in rank order, and (evidence ``options``) each option's own hits."""
+        """Per question: its paragraphs in rank order, and (evidence ``options``) each option's own hits.
+        Each question is searched alone, so its evidence (and prompt, and cached reply) never depends
+        on which other questions a run holds (IR-Custom's avgQL is a batch's mean query length)."""
         s = self.settings
         if s.evidence == "none" or self.retriever is None:
             return [[] for _ in questions], [{} for _ in questions]
-        if s.evidence == "options":
-            per_option = self.retriever.retrieve(questions, s.top, progress, query=self.query)
-            return ([interleave(hits) for hits in per_option],
-                    [dict(zip(q.options, hits)) for q, hits in zip(questions, per_option)])
-        queries = [question_query(q, self.query, self.lang) or q.question for q in questions]
-        return self.retriever.search(queries, s.top), [{} for _ in questions]
+        ranked, own = [], []
+        for q in tqdm(questions, desc=f"retrieving ({self.engine.name})", unit="q", disable=not progress):
+            if s.evidence == "options":
+                per_option = self.retriever.retrieve([q], s.top, False, query=self.query)[0]
+                ranked.append(interleave(per_option))
+                own.append(dict(zip(q.options, per_option)))
+            else:
+                ranked += self.retriever.search([question_query(q, self.query, self.lang) or q.question], s.top)
+                own.append({})
+        return ranked, own
 
     def _prompts(self, question: Question, qi: int, hits: list[Hit]) -> tuple[list[Prompt], list[str], int]:
         """The prompts of one question (one per order), the evidence ids they show, and whether its
