@@ -124,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="accuracy of a method on a dataset split, with a 95%% CI")
     src = ev.add_mutually_exclusive_group(required=True)
     src.add_argument("--dataset", help="dataset name: us, us5, mainland, mainland5, tw, tw-en, tw-zh")
-    src.add_argument("--questions", help="any question file in the MedQA JSONL format (with --lang)")
+    src.add_argument("--questions", help="a question file (with --lang): MedQA JSON lines, MIRAGE benchmark JSON (with --subset), MedMCQA JSON lines (opa..opd, cop) or MMLU CSV (.csv: question, four options, answer letter)")
+    ev.add_argument("--subset", help="with a MIRAGE --questions file: which of its datasets (e.g. medqa, mmlu, pubmedqa)")
     ev.add_argument("--split", help="with --dataset: train, dev or test (default: test)")
     ev.add_argument("--lang", choices=LANGS, help="with --questions: their language, which picks the corpus (default: en)")
     ev.add_argument("--exam", help="what --questions are scored as: usmle, mcmle, twmle: the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
@@ -289,7 +290,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     request = EvalRequest(
         method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
         lang=args.lang, exam=args.exam, limit=args.limit, engine=args.engine, model=args.model, overrides=_overrides(args),
-        llm=_llm_settings(args),
+        llm=_llm_settings(args), subset=args.subset,
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])

@@ -55,6 +55,7 @@ class EvalRequest:
     model: str | None = None
     overrides: Overrides = Overrides()
     llm: LLMSettings | None = None
+    subset: str | None = None
 
     def __post_init__(self) -> None:
         if (self.dataset is None) == (self.questions is None):
@@ -64,6 +65,8 @@ class EvalRequest:
         if self.dataset is not None and self.lang is not None and self.lang != dataset_spec(self.dataset).lang:
             raise OpenQAError(f"--lang {self.lang} does not apply to --dataset {self.dataset}, "
                               f"whose questions are {dataset_spec(self.dataset).lang}")
+        if self.subset is not None and self.questions is None:
+            raise OpenQAError("--subset picks a dataset of a MIRAGE --questions file")
         if self.limit is not None and self.limit < 1:
             raise OpenQAError("--limit must be at least 1")
 
@@ -75,7 +78,7 @@ class EvalRequest:
         parts = []
         if self.questions is not None:
             where = hashlib.sha256(str(Path(self.questions).resolve()).encode()).hexdigest()[:8]
-            parts += [f"file-{where}", *(value for value in (self.lang, self.exam) if value)]
+            parts += [f"file-{where}", *(value for value in (self.subset, self.lang, self.exam) if value)]
         parts += [f"{flag}-{value}" for flag, value in (("engine", self.engine), ("query", o.query),
                                                          ("top", o.top_n), ("aggregate", o.aggregate)) if value]
         parts += method(self.method).variant(self.request())
@@ -94,7 +97,7 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         questions = load_questions(req.dataset, split, ctx.settings.require_data_dir())
         name, data = req.dataset, spec.files[split]
     else:
-        questions = read_question_file(Path(req.questions))
+        questions = read_question_file(Path(req.questions), subset=req.subset)
         name, split, data = Path(req.questions).stem, "file", str(Path(req.questions).resolve())
     if req.limit is not None:
         questions = questions[: req.limit]

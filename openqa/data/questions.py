@@ -201,8 +201,12 @@ def _parse_record(record: Any, qid: str, n_options: int | None) -> Question:
     )
 
 
-def read_question_file(path: Path, qid_prefix: str | None = None, n_options: int | None = None) -> list[Question]:
+def read_question_file(
+    path: Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
+) -> list[Question]:
     """Read and validate a MedQA-format JSONL file, so bad data stops the run with file and line named.
+    MIRAGE, MedMCQA and MMLU files are recognised by their content or extension and read by
+    ``openqa.data.formats`` (``subset``: the dataset of a MIRAGE file).
 
     Each question's id is ``f"{qid_prefix}-{line_number}"`` (prefix defaults to the file stem;
     line numbers count blank lines, which are skipped). ``answer``, when present, must equal the
@@ -212,11 +216,22 @@ def read_question_file(path: Path, qid_prefix: str | None = None, n_options: int
     path = Path(path)
     prefix = path.stem if qid_prefix is None else qid_prefix
     try:
-        raw_lines = path.read_bytes().splitlines()
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    from openqa.data.formats import detect, read_other
+
+    fmt = detect(path, raw.decode("utf-8-sig", errors="replace"))
+    if fmt != "medqa" or subset is not None:
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise DataError(f"{path}:{line}: not valid UTF-8") from None
+        return read_other(path, text, fmt, prefix, n_options, subset)
+    raw_lines = raw.splitlines()
 
     questions: list[Question] = []
     for line_no, raw in enumerate(raw_lines, start=1):

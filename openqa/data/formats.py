@@ -1,0 +1,142 @@
+"""Other benchmarks' question files, read into the same validated ``Question``s as MedQA's JSONL:
+MIRAGE's benchmark JSON (``{dataset: {id: {question, options, answer}}}``, one dataset picked with
+``subset``; its yes/no/maybe questions come as 2-3 options), MedMCQA JSON lines (``opa``..``opd``,
+``cop`` counting from 1 as in the original release) and MMLU CSV (question, four options, answer
+letter; no header). Every problem names the file and line."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from openqa.data.questions import Question, _parse_record
+from openqa.errors import DataError
+
+#: Formats read here, besides MedQA's JSONL.
+FORMATS = ("mirage", "medmcqa", "mmlu")
+
+
+def detect(path: Path, text: str) -> str:
+    """The format of a question file: ``mmlu`` (a .csv), ``medmcqa`` (JSON lines with ``opa``),
+    ``mirage`` (one JSON object of datasets), else ``medqa`` (MedQA's JSON lines)."""
+    if path.suffix.lower() == ".csv":
+        return "mmlu"
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        record = json.loads(first)
+    except ValueError:
+        record = None
+    if isinstance(record, dict):
+        if "opa" in record:
+            return "medmcqa"
+        if "question" in record or "options" in record:
+            return "medqa"
+        return "mirage"
+    return "mirage" if first.lstrip().startswith("{") else "medqa"
+
+
+def read_other(path: Path, text: str, fmt: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    """The questions of ``text`` (the contents of ``path``) in format ``fmt``."""
+    if subset is not None and fmt != "mirage":
+        raise DataError(f"{path}: --subset picks a dataset of a MIRAGE benchmark file; this is a {fmt} file")
+    readers = {"mirage": _mirage, "medmcqa": _medmcqa, "mmlu": _mmlu}
+    questions = readers[fmt](path, text, prefix, n_options, subset)
+    if not questions:
+        raise DataError(f"{path}: no questions")
+    return questions
+
+
+def _line_of(text: str, needle: str, start: int = 0) -> int:
+    """The line (from 1) where ``needle`` first occurs at or after ``start`` (1 if it does not)."""
+    at = text.find(needle, start)
+    return text.count("\n", 0, at) + 1 if at >= 0 else 1
+
+
+def _mirage(path: Path, text: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(data, dict) or not data or not all(isinstance(v, dict) for v in data.values()):
+        raise DataError(f"{path}:1: expected MIRAGE's {{dataset: {{id: {{question, options, answer}}}}}} object")
+    names = list(data)
+    if subset is None:
+        if len(names) > 1:
+            raise DataError(f"{path}: a MIRAGE file of {len(names)} datasets: pick one with --subset ({', '.join(names)})")
+        subset = names[0]
+    if subset not in data:
+        raise DataError(f"{path}: no dataset {subset!r} in this MIRAGE file: choose one of {', '.join(names)}")
+    start = text.find(json.dumps(subset))
+    questions = []
+    for qid, record in data[subset].items():
+        line = _line_of(text, json.dumps(qid), start)
+        try:
+            if not isinstance(record, dict):
+                raise ValueError(f"expected a JSON object, found {type(record).__name__}")
+            medqa = {"question": record.get("question"), "options": record.get("options"), "answer_idx": record.get("answer")}
+            questions.append(_parse_record(medqa, f"{subset}-{qid}", n_options))
+        except ValueError as exc:
+            raise DataError(f"{path}:{line}: {subset} {qid}: {str(exc).replace('answer_idx', 'answer')}") from None
+    return questions
+
+
+def _medmcqa(path: Path, text: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    questions = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}:{line_no}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        try:
+            questions.append(_parse_record(_medmcqa_record(record), f"{prefix}-{line_no}", n_options))
+        except ValueError as exc:
+            raise DataError(f"{path}:{line_no}: {exc}") from None
+    return questions
+
+
+def _medmcqa_record(record: Any) -> dict[str, Any]:
+    """A MedMCQA record in MedQA's form; ``cop`` 1-4 names the correct option (the original release)."""
+    if not isinstance(record, dict):
+        raise ValueError(f"expected a JSON object, found {type(record).__name__}")
+    keys = ("opa", "opb", "opc", "opd")
+    missing = [k for k in keys if k not in record]
+    if missing:
+        raise ValueError(f"missing option field {missing[0]!r} (MedMCQA's opa..opd)")
+    cop = record.get("cop")
+    if cop is None or cop == -1:
+        raise ValueError("no answer ('cop'): MedMCQA's test split has none")
+    if isinstance(cop, str) and cop.strip().isdigit():
+        cop = int(cop)
+    if not isinstance(cop, int) or not 1 <= cop <= 4:
+        hint = " (cop counts from 1 in MedMCQA's release; add 1 to a 0-based copy)" if cop == 0 else ""
+        raise ValueError(f"'cop' {cop!r} is not 1, 2, 3 or 4{hint}")
+    options = {chr(ord("A") + i): record[k] for i, k in enumerate(keys)}
+    return {"question": record.get("question"), "options": options, "answer_idx": chr(ord("A") + cop - 1)}
+
+
+def _mmlu(path: Path, text: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    questions = []
+    reader = csv.reader(io.StringIO(text))
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise DataError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from None
+        line_no = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != 6:
+            raise DataError(f"{path}:{line_no}: expected 6 columns (question, four options, answer letter), found {len(row)}")
+        medqa = {"question": row[0], "options": dict(zip("ABCD", row[1:5])), "answer_idx": row[5].strip()}
+        try:
+            questions.append(_parse_record(medqa, f"{prefix}-{line_no}", n_options))
+        except ValueError as exc:
+            raise DataError(f"{path}:{line_no}: {str(exc).replace('answer_idx', 'answer')}") from None
+    return questions

@@ -1,0 +1,86 @@
+"""Other benchmarks' question files (MIRAGE JSON, MedMCQA JSON lines, MMLU CSV): read into the same
+questions as MedQA's, with file:line errors, and scored by the IR baselines through ``openqa eval``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from openqa.cli import main
+from openqa.data import read_question_file
+from openqa.errors import DataError
+from tests.helpers import make_data_dir
+
+MIRAGE = {
+    "medqa": {
+        "0000": {"question": "Which drug blocks bacterial cell wall synthesis?",
+                 "options": {"A": "Gentamicin", "B": "Ceftriaxone", "C": "Ciprofloxacin", "D": "Aspirin"}, "answer": "B"},
+        "0001": {"question": "Which drug inhibits cyclooxygenase and reduces mortality after infarction?",
+                 "options": {"A": "Aspirin", "B": "Gentamicin", "C": "Ceftriaxone", "D": "Ciprofloxacin"}, "answer": "A"},
+    },
+    "pubmedqa": {
+        "12345": {"question": "Does aspirin reduce mortality after myocardial infarction?",
+                  "options": {"A": "yes", "B": "no", "C": "maybe"}, "answer": "A"},
+    },
+}
+
+
+def write(path, text: str):
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_mirage_subsets(tmp_path):
+    path = write(tmp_path / "benchmark.json", json.dumps(MIRAGE, indent=2))
+    medqa = read_question_file(path, subset="medqa")
+    assert [q.qid for q in medqa] == ["medqa-0000", "medqa-0001"] and medqa[0].answer == "Ceftriaxone"
+    yes_no = read_question_file(path, subset="pubmedqa")
+    assert list(yes_no[0].options.values()) == ["yes", "no", "maybe"] and yes_no[0].answer_idx == "A"
+    with pytest.raises(DataError, match=r"2 datasets: pick one with --subset \(medqa, pubmedqa\)"):
+        read_question_file(path)
+    with pytest.raises(DataError, match="no dataset 'bioasq'"):
+        read_question_file(path, subset="bioasq")
+
+
+def test_medmcqa_and_mmlu(tmp_path):
+    record = {"id": "x1", "question": "Drug of choice for gonococcal arthritis?", "opa": "Gentamicin",
+              "opb": "Ceftriaxone", "opc": "Aspirin", "opd": "Ciprofloxacin", "cop": 2, "subject_name": "Micro"}
+    medmcqa = read_question_file(write(tmp_path / "dev.json", json.dumps(record) + "\n"))
+    assert medmcqa[0].answer_idx == "B" and medmcqa[0].answer == "Ceftriaxone" and medmcqa[0].qid == "dev-1"
+    mmlu = read_question_file(write(tmp_path / "anatomy_test.csv", 'What inhibits COX?,Aspirin,"Gentamicin, IV",Ceftriaxone,Heparin,A\n'))
+    assert mmlu[0].options["B"] == "Gentamicin, IV" and mmlu[0].answer == "Aspirin"
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("bad.json", json.dumps({"medqa": {"0000": {"question": "Q?", "options": {"A": "x", "B": "y"}, "answer": "C"}}}, indent=2),
+     r"bad.json:3: medqa 0000: 'answer' 'C' is not one of the option letters A, B"),
+    ("broken.json", '{"medqa": {\n  "0000": {"question": \n', r"broken.json:3: invalid JSON"),
+    ("mc.json", json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 0}) + "\n",
+     r"mc.json:1: 'cop' 0 is not 1, 2, 3 or 4 \(cop counts from 1"),
+    ("mc2.json", "\n" + json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d"}) + "\n",
+     r"mc2.json:2: no answer \('cop'\)"),
+    ("t.csv", "Q1?,a,b,c,d,A\nQ2?,a,b,c,d\n", r"t.csv:2: expected 6 columns"),
+    ("u.csv", "Q1?,a,b,c,d,E\n", r"u.csv:1: 'answer' 'E' is not one of the option letters"),
+    ("empty.csv", "\n", r"empty.csv: no questions"),
+])
+def test_bad_files_name_file_and_line(tmp_path, name, text, message):
+    with pytest.raises(DataError, match=message):
+        read_question_file(write(tmp_path / name, text))
+
+
+def test_subset_needs_a_mirage_file(tmp_path):
+    path = write(tmp_path / "q.csv", "Q1?,a,b,c,d,A\n")
+    with pytest.raises(DataError, match="--subset picks a dataset of a MIRAGE benchmark file; this is a mmlu file"):
+        read_question_file(path, subset="medqa")
+
+
+def test_ir_baseline_scores_a_mirage_subset(tmp_path, capsys):
+    data = make_data_dir(tmp_path)
+    path = write(tmp_path / "benchmark.json", json.dumps(MIRAGE))
+    where = ["--data-dir", str(data), "--index-dir", str(tmp_path / "indexes"), "--output", str(tmp_path / "out")]
+    assert main(["eval", "--questions", str(path), "--subset", "medqa", "--top-n", "1", "--json", *where]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n"] == 2 and summary["accuracy"] == 100.0 and "medqa" in summary["variant"]
+    assert main(["eval", "--questions", str(path), *where]) == 2
+    assert "pick one with --subset" in capsys.readouterr().err
