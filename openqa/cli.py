@@ -80,13 +80,13 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
 
 def _llm_settings(args: argparse.Namespace):
     """The ``LLMSettings`` of ``--method llm`` (None for other methods)."""
-    if args.method != "llm":
+    if "llm" not in args.method.split(","):
         return None
     from openqa.llm.settings import LLMSettings
 
     return LLMSettings(
         model=args.model, endpoint=args.endpoint, evidence=args.evidence, scoring=args.scoring, prompt=args.prompt,
-        retriever=args.retriever, top_k=args.top_n, evidence_tokens=args.evidence_tokens, context=args.context,
+        retriever=args.retriever, top_k=getattr(args, "top_n", None), evidence_tokens=args.evidence_tokens, context=args.context,
         permutations=args.permutations, concurrency=args.concurrency, timeout=args.timeout, retries=args.retries,
         temperature=args.temperature, seed=args.seed, max_tokens=args.max_tokens, threads=args.threads,
         cache_dir=Path(args.cache_dir) if args.cache_dir else None,
@@ -193,6 +193,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--method", default="ir-custom", help="methods to serve, comma-separated, or all; a missing quick index (custom, pmi) is built first, a missing slow one is reported with the command that builds it (default: ir-custom)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 opens it to your network: there is no authentication)")
     sv.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    sv.add_argument("--model", help="with --method llm: a local folder, hub id or .gguf file, or with --endpoint the server's model name")
+    sv.add_argument("--top-n", type=int, help="with --method llm: evidence paragraphs (default: 10 for the question, 3 per option)")
+    _llm_flags(sv)
     _tokenizer_flags(sv)
     _corpus_flag(sv)
     _common(sv)
@@ -447,7 +450,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
     if not 1 <= args.port <= 65535:
         raise OpenQAError(f"--port must be between 1 and 65535, not {args.port}")
-    serve(_context(args), args.lang.split(","), args.method.split(","), args.host, args.port)
+    serve(_context(args), args.lang.split(","), args.method.split(","), args.host, args.port, _llm_settings(args))
 
 
 COMMANDS = {

@@ -31,6 +31,7 @@ from openqa import __version__
 from openqa.data import Question
 from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
 from openqa.errors import OpenQAError
+from openqa.llm.settings import LLMSettings
 from openqa.workspace import Context
 from openqa.serve.engines import Engines, RequestError
 
@@ -268,11 +269,12 @@ def create_app(engines: Engines) -> FastAPI:
     return app
 
 
-def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: int) -> None:
-    """Open the methods once, then serve the page and the API on ``host:port`` until Ctrl-C."""
+def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: int, llm: LLMSettings | None = None) -> None:
+    """Open the methods once (``llm``: the settings of ``--method llm``), then serve the page and the
+    API on ``host:port`` until Ctrl-C."""
     import uvicorn
 
-    engines = Engines(ctx, langs, methods)
+    engines = Engines(ctx, langs, methods, llm)
     for offer in engines.describe():
         state = "ready" if offer["available"] else f"not available: {offer['error']}"
         ctx.notify(f"{offer['method']} ({offer['lang']}) {state}")

@@ -19,6 +19,7 @@ from openqa.answer import no_match_message
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.languages import LANGS
+from openqa.llm.settings import LLMSettings
 from openqa.methods import METHODS, Opened, Overrides, Request, open_method
 from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index, SearchEngine
@@ -95,9 +96,11 @@ def pick(items: list[str], known: tuple[str, ...], what: str) -> list[str]:
 class Engines:
     """The methods a server offers per language, opened once, and a worker thread per language."""
 
-    def __init__(self, ctx: Context, langs: list[str], methods: list[str]) -> None:
+    def __init__(self, ctx: Context, langs: list[str], methods: list[str], llm: LLMSettings | None = None) -> None:
         """Open every method in every language (``methods`` may be ``["all"]``); one that cannot be
-        opened is kept with its error, so requests for it say which command builds its index."""
+        opened is kept with its error, so requests for it say which command builds its index.
+        ``llm`` holds the settings of ``--method llm`` (model, evidence, scoring)."""
+        self.request = Request(llm=llm)
         self.ctx = _OpenOnce(**{f.name: getattr(ctx, f.name) for f in fields(Context)})
         self.langs = pick(langs, LANGS, "language")
         self.methods = list(METHODS) if methods == [ALL] else pick(methods, tuple(METHODS), "method")
@@ -115,12 +118,13 @@ class Engines:
         """Open one method (in the language's worker thread) and read its paragraphs now, so that
         the first request does not pay for it."""
         try:
-            opened = open_method(self.ctx, name, Exam.resolve(lang=lang))
+            opened = open_method(self.ctx, name, Exam.resolve(lang=lang), self.request)
         except OpenQAError as exc:
             return Offer(name, lang, error=str(exc))
         if isinstance(opened.index, SearchEngine):  # PMI's positional index keeps no paragraphs
             opened.index.paragraphs[0]  # reads the paragraph store
-        opened.index.tokenizer.prepare_query("")  # loads the Chinese script converter
+        if hasattr(opened.index, "tokenizer"):  # a closed-book LLM reads no index
+            opened.index.tokenizer.prepare_query("")  # loads the Chinese script converter
         return Offer(name, lang, opened)
 
     def offer(self, method: str | None, lang: str | None) -> Offer:
@@ -144,6 +148,8 @@ class Engines:
         """Solve ``question`` in its language's worker thread: the record of ``answer_record`` with
         the method and language used; ``top_n`` replaces the tuned top-N over the open index."""
         offer = self.offer(method, lang)
+        if top_n is not None and offer.method == "llm":
+            raise RequestError("top_n does not apply to llm: its evidence is set when the server starts (--top-n)")
 
         def work() -> dict[str, Any]:
             opened = offer.opened if top_n is None else open_method(
