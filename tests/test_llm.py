@@ -422,3 +422,29 @@ def test_served_llm_answers_with_its_reply(root):
             engines.answer(question, "llm", "en", 3, 2)
     finally:
         engines.close()
+
+
+def test_ctrl_c_keeps_the_replies_cached_so_far(root, capsys, fake, tmp_path):
+    """Ctrl-C in the middle of a run: exit 130 and no result files; the replies already received stay
+    in the cache, and the rerun asks the model only for the rest."""
+    fake.script, fake.delay = [(200, '{"answer": "B"}')], 0.3
+    out = tmp_path / "results"
+    args = ["eval", "--dataset", "us", "--method", "llm", "--model", "fake-model", "--endpoint", fake.url,
+            "--evidence", "none", "--scoring", "generate", "--permutations", "6", "--cache-dir", str(tmp_path / "cache"),
+            "--data-dir", str(root / "data_clean"), "--index-dir", str(root / "indexes")]
+    openqa = Path(sys.executable).with_name("openqa")
+    proc = subprocess.Popen([str(openqa), *args, "--output", str(out)], stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while len(fake.requests) < 3 and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and err.strip().endswith("openqa: interrupted"), err
+    assert not out.exists() or not list(out.glob("*.json"))
+    asked = len(fake.requests)
+    assert main([*args, "--output", str(out), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["cached_replies"] >= 2 and summary["model_calls"] + summary["cached_replies"] == 12
+    assert len(fake.requests) - asked == summary["model_calls"]
