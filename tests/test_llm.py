@@ -136,12 +136,18 @@ def test_evidence_is_cut_to_the_token_budget_in_rank_order(root, capsys):
         assert whole["evidence_ids"][: len(part["evidence_ids"])] == part["evidence_ids"]  # the best ones kept
 
 
-def test_second_run_makes_no_model_calls_and_an_interrupted_run_resumes(root, capsys):
+def test_second_run_makes_no_model_calls_and_an_interrupted_run_resumes(root, capsys, monkeypatch):
     cache = ["--cache-dir", str(root / "cache-rerun"), "--scoring", "generate", "--max-tokens", "4"]
     first = eval_llm(root, capsys, *cache, "--limit", "1")  # as if stopped after the first question
     assert first["model_calls"] == 1
     resumed = eval_llm(root, capsys, *cache)
     assert resumed["model_calls"] == 1 and resumed["cached_replies"] == 1
+    import transformers
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("a cached rerun loaded the weights")
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", no_weights)
     again = eval_llm(root, capsys, *cache)
     assert again["model_calls"] == 0 and again["cached_replies"] == len(QUESTIONS)
     assert predictions(again) == predictions(resumed)

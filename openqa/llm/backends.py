@@ -65,6 +65,8 @@ class Backend(ABC):
     context: int
     context_source: str
     token_count: str
+    #: Where the model runs (device and precision, threads, or a server), for the record.
+    runs_on: str
 
     def __init__(self) -> None:
         self.calls = 0
@@ -103,14 +105,15 @@ def _first_line(text: str, limit: int = 200) -> str:
 
 class TransformersBackend(Backend):
     """A causal LM run in process: its chat template, bf16 on a GPU (fp16 where bf16 is not
-    supported), fp32 on the CPU; letters from the exact next-token distribution."""
+    supported), fp32 on the CPU; letters from the exact next-token distribution. The weights load
+    at the first prompt the cache does not answer (a cached rerun reads only the tokenizer)."""
 
     kind = "transformers"
 
     def __init__(self, model: str, models_dir: Path | None = None, context: int | None = None) -> None:
         super().__init__()
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoConfig, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()  # one bar per loaded file is noise beside openqa's own
@@ -127,20 +130,33 @@ class TransformersBackend(Backend):
         if not getattr(self.tokenizer, "chat_template", None):
             raise OpenQAError(f"model {model!r} has no chat template: --method llm needs an instruction (chat) model")
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        dtype = torch.float32
+        self.dtype = torch.float32
         if self.device == "cuda":
-            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+            self.dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         try:
-            self.model = AutoModelForCausalLM.from_pretrained(self.source, dtype=dtype).to(self.device).eval()
+            config = AutoConfig.from_pretrained(self.source)
         except (OSError, ValueError) as exc:
-            raise OpenQAError(f"cannot load model {model!r} as a causal LM ({_first_line(exc)})") from None
-        self.dtype = str(dtype).removeprefix("torch.")
-        limit = getattr(self.model.config, "max_position_embeddings", None)
+            raise OpenQAError(f"cannot load model {model!r} ({_first_line(exc)})") from None
+        self._model: Any = None
+        limit = getattr(config, "max_position_embeddings", None)
         self.context = context or limit or DEFAULT_CONTEXT
         self.context_source = "--context" if context else ("model config max_position_embeddings" if limit
                                                             else f"assumed {DEFAULT_CONTEXT} (give --context)")
         self.token_count = "the model's own tokenizer"
+        self.runs_on = f"transformers, {self.device}, {str(self.dtype).removeprefix('torch.')}"
         self._torch = torch
+
+    @property
+    def model(self) -> Any:
+        """The weights, loaded at first use."""
+        if self._model is None:
+            from transformers import AutoModelForCausalLM
+
+            try:
+                self._model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()
+            except (OSError, ValueError) as exc:
+                raise OpenQAError(f"cannot load model {self.name!r} as a causal LM ({_first_line(exc)})") from None
+        return self._model
 
     def identity(self) -> dict[str, Any]:
         return {"kind": self.kind, "model": self.source}
@@ -245,6 +261,7 @@ class EndpointBackend(ChatBackend):
         self.base = base if base.endswith("/v1") else f"{base}/v1"
         self.where = self.base
         self.name = model
+        self.runs_on = "an OpenAI-compatible server"
         self.retries = retries
         key = next((os.environ[v] for v in KEY_VARIABLES if os.environ.get(v)), None)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -348,7 +365,7 @@ class EndpointBackend(ChatBackend):
 class LlamaCppBackend(ChatBackend):
     """A GGUF file run in process by llama.cpp (``xllamacpp``): one thread by default (spinning
     threads collapse on a loaded machine); tokens counted with the file's own tokenizer (read by
-    transformers through ``gguf``)."""
+    transformers through ``gguf``). llama.cpp loads the file at the first prompt the cache does not answer."""
 
     kind = "gguf"
 
@@ -377,7 +394,10 @@ class LlamaCppBackend(ChatBackend):
         params.warmup = False
         params.verbosity = -1
         self.threads = threads
-        self.server = xllamacpp.Server(params)
+        self.runs_on = f"llama.cpp (xllamacpp), {threads} thread{'s' if threads > 1 else ''}"
+        self._params = params
+        self._xllamacpp = xllamacpp
+        self.server: Any = None
         self.tokenizer = self._tokenizer()
         self.token_count = ("the GGUF file's own tokenizer (via transformers and gguf)" if self.tokenizer
                             else f"estimated: 1 token per {CHARS_PER_TOKEN} characters (the file's tokenizer could not be read)")
@@ -408,6 +428,11 @@ class LlamaCppBackend(ChatBackend):
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
+            if self.server is None:
+                try:
+                    self.server = self._xllamacpp.Server(self._params)
+                except Exception as exc:  # noqa: BLE001 (llama.cpp's own failure, said in one line)
+                    raise OpenQAError(f"llama.cpp cannot load {self.name} ({_first_line(exc) or type(exc).__name__})") from None
             data = self.server.handle_chat_completions(body)
         if isinstance(data, dict) and data.get("error"):
             error = data["error"]

@@ -62,7 +62,7 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings | None) -> "Opened
     given = {*given, "model", *(("reply_tokens",) if "max_tokens" in given else ())}
     sources = {key: FLAGS[key] if key in FLAGS and key in given else "default" for key in record if key != "retriever_settings"}
     sources.update(exam=target.source, context=backend.context_source, token_count="backend",
-                   template_version="openqa package", template_hash="openqa package", backend="--model/--endpoint",
+                   template_version="openqa package", template_hash="openqa package", backend="--model/--endpoint", runs_on="backend",
                    cache="--cache-dir" if llm.cache_dir else "default (beside the indexes)")
     if llm.evidence != "none":
         sources["query"] = f"{llm.retriever}: {opened.settings['sources'].get('query', 'default')}"

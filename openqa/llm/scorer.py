@@ -259,7 +259,8 @@ class LLMScorer(OptionScorer):
 
         s = self.settings
         record: dict[str, Any] = {
-            "model": s.model, "backend": self.backend.kind, "endpoint": s.endpoint, "evidence": s.evidence,
+            "model": s.model, "backend": self.backend.kind, "runs_on": self.backend.runs_on, "endpoint": s.endpoint,
+            "evidence": s.evidence,
             "scoring": s.scoring, "prompt": s.prompt if s.scoring == "generate" else "letters",
             "template_version": TEMPLATE_VERSION, "template_hash": template_hash(self.instruction),
             "permutations": s.permutations, "temperature": s.temperature, "seed": s.seed,
