@@ -62,6 +62,8 @@ class Backend(ABC):
     """A model answering prompts; ``calls`` counts the model calls made (cached replies make none)."""
 
     kind: str
+    #: The model's name as the user gave it (a GGUF file's name).
+    name: str
     context: int
     context_source: str
     token_count: str
@@ -210,7 +212,6 @@ class ChatBackend(Backend):
     the first token's ``top_logprobs``; a server that gives none is refused with a one-line error."""
 
     where: str
-    name: str
 
     @abstractmethod
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:

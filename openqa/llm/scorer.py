@@ -149,7 +149,7 @@ class LLMScorer(OptionScorer):
         for p in prompts:
             left[p.question] += 1
         start = time.perf_counter()
-        with tqdm(total=n_questions, desc=f"llm ({self.backend.name if hasattr(self.backend, 'name') else 'model'})",
+        with tqdm(total=n_questions, desc=f"llm ({self.backend.name})",
                   unit="q", disable=not progress) as bar:
             def done(i: int, reply: dict[str, Any]) -> None:
                 replies[i] = reply
