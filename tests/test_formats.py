@@ -50,6 +50,8 @@ def test_medmcqa_and_mmlu(tmp_path):
     assert medmcqa[0].answer_idx == "B" and medmcqa[0].answer == "Ceftriaxone" and medmcqa[0].qid == "dev-1"
     mmlu = read_question_file(write(tmp_path / "anatomy_test.csv", 'What inhibits COX?,Aspirin,"Gentamicin, IV",Ceftriaxone,Heparin,A\n'))
     assert mmlu[0].options["B"] == "Gentamicin, IV" and mmlu[0].answer == "Aspirin"
+    headed = read_question_file(write(tmp_path / "h.csv", "question,A,B,C,D,answer\nQ?,a,b,c,d,D\n"))
+    assert len(headed) == 1 and headed[0].answer == "d" and headed[0].qid == "h-2"
 
 
 @pytest.mark.parametrize("name, text, message", [

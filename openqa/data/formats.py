@@ -2,7 +2,7 @@
 MIRAGE's benchmark JSON (``{dataset: {id: {question, options, answer}}}``, one dataset picked with
 ``subset``; its yes/no/maybe questions come as 2-3 options), MedMCQA JSON lines (``opa``..``opd``,
 ``cop`` counting from 1 as in the original release) and MMLU CSV (question, four options, answer
-letter; no header). Every problem names the file and line."""
+letter; a header row naming ``answer`` last is skipped). Every problem names the file and line."""
 
 from __future__ import annotations
 
@@ -132,6 +132,8 @@ def _mmlu(path: Path, text: str, prefix: str, n_options: int | None, subset: str
         line_no = reader.line_num
         if not any(cell.strip() for cell in row):
             continue
+        if line_no == 1 and len(row) == 6 and row[5].strip().lower() == "answer":
+            continue  # a header row (question, A, B, C, D, answer)
         if len(row) != 6:
             raise DataError(f"{path}:{line_no}: expected 6 columns (question, four options, answer letter), found {len(row)}")
         medqa = {"question": row[0], "options": dict(zip("ABCD", row[1:5])), "answer_idx": row[5].strip()}
