@@ -26,13 +26,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchlib import write_record
 from openqa.config import Settings
 from openqa.errors import OpenQAError
 from openqa.llm.settings import LLMSettings
 from openqa.pipeline import EvalRequest, evaluate
 from openqa.workspace import Context
-
-from benchlib import write_record
 
 CELLS = [(evidence, scoring) for evidence in ("none", "question", "options") for scoring in ("letters", "generate")]
 NOTE = ("SmolLM2-135M-Instruct (and the other small models available offline) is near chance on MedQA without "

@@ -96,9 +96,6 @@ class Backend(ABC):
             self.calls += 1
         return self._reply(messages, request)
 
-    def close(self) -> None:
-        """Free what the backend holds (a server's connections, a llama.cpp context)."""
-
 
 def _first_line(text: str, limit: int = 200) -> str:
     line = (str(text).strip().splitlines() or [""])[0]
@@ -359,9 +356,6 @@ class EndpointBackend(ChatBackend):
             time.sleep(wait)
         raise AssertionError("unreachable")
 
-    def close(self) -> None:
-        self.client.close()
-
 
 class LlamaCppBackend(ChatBackend):
     """A GGUF file run in process by llama.cpp (``xllamacpp``): one thread by default (spinning
@@ -439,9 +433,6 @@ class LlamaCppBackend(ChatBackend):
             error = data["error"]
             raise OpenQAError(f"llama.cpp: {_first_line(error.get('message') if isinstance(error, dict) else error)}")
         return data
-
-    def close(self) -> None:
-        self.server = None
 
 
 def open_backend(model: str, endpoint: str | None, *, models_dir: Path | None = None, context: int | None = None,
