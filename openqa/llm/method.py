@@ -57,7 +57,7 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings | None) -> "Opened
     backend = open_backend(llm.model, llm.endpoint, models_dir=ctx.settings.models_dir, context=llm.context,
                            timeout=llm.timeout, retries=llm.retries, threads=llm.threads)
     scorer = LLMScorer(backend, llm, cache, retriever, query, target.lang)
-    record = {**scorer.settings_record(), "exam": target.exam, "cache": str(cache.path), **retrieval}
+    record = {**scorer.settings_record(), "exam": target.exam, "cache": f"{cache.path.parent.name}/{cache.path.name}", **retrieval}
     given = llm.given()
     given = {*given, "model", *(("reply_tokens",) if "max_tokens" in given else ())}
     sources = {key: FLAGS[key] if key in FLAGS and key in given else "default" for key in record if key != "retriever_settings"}

@@ -238,7 +238,7 @@ class LLMScorer(OptionScorer):
         seconds = st.get("seconds", 0.0)
         model_seconds = st.get("model_seconds", 0.0)
         return {
-            "model": s.model,
+            "model": s.model_name(),
             "backend": self.backend.kind,
             "prompt_template_hash": self.settings_record()["template_hash"],
             "model_calls": calls,
@@ -259,7 +259,7 @@ class LLMScorer(OptionScorer):
 
         s = self.settings
         record: dict[str, Any] = {
-            "model": s.model, "backend": self.backend.kind, "runs_on": self.backend.runs_on, "endpoint": s.endpoint,
+            "model": s.model_name(), "backend": self.backend.kind, "runs_on": self.backend.runs_on, "endpoint": s.endpoint,
             "evidence": s.evidence,
             "scoring": s.scoring, "prompt": s.prompt if s.scoring == "generate" else "letters",
             "template_version": TEMPLATE_VERSION, "template_hash": template_hash(self.instruction),

@@ -3,7 +3,7 @@ so the pipeline and the CLI stay light)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -95,5 +95,8 @@ class LLMSettings:
             parts.append(f"temp{self.temperature:g}-seed{self.seed}")
         return "-".join(parts)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
+    def model_name(self) -> str:
+        """The model as a record names it: a local file or folder by its name (no machine path), a hub
+        id or a server's model name as given."""
+        path = Path(self.model).expanduser()
+        return path.name if not self.endpoint and path.exists() else self.model
