@@ -152,3 +152,6 @@ if __name__ == "__main__":
         main()
     except OpenQAError as exc:
         raise SystemExit(f"bench_llm: error: {exc}") from None
+    except KeyboardInterrupt:
+        print("bench_llm: interrupted; the reply cache keeps what was answered: rerun to resume", file=sys.stderr)
+        raise SystemExit(130) from None
