@@ -269,6 +269,7 @@ class FakeServer:
         self.script: list[tuple[int, object]] = [(200, "C")]
         self.requests: list[dict] = []
         self.delay = 0.0
+        self.tokenize = False  # whether it serves /tokenize (as vLLM and llama.cpp's server do)
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -288,6 +289,9 @@ class FakeServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path == "/tokenize":  # one token per word
+                    reply = {"tokens": list(range(len(body["prompt"].split()))), "max_model_len": 3000}
+                    return self._send(200, reply) if fake.tokenize else self._send(404, {"detail": "Not Found"})
                 fake.requests.append(body)
                 status, reply = fake.script[min(len(fake.requests) - 1, len(fake.script) - 1)]
                 time.sleep(fake.delay)
@@ -328,9 +332,21 @@ def eval_fake(root, capsys, fake, tmp_path, *args: str) -> tuple[int, str, str]:
 def test_endpoint_letters_from_top_logprobs(root, capsys, fake, tmp_path):
     code, out, err = eval_fake(root, capsys, fake, tmp_path, "--json")
     assert code == 0, err
-    rows = predictions(json.loads(out))
+    summary = json.loads(out)
+    assert summary["tokens"]["counted_by"].startswith("estimated") and summary["settings"]["context"] == 4096
+    rows = predictions(summary)
     assert rows[0]["probabilities"] == {"A": 0.125, "B": 0.25, "C": 0.625, "D": 0.0}  # " B" counts for B
     assert fake.requests[0]["logprobs"] is True and fake.requests[0]["temperature"] == 0
+
+
+def test_tokens_counted_by_the_server_tokenizer(root, capsys, fake, tmp_path):
+    fake.tokenize = True
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--json", "--evidence", "question", "--evidence-tokens", "15")
+    assert code == 0, err
+    summary = json.loads(out)
+    assert summary["tokens"]["counted_by"].startswith("the server's /tokenize") and summary["settings"]["context"] == 3000
+    assert summary["evidence_cut"]["by_budget"] == len(QUESTIONS)  # 15 words: one paragraph of about 15-20
+    assert all(len(row["evidence_ids"]) == 1 for row in predictions(summary))
 
 
 def test_retries_with_backoff_on_429_and_5xx(root, capsys, fake, tmp_path):

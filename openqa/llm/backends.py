@@ -244,7 +244,8 @@ class ChatBackend(Backend):
 class EndpointBackend(ChatBackend):
     """Any OpenAI-compatible server (vLLM, llama.cpp's server, Ollama, ``transformers serve``), over
     HTTP with retries and backoff on 429 and 5xx and a per-request timeout; the key comes from
-    ``$OPENQA_API_KEY`` (else ``$OPENAI_API_KEY``). Tokens are estimated (no tokenizer here)."""
+    ``$OPENQA_API_KEY`` (else ``$OPENAI_API_KEY``). Tokens are counted by the server's own
+    ``/tokenize`` where it has one (vLLM, llama.cpp's server; each text once), else estimated."""
 
     kind = "endpoint"
 
@@ -275,20 +276,44 @@ class EndpointBackend(ChatBackend):
         if entry:
             meta = entry.get("meta") or {}
             reported = entry.get("max_model_len") or entry.get("context_length") or meta.get("n_ctx_train")
+        self._counts: dict[str, int] = {}
+        probe = self._tokenize("a b")
+        if isinstance(probe, dict) and probe.get("max_model_len") and not reported:
+            reported = probe["max_model_len"]
+        self.server_tokens = probe is not None
         self.context = context or reported or DEFAULT_CONTEXT
-        self.context_source = ("--context" if context else "the server's /v1/models" if reported
+        self.context_source = ("--context" if context else "the server" if reported
                                else f"assumed {DEFAULT_CONTEXT}: the server does not say (give --context)")
-        self.token_count = (f"estimated: 1 token per {CHARS_PER_TOKEN} characters (no tokenizer for an endpoint; "
-                            "conservative for English)")
+        self.token_count = ("the server's /tokenize (the model's own tokenizer; 8 tokens per message for the chat "
+                            "template)" if self.server_tokens else f"estimated: 1 token per {CHARS_PER_TOKEN} characters "
+                            "(the server has no /tokenize; conservative for English)")
+
+    def _tokenize(self, text: str) -> dict[str, Any] | None:
+        """The server's ``/tokenize`` of ``text`` (beside ``/v1``, as vLLM and llama.cpp serve it), or
+        None where there is none."""
+        try:
+            response = self.client.post(f"{self.base.removesuffix('/v1')}/tokenize", json={"model": self.name, "prompt": text,
+                                                                                        "content": text})
+            data = response.json() if response.status_code == 200 else None
+        except (self._httpx.HTTPError, ValueError):
+            return None
+        return data if isinstance(data, dict) and isinstance(data.get("tokens"), list) else None
 
     def identity(self) -> dict[str, Any]:
         return {"kind": self.kind, "model": self.name}
 
     def count(self, text: str) -> int:
-        return math.ceil(len(text) / CHARS_PER_TOKEN)
+        if not self.server_tokens:
+            return math.ceil(len(text) / CHARS_PER_TOKEN)
+        if text not in self._counts:
+            reply = self._tokenize(text)
+            if reply is None:
+                raise OpenQAError(f"{self.base.removesuffix('/v1')}/tokenize stopped answering")
+            self._counts[text] = len(reply["tokens"])
+        return self._counts[text]
 
     def prompt_tokens(self, messages: Messages) -> int:
-        return sum(self.count(m["content"]) + 4 for m in messages) + 2
+        return sum(self.count(m["content"]) + 8 for m in messages)
 
     def _models(self) -> list[Any]:
         """The server's model list (one request, no retries: an unreachable server fails at once)."""
