@@ -78,26 +78,32 @@ def main() -> None:
     p.add_argument("--index-dir", help="indexes (default: $OPENQA_INDEXES or ./indexes); ir-custom is built if missing")
     p.add_argument("--cache-dir", help="reply cache (default: llm-cache/ in the index folder)")
     p.add_argument("--output", default="eval/results", help="folder of bench-llm.json and the cell records")
+    p.add_argument("--name", help="a record of its own, bench-llm-NAME.json (another model)")
+    p.add_argument("--cells", default=",".join(cell_key(*c) for c in CELLS),
+                   help="evidence/scoring cells to run, comma-separated (default: all six)")
     p.add_argument("--table", action="store_true", help="only print bench-llm.json's cells as a Markdown table")
     args = p.parse_args()
     if args.table:
-        print(table(json.loads((Path(args.output) / "bench-llm.json").read_text())))
+        print(table(json.loads((Path(args.output) / f"bench-llm{'-' + args.name if args.name else ''}.json").read_text())))
         return
 
     model = args.model or str(packaged_gguf())
     out = Path(args.output)
     settings = Settings.resolve(args.data_dir, args.index_dir, None, None, None, str(out))
     ctx = Context(settings, notify=lambda m: print(f"note: {m}", flush=True))
-    bench_path = out / "bench-llm.json"
+    bench_path = out / f"bench-llm{'-' + args.name if args.name else ''}.json"
     previous = json.loads(bench_path.read_text()) if bench_path.is_file() else {}
     kept = {c["cell"]: c for c in previous.get("cells", []) if c.get("model") == Path(model).name}
     started = time.perf_counter()
     rounds = [int(r) for r in args.rounds.split(",")]
+    wanted = [tuple(c.split("/")) for c in args.cells.split(",")]
+    if not set(wanted) <= set(CELLS):
+        raise OpenQAError(f"--cells: choose among {', '.join(cell_key(*c) for c in CELLS)}")
     for limit in rounds:
         if time.perf_counter() - started > args.deadline:
             print(f"deadline reached: not starting the round of {limit}", flush=True)
             break
-        for evidence, scoring in CELLS:
+        for evidence, scoring in wanted:
             if time.perf_counter() - started > args.deadline:
                 print("deadline reached: stopping (the cells keep the n they reached)", flush=True)
                 return
