@@ -251,6 +251,12 @@ class Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        try:
+            await self.guarded(scope, receive, send)
+        except asyncio.CancelledError:  # the server stops (its grace period is over): no traceback for that
+            return None
+
+    async def guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
         host = headers.get("host")
         if not self.host_allowed(host):
@@ -449,7 +455,7 @@ class _Server:
                 self.force_exit = self.should_exit
                 self.should_exit = True
 
-        self.server = Server(uvicorn.Config(app, log_level="info", timeout_graceful_shutdown=GRACE_SECONDS))
+        self.server = Server(uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS))
 
     def run(self, sock: socket.socket) -> bool:
         """Serve on ``sock`` until stopped; whether the stop was forced (a second signal)."""

@@ -271,7 +271,8 @@ class Engines:
 
     def _open(self, name: str, lang: str) -> Offer:
         """Open one method (in its worker thread) and read its paragraphs now, so that the first
-        request does not pay for it. The stamps are taken first: a change while opening is seen later."""
+        request does not pay for it. The stamps are taken first, so a change while opening is seen
+        later (but for an index that was missing, which the opening built)."""
         stamps = self._stamps(name, lang)
         try:
             opened = open_scorer(self.ctx, name, Exam.resolve(lang=lang))
@@ -280,7 +281,8 @@ class Engines:
         if isinstance(opened.index, SearchEngine):  # PMI's positional index keeps no paragraphs
             opened.index.paragraphs[0]  # reads the paragraph store
         opened.index.tokenizer.prepare_query("")  # loads the Chinese script converter
-        return Offer(name, lang, stamps, opened)
+        built = {key: stamp(self._folder(key)) for key, was in stamps.items() if was is None}  # built first, at start-up
+        return Offer(name, lang, {**stamps, **built}, opened)
 
     def changed(self, offer: Offer) -> list[tuple[str, str]]:
         """The indexes of ``offer`` whose manifest changed on disk (rebuilt, deleted, or built since)."""
