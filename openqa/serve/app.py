@@ -45,6 +45,7 @@ from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_questi
 from openqa.errors import OpenQAError
 from openqa.pipeline import Context
 from openqa.serve.engines import POLL_S, Engines, RequestError, limits, overtime
+from openqa.serve.examples import examples
 
 STATIC = Path(__file__).parent / "static"
 #: The most paragraphs per option a request may ask for, and the largest top-N it may set.
@@ -385,6 +386,13 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
             "limits": {"max_chars": MAX_CHARS, "max_options": MAX_OPTIONS, "max_top_n": MAX_TOP_N,
                        "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY},
         }
+
+    @app.get("/v1/examples", summary="Real MedQA questions with their answer keys, chosen by a stated rule (none without a data folder)")
+    async def example_questions(lang: str | None = None) -> dict[str, Any]:
+        lang = lang or engines.langs[0]
+        if lang not in engines.langs:
+            raise RequestError(f"unknown language {lang!r}: choose one of {', '.join(engines.langs)}")
+        return await run_in_threadpool(examples, engines.ctx.settings.data_dir, lang)
 
     @app.post("/v1/parse", response_model=ParsedQuestion, responses=ERRORS,
               summary="Turn a pasted question (question lines, then option lines) into an answer request")

@@ -42,6 +42,7 @@ from openqa.retrieval.base import Index, SearchEngine
 from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.registry import index_folder, open_index
 from openqa.scorers.registry import METHODS
+from openqa.serve.examples import measured_accuracy
 
 #: Languages a server can offer (the corpora openqa indexes).
 LANGS = ("en", "zh")
@@ -255,6 +256,7 @@ class Engines:
             for name in self.methods
         }
         self.ctx = replace(self.ctx, build_missing=False)  # shares the cache of open indexes
+        self.accuracy = {key: measured_accuracy(ctx.settings, key[1], key[0], ctx.corpus) for key in self.offers}
         if not any(offer.opened for offer in self.offers.values()):
             first = next(iter(self.offers.values()))
             raise OpenQAError(f"nothing to serve: {first.error}")
@@ -370,7 +372,8 @@ class Engines:
         out = []
         for offer in self.offers.values():
             record = {**offer.describe(), "limits": {"max_chars": limits(offer.method).max_chars,
-                                                     "seconds": limits(offer.method).seconds}}
+                                                     "seconds": limits(offer.method).seconds},
+                      "accuracy": self.accuracy[offer.lang, offer.method]}
             changed = self.changed(offer)
             if changed:
                 gone = [f"{lang}-{engine}" for lang, engine in changed if stamp(self._folder((lang, engine))) is None]
