@@ -144,10 +144,16 @@ function bars(options) {
   if (!scores.length || high <= 0 && low === high) return { widths: options.map(() => 0), meaning: "" };
   if (low >= 0) {
     return { widths: options.map((o) => (o.score === null ? 0 : (100 * o.score) / high)),
-      meaning: "Bars: each option's score as a share of the best option's (full bar: as good as the best). Scores are the method's evidence scores, not probabilities." };
+      meaning: "Bars: each option's score as a share of the best option's (full bar: as good as the best); the percentage under a score is its margin behind the best. Scores are the method's evidence scores, not probabilities." };
   }
   return { widths: options.map((o) => (o.score === null || high === low ? 0 : (100 * (o.score - low)) / (high - low))),
     meaning: "Bars: where each option's score lies between the lowest (empty) and the best (full). Scores are the method's evidence scores, not probabilities." };
+}
+
+// How far an option's score is behind the best one's, in percent of the best (when both are positive).
+function margin(score, best) {
+  if (score === null || best === null || best <= 0 || score < 0 || score === best) return "";
+  return `${(100 * (score - best) / best).toFixed(1).replace("-", "−")}%`;
 }
 
 // Ranks with ties sharing one (1, 1, 3, …); options without evidence come last, unranked.
@@ -195,6 +201,7 @@ function show(data, key) {
   $("ranking").replaceChildren(...data.options.map((option, i) => {
     const isTied = rank[i] !== null && rank.filter((r) => r === rank[i]).length > 1;
     const label = option.score === null ? "no evidence" : option.score.toFixed(2);
+    const behind = margin(option.score, data.options[0].score);
     const button = element("button", { type: "button", className: "option" }, [
       element("span", { className: "rank", textContent: rank[i] === null ? "–" : (isTied ? `=${rank[i]}` : String(rank[i])) }),
       element("span", { className: "letter", textContent: option.letter }),
@@ -205,7 +212,7 @@ function show(data, key) {
       ]),
       element("span", { className: "bar", ariaHidden: "true" },
         [element("span", { className: "fill", style: `width: ${widths[i].toFixed(1)}%` })]),
-      element("span", { className: "score", textContent: label }),
+      element("span", { className: "score" }, [label, ...(behind ? [element("span", { className: "margin", textContent: behind })] : [])]),
     ]);
     button.dataset.letter = option.letter;
     button.setAttribute("aria-label", `${rank[i] === null ? "unranked" : `rank ${isTied ? "tied " : ""}${rank[i]}`}: ${option.letter}. ${option.text}; `
