@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from openqa.data import Question
+from openqa.languages import language
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.text.tokenize import Tokenizer
@@ -23,7 +24,7 @@ Span = tuple[int, int]
 def no_match_message(lang: str, switch: str = "--lang {}") -> str:
     """What to say of a question none of whose words is in the ``lang`` index; ``switch`` spells
     how to choose the other language where the message is read (a flag, a JSON field)."""
-    other = {"en": "zh", "zh": "en"}.get(lang)
+    other = language(lang).other()
     hint = f" (use {switch.format(other)})" if other else ""
     return f"no word of the question or its options occurs in the {lang} index: is it in another language?{hint}"
 
@@ -59,7 +60,7 @@ def term_spans(text: str, terms: frozenset[str], tokenizer: Tokenizer) -> list[S
     "infarctions" is marked for the query word "infarction". Chinese has no spaces between words:
     the query terms (characters, bigrams or words) themselves are found in the text, longest first.
     """
-    if tokenizer.lang == "zh":
+    if not language(tokenizer.lang).spaced:
         pattern = _term_pattern(terms)
         return [m.span() for m in pattern.finditer(text)] if pattern else []
     return [m.span() for m in _WORD.finditer(text) if not terms.isdisjoint(_word_terms(tokenizer, m.group(0)))]

@@ -107,18 +107,21 @@ def test_a_job_whose_client_went_away_never_starts(site, monkeypatch):
     url = site[0]
     calls: list[str] = []
     slow_scoring(monkeypatch, 2.0, calls)
-    first = threading.Thread(target=call, args=(url, "/v1/answer", {"question": "FIRST drug?", "options": EN["options"]}))
-    first.start()
-    time.sleep(0.3)  # the first holds the en index
+    busy = [threading.Thread(target=call, args=(url, "/v1/answer", {"question": f"BUSY {n} drug?", "options": EN["options"]}))
+            for n in range(engines_module.WORKERS)]
+    for thread in busy:
+        thread.start()
+    time.sleep(0.5)  # every worker is scoring
     connection = HTTPConnection(url.removeprefix("http://"), timeout=10)
     body = json.dumps({"question": "GONE drug?", "options": EN["options"]})
     connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": "application/json"})
     time.sleep(0.3)
     connection.sock.shutdown(socket.SHUT_RDWR)
     connection.close()
-    first.join(timeout=30)
+    for thread in busy:
+        thread.join(timeout=30)
     time.sleep(1.0)  # the gone request's job would start now, if it were still queued
-    assert calls == ["FIRST drug?"]
+    assert len(calls) == engines_module.WORKERS and "GONE drug?" not in calls
 
 
 def test_concurrent_requests_across_indexes_run_in_parallel(site, monkeypatch):

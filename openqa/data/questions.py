@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from openqa.errors import DataError
+from openqa.languages import LANGUAGES
 
 #: Split names a dataset can be asked for, in the order of the original release.
 SPLITS = ("train", "dev", "test")
@@ -248,7 +249,7 @@ def dataset_spec(dataset: str) -> DatasetSpec:
 
 
 #: The exam a question file or pasted question is scored as, when no ``--exam`` is given.
-DEFAULT_EXAMS = {"en": "usmle", "zh": "mcmle"}
+DEFAULT_EXAMS = {code: lang.default_exam for code, lang in LANGUAGES.items()}
 
 
 def exam_dataset(lang: str, exam: str) -> str:

@@ -43,9 +43,9 @@ from openqa import __version__
 from openqa.data import Question
 from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
 from openqa.errors import OpenQAError
-from openqa.pipeline import Context
-from openqa.serve.engines import POLL_S, Engines, RequestError, limits, overtime
+from openqa.serve.engines import Engines, RequestError, limits, overtime
 from openqa.serve.examples import examples
+from openqa.workspace import Context
 
 STATIC = Path(__file__).parent / "static"
 #: The most paragraphs per option a request may ask for, and the largest top-N it may set.
@@ -56,6 +56,8 @@ MAX_TOP_N = 100
 MAX_BODY = 6 * MAX_CHARS + 16 * 1024
 #: Seconds a request body may take to arrive in full (a client trickling bytes gets a 408).
 BODY_SECONDS = 20.0
+#: How often a request waiting for its answer looks whether its client is still there (seconds).
+POLL_SECONDS = 0.2
 #: Seconds the server waits for requests in flight after Ctrl-C or SIGTERM before closing them.
 GRACE_SECONDS = 5
 #: Option letters, as ``openqa answer`` takes them (A-J).
@@ -322,7 +324,7 @@ async def _answered(future: Future[dict[str, Any]], request: Request, deadline: 
     waiting = asyncio.wrap_future(future)
     try:
         while True:
-            done, _ = await asyncio.wait({waiting}, timeout=4 * POLL_S)
+            done, _ = await asyncio.wait({waiting}, timeout=POLL_SECONDS)
             if done:
                 return waiting.result()
             if await request.is_disconnected():

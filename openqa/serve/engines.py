@@ -1,24 +1,22 @@
 """The methods a server offers, each opened once, the worker threads that use them, and the checks
 that keep a request from stalling the others or reading an index that changed on disk.
 
-Every index is opened once at start-up and shared by all requests. Questions are scored on a pool
-of ``WORKERS`` threads; until the engines are thread-safe (they keep per-query state: IR-Custom
-fits its average query length to each question's option queries), ``IndexLocks`` lets one request
-at a time use each opened index, so questions for different indexes (languages, methods) run in
-parallel. A method whose engine calls into a JVM (ir-es over Lucene, whose threads must be
-attached) keeps one long-lived thread of its own.
+Every index is opened once at start-up and shared by all requests. Scorers and engines take
+their query settings per call, so one opened index serves many threads: questions are scored on
+a pool of ``WORKERS`` threads. A method whose engine calls into a JVM (ir-es over Lucene, whose
+threads must be attached) keeps one long-lived thread of its own.
 
 Limits: each method has a size limit (characters of question and options) and a time limit per
 request (waiting and working). A request that goes over its time, or whose client disconnects,
-is abandoned: a job still queued or waiting for its index never starts; one already scoring
-finishes its (size-bounded) work and its answer is dropped.
+is abandoned: a job still queued never starts; one already scoring finishes its (size-bounded)
+work and its answer is dropped.
 
 An index rebuilt or deleted while serving is noticed by its manifest's stamp (inode, size and
 modification time of ``manifest.json``: one ``stat`` per index per request). The next request
 reopens it (the methods over it are swapped in whole), or gets a 503 naming the rebuild when it
 cannot be opened yet; an answer whose index changed while it was scored is thrown away and
 scored again, so no answer mixes old and new files. A request's ``top_n`` builds a new scorer
-over the already-open index (``open_scorer`` over a context that hands back the open index).
+over the already-open index (``open_method`` over a context that hands back the open index).
 """
 
 from __future__ import annotations
@@ -26,9 +24,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -37,26 +33,25 @@ import openqa
 from openqa.answer import no_match_message
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.pipeline import Context, Exam, Opened, Overrides, answer_record, open_scorer
+from openqa.languages import DEFAULT_LANG, LANGS
+from openqa.methods import METHODS, Opened, Overrides, Request, open_method
+from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index, SearchEngine
 from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.registry import index_folder, open_index
-from openqa.scorers.registry import METHODS
 from openqa.serve.examples import measured_accuracy
+from openqa.workspace import Context, Exam
 
-#: Languages a server can offer (the corpora openqa indexes).
-LANGS = ("en", "zh")
 #: ``--method all``: every registered method (a missing index that builds in seconds is built first,
 #: as ``openqa answer`` does; one that takes longer is reported with the command that builds it).
 ALL = "all"
 #: How the CLI's flag for a per-request setting is named in the API (settings sources name their flag).
 REQUEST_FIELDS = {"--top-n": "request top_n", "--lang": "lang"}
-#: Threads scoring questions (beside the JVM's own thread).
-WORKERS = max(2, min(8, os.cpu_count() or 2))
+#: Threads scoring questions (beside the JVM's own thread): more than the cores, so a few large questions
+#: cannot hold every thread while small ones wait.
+WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
 #: Engines that call into a JVM: the methods over them run on one long-lived thread.
 JVM_ENGINES = frozenset({"lucene"})
-#: How often a waiting job looks whether its request was abandoned (seconds).
-POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -107,11 +102,12 @@ def stamp(folder: Path) -> Stamp:
 
 
 def index_keys(method: str, lang: str) -> tuple[tuple[str, str], ...]:
-    """The (language, engine) indexes a method reads (both parts' for a fused method)."""
+    """The (language, engine) indexes a method reads (both parts' for a fused method; none for a reader)."""
     m = METHODS[method]
-    if m.parts:
-        return tuple(sorted({key for part in m.parts for key in index_keys(part, lang)}))
-    return ((lang, m.engine),)
+    parts = getattr(m, "parts", ())
+    if parts:
+        return tuple(sorted({key for part in parts for key in index_keys(part, lang)}))
+    return ((lang, m.engine),) if m.engine else ()
 
 
 @dataclass(frozen=True)
@@ -198,36 +194,6 @@ def pick(items: list[str], known: tuple[str, ...], what: str) -> list[str]:
     return chosen
 
 
-class IndexLocks:
-    """One lock per opened index, held while a scorer uses it: engines keep per-query state until
-    they are made thread-safe (issue 23); drop this class (and its one use) then.
-
-    A job waiting for a lock gives up when its request is abandoned or its time runs out."""
-
-    def __init__(self) -> None:
-        self._locks: dict[tuple[str, str], threading.Lock] = {}
-        self._guard = threading.Lock()
-
-    @contextmanager
-    def held(self, keys: tuple[tuple[str, str], ...], abandoned: threading.Event, deadline: float,
-             what: str) -> Iterator[None]:
-        held: list[threading.Lock] = []
-        try:
-            for key in sorted(keys):
-                with self._guard:
-                    lock = self._locks.setdefault(key, threading.Lock())
-                while not lock.acquire(timeout=POLL_S):
-                    if abandoned.is_set():
-                        raise Abandoned
-                    if time.monotonic() > deadline:
-                        raise overtime(what)
-                held.append(lock)
-            yield
-        finally:
-            for lock in reversed(held):
-                lock.release()
-
-
 def overtime(what: str) -> RequestError:
     """The 503 of a request over its method's time limit."""
     method = what.split(" ")[0]
@@ -244,10 +210,10 @@ class Engines:
         self.ctx = _OpenOnce(**{f.name: getattr(ctx, f.name) for f in fields(Context)})
         self.public = Public(ctx)
         self.langs = pick(langs, LANGS, "language")
-        self.methods = list(METHODS) if methods == [ALL] else pick(methods, tuple(METHODS), "method")
+        servable = tuple(name for name in METHODS if index_keys(name, DEFAULT_LANG))  # not a reader: it needs --model
+        self.methods = list(servable) if methods == [ALL] else pick(methods, servable, "method")
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="openqa-score")
         self.jvm = ThreadPoolExecutor(1, thread_name_prefix="openqa-jvm")
-        self.locks = IndexLocks()
         self._reload = threading.Lock()
         self.reloads: list[dict[str, Any]] = []
         self.offers = {
@@ -277,7 +243,7 @@ class Engines:
         later (but for an index that was missing, which the opening built)."""
         stamps = self._stamps(name, lang)
         try:
-            opened = open_scorer(self.ctx, name, Exam.resolve(lang=lang))
+            opened = open_method(self.ctx, name, Exam.resolve(lang=lang))
         except OpenQAError as exc:
             return Offer(name, lang, stamps, error=self.public(str(exc)))
         if isinstance(opened.index, SearchEngine):  # PMI's positional index keeps no paragraphs
@@ -347,10 +313,11 @@ class Engines:
             for _ in range(3):  # an index swapped while scoring: score again on the new one
                 if abandoned.is_set():
                     raise Abandoned
+                if time.monotonic() > deadline:
+                    raise overtime(what)
                 offer = self._fresh(method, lang)
-                with self.locks.held(index_keys(method, lang), abandoned, deadline, what):
-                    opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
-                    record = answer_record(opened, question, evidence)
+                opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
+                record = answer_record(opened, question, evidence)
                 if not self.changed(offer):
                     message = None if record["matched"] else no_match_message(lang, switch='"lang": "{}"')
                     return {**record, "message": message, "method": method, "lang": lang,
@@ -362,7 +329,7 @@ class Engines:
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""
         try:
-            return open_scorer(self.ctx, method, Exam.resolve(lang=lang), Overrides(top_n=top_n))
+            return open_method(self.ctx, method, Exam.resolve(lang=lang), Request(Overrides(top_n=top_n)))
         except OpenQAError as exc:
             raise RequestError(f"{method} ({lang}) cannot be opened now: {self.public(str(exc))}", 503) from None
 

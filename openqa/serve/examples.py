@@ -24,7 +24,7 @@ import openqa
 from openqa.config import Settings
 from openqa.data import load_questions
 from openqa.errors import OpenQAError
-from openqa.pipeline import Exam
+from openqa.workspace import Exam
 
 #: How many example questions per language.
 EXAMPLES = 5
