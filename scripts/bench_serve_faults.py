@@ -22,7 +22,7 @@ answers are compared with ``openqa answer --json`` on the same questions (predic
 option's score; target: 0 differ), also after the index was rebuilt. Every loop is bounded and
 every request has a timeout.
 
-    python scripts/bench_serve_faults.py                 # needs OPENQA_DATA and OPENQA_INDEXES (en, zh: custom, pmi)
+    python scripts/bench_serve_faults.py                 # needs the MedQA data and OPENQA_INDEXES (en, zh: custom, pmi)
     python scripts/bench_serve_faults.py --compare 8     # fewer `openqa answer` runs
 """
 
@@ -46,14 +46,13 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_serve import OPENQA, free_port, wait_until_up  # noqa: E402
+from bench_serve import OPENQA, free_port, wait_until_up
 
-from openqa.data import Question, load_questions  # noqa: E402
-from openqa.evaluate.results import run_record, write_atomic  # noqa: E402
-from openqa.serve.app import BODY_SECONDS, MAX_BODY  # noqa: E402
+from benchlib import RESULTS, data_dir, write_record
+from openqa.data import Question, load_questions
+from openqa.serve.app import BODY_SECONDS, MAX_BODY
 
-RESULT = Path(__file__).resolve().parents[1] / "eval" / "results" / "bench-serve-faults.json"
+RESULT = RESULTS / "bench-serve-faults.json"
 TARGETS = {"unexpected_5xx": 0, "tracebacks": 0, "health_stall_s": 1.0, "answers_differing": 0}
 #: Seconds one request may take before it counts as hung.
 REQUEST_TIMEOUT = 60
@@ -288,7 +287,7 @@ def hostile_cases(bench: Bench) -> None:
                   for method in METHODS]
         alone = {b: request(port, "POST", "/v1/answer", b) for b in bodies[:20]}
         together = bench.many(case, bodies * 2, 20)
-        differ = sum(result != alone[b] for b, result in zip(bodies * 2, together) if b in alone)
+        differ = sum(result != alone[b] for b, result in zip(bodies * 2, together, strict=True) if b in alone)
         case.note = f"{len(bodies) * 2} requests by 20 clients; {differ} of those also asked alone answered differently"
         if differ:
             case.statuses.append("differs from alone")
@@ -446,13 +445,13 @@ def main() -> None:
     parser.add_argument("--compare", type=int, default=6, help="questions per language and method compared with openqa answer (default: 6)")
     parser.add_argument("--output", type=Path, default=RESULT, help="result file")
     args = parser.parse_args()
-    data_dir = Path(os.environ.get("OPENQA_DATA", "../shared/medqa/data_clean")).resolve()
+    data = data_dir()
     source = Path(os.environ.get("OPENQA_INDEXES", "indexes")).resolve()
     with tempfile.TemporaryDirectory(prefix="openqa-faults-") as tmp:
         scratch, log = Path(tmp) / "indexes", Path(tmp) / "server.log"
         scratch.mkdir()
         scratch_indexes(source, scratch)
-        env = {**os.environ, "OPENQA_DATA": str(data_dir), "OPENQA_INDEXES": str(scratch)}
+        env = {**os.environ, "OPENQA_DATA": str(data), "OPENQA_INDEXES": str(scratch)}
         port = free_port()
         serve = [OPENQA, "serve", "--lang", "en,zh", "--method", ",".join(METHODS), "--port", str(port)]
         started = time.time()
@@ -462,7 +461,7 @@ def main() -> None:
         try:
             wait_until_up(port, server)
             probe.start()
-            bench = Bench(port, scratch, data_dir, probe)
+            bench = Bench(port, scratch, data, probe)
             hostile_cases(bench)
             before = compare_with_cli(bench, env, args.compare)
             swap_cases(bench, env)
@@ -501,12 +500,11 @@ def main() -> None:
         "notes": "5xx counts every 5xx answer; unexpected_5xx leaves out the 503s a case asks for (a time limit, an "
                  "index being rebuilt). health_stall_s: the longest GET /v1/health while any case ran, the probe "
                  f"sharing this machine's {os.cpu_count()} cores with server and clients. accuracy: not applicable.",
-        "data": str(data_dir),
-        **run_record(" ".join(["python", "scripts/bench_serve_faults.py", *sys.argv[1:]])),
+        "data": str(data),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.output, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    print(json.dumps(totals), "->", args.output)
+    path = write_record(args.output.name, record, " ".join(["python", "scripts/bench_serve_faults.py", *sys.argv[1:]]),
+                        args.output.parent)
+    print(json.dumps(totals), "->", path)
 
 
 if __name__ == "__main__":

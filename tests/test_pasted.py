@@ -6,7 +6,15 @@ import time
 
 import pytest
 
-from openqa.data.pasted import MAX_CHARS, _lines, is_complete, make_question, parse_block, parse_many, parse_option_flags
+from openqa.data.pasted import (
+    MAX_CHARS,
+    _lines,
+    is_complete,
+    make_question,
+    parse_block,
+    parse_many,
+    parse_option_flags,
+)
 from openqa.errors import OpenQAError
 
 

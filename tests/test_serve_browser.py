@@ -13,15 +13,12 @@ else to the test's temporary folder. Skipped when Chromium, its driver or seleni
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
-from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from openqa.serve import engines as engines_module
 from openqa.serve.app import create_app
 from tests.helpers import QUESTIONS
 from tests.test_serve import running, tiny_engines

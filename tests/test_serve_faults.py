@@ -28,7 +28,6 @@ from openqa.retrieval.registry import build_index
 from openqa.serve import engines as engines_module
 from openqa.serve.app import create_app
 from openqa.serve.engines import Engines, Limits
-from tests.helpers import QUESTIONS
 from tests.test_serve import EN, TOP1, ZH_BLOCK, ask, call, free_port, running, tiny_site
 
 #: Generous bound for what must be quick (the event loop stays free): far below the stalls it guards against.
