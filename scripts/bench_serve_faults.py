@@ -304,8 +304,9 @@ def swap_cases(bench: Bench, env: dict[str, str]) -> None:
         stop, statuses = threading.Event(), []
 
         def client(k: int) -> None:
-            for n in range(200):  # bounded
-                if stop.is_set():
+            deadline = time.monotonic() + 600
+            for n in range(100_000):  # bounded: until the action is done (or 10 minutes)
+                if stop.is_set() or time.monotonic() > deadline:
                     return
                 statuses.append(request(port, "POST", "/v1/answer", bodies[(k * 7 + n) % len(bodies)])[0])
 
@@ -327,6 +328,8 @@ def swap_cases(bench: Bench, env: dict[str, str]) -> None:
 
     def rebuilt(case: Case) -> None:
         under_load(case, rebuild)
+        reloads = request(port, "GET", "/v1/health")[1].get("reloads", [])
+        case.note = f"reloads seen by /v1/health: {[(r['method'], r['lang'], r['ok']) for r in reloads]}"
 
     bench.case("index swapped under load: openqa index --lang en rebuilds it", "index swapped", {200}, rebuilt)
 

@@ -335,3 +335,15 @@ def test_a_second_ctrl_c_stops_at_once_with_exit_130(tmp_path):
     finally:
         process.kill()
     assert process.returncode == 130 and err.rstrip().endswith("openqa: interrupted") and "Traceback" not in err
+
+
+def test_no_absolute_path_reaches_a_client(site, tmp_path):
+    url, engines, data, indexes = site
+    tuned = tmp_path / "tuned"
+    tuned.mkdir(exist_ok=True)
+    (tuned / "ir-custom-us.json").write_text(json.dumps({"chosen": {"top_n": 1, "aggregate": "sum", "query": "full"}}))
+    answer = ask(url, EN, top_n=2)  # a request's top-N re-reads the settings: yours now
+    sources = json.dumps(answer["settings"]["sources"])
+    assert "<settings folder>/ir-custom-us.json" in sources and str(tmp_path) not in json.dumps(answer)
+    for path in ("/v1/methods", "/v1/health", "/v1/examples"):
+        assert str(tmp_path) not in json.dumps(call(url, path)[1])
