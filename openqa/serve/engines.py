@@ -268,7 +268,7 @@ class Engines:
         with self._reload:
             offer = self.offers[lang, method]
             changed = self.changed(offer)
-            if not changed:
+            if not changed:  # another request reopened it meanwhile
                 return offer
             for key in changed:
                 self.ctx.opened.pop(key, None)
