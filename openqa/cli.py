@@ -40,11 +40,11 @@ def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
 
 def _method_flags(parser: argparse.ArgumentParser) -> None:
     """Which option scorer, over which engine's index."""
-    from openqa.methods import METHODS
+    from openqa.methods import DEFAULT_METHOD, METHODS
 
     listed = "; ".join(f"{name}: {m.summary}" for name, m in METHODS.items())
     own = ", ".join(f"{m.engine} for {name}" for name, m in METHODS.items() if m.engine)
-    parser.add_argument("--method", default="ir-custom", help=f"option scorer ({listed}) (default: ir-custom)")
+    parser.add_argument("--method", default=DEFAULT_METHOD, help=f"option scorer ({listed}) (default: {DEFAULT_METHOD})")
     parser.add_argument("--model", help="with --method reader: a run folder or checkpoint written by openqa train")
     parser.add_argument("--engine", help=f"engine whose index the method reads (default: the method's own: {own})")
 
@@ -430,17 +430,19 @@ def main(argv: list[str] | None = None) -> int:
     stops like Ctrl-C, so builds remove their scratch folders. As the console script (no ``argv``),
     a Ctrl-C that arrives once the command has ended is ignored: it would only turn the exit status
     of finished work into death by signal while the interpreter shuts down."""
-    code = _run(build_parser().parse_args(argv))
+    code = _run(argv)
     if argv is None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return code
 
 
-def _run(args: argparse.Namespace) -> int:
-    """Run one command; its exit status."""
+def _run(argv: list[str] | None) -> int:
+    """Parse and run one command; its exit status. Building the parser imports the registries
+    (numpy, scipy): a Ctrl-C then is an interruption like any other."""
     signal.signal(signal.SIGTERM, _interrupt)
     try:
+        args = build_parser().parse_args(argv)
         COMMANDS[args.command](args)
     except OpenQAError as exc:
         print(f"openqa: error: {exc}", file=sys.stderr)

@@ -261,6 +261,10 @@ METHODS: dict[str, Method] = {
 }
 
 
+#: The method a command uses when none is named.
+DEFAULT_METHOD = "ir-custom"
+
+
 def method(name: str) -> Method:
     """The method registered under ``name``, or an error listing the known ones."""
     if name not in METHODS:

@@ -10,7 +10,7 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from openqa.answer import as_dict, solve
 from openqa.corpus.sources import corpus_tag
@@ -19,7 +19,7 @@ from openqa.errors import OpenQAError
 from openqa.evaluate.metrics import prediction_rows, summarise
 from openqa.evaluate.results import ensure_writable, run_record, write_results
 from openqa.languages import language
-from openqa.methods import Opened, Overrides, Request, method, open_method, open_retriever
+from openqa.methods import DEFAULT_METHOD, Opened, Overrides, Request, method, open_method, open_retriever
 from openqa.retrieval.base import Index
 from openqa.scorers.ir import IRSettings
 from openqa.tuning import save_tuned
@@ -43,7 +43,7 @@ def provenance(index: Index) -> dict[str, Any]:
 class EvalRequest:
     """One ``openqa eval``: a method over a dataset split or a question file."""
 
-    method: str = "ir-custom"
+    method: str = DEFAULT_METHOD
     dataset: str | None = None
     split: str | None = None
     questions: Path | None = None
@@ -93,7 +93,10 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         name, data = req.dataset, spec.files[split]
     else:
         questions = read_question_file(Path(req.questions))
-        name, split, data = Path(req.questions).stem, "file", str(Path(req.questions).resolve())
+        path = Path(req.questions)
+        with open(path, "rb") as handle:  # the file by name and content: no machine path in the record
+            data = f"{path.name} (sha256 {hashlib.file_digest(handle, 'sha256').hexdigest()[:16]})"
+        name, split = path.stem, "file"
     if req.limit is not None:
         questions = questions[: req.limit]
     return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data

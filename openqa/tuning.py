@@ -94,7 +94,7 @@ def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None
     name = f"{method}-{dataset}.json"
     for user in dict.fromkeys((Path(settings_dir) / f"{method}-{dataset}{corpus_tag(corpus)}.json", Path(settings_dir) / name)):
         if user.is_file():
-            return user, f"your openqa tune: {user.resolve()}"
+            return user, f"your openqa tune: {user.parent.name}/{user.name}"  # no machine path in a record
     shipped = shipped_folder() / name
     if shipped.is_file():
         return shipped, f"shipped with openqa: openqa/tuned/{name}"

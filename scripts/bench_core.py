@@ -10,7 +10,6 @@ command itself). Peak memory is the largest resident set of any of those process
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
 import tempfile

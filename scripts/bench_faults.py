@@ -355,7 +355,8 @@ def scores(index_dir: Path, data: Path, engine: str) -> Any:
     """What the ``engine`` index answers for the dev questions (None when it cannot be opened)."""
     from openqa.config import Settings
     from openqa.errors import OpenQAError
-    from openqa.pipeline import Context, Exam, open_scorer
+    from openqa.methods import Request, open_method
+    from openqa.workspace import Context, Exam
     from openqa.data import load_questions
 
     name, via = ENGINE_METHOD[engine]
@@ -366,7 +367,7 @@ def scores(index_dir: Path, data: Path, engine: str) -> Any:
 
             index = open_index(index_dir, "en", engine, data_dir=data)
             return [round(float(x), 5) for x in index.vectors[:50].ravel()]
-        scorer = open_scorer(ctx, name, Exam.resolve("us"), engine=via).scorer
+        scorer = open_method(ctx, name, Exam.resolve("us"), Request(engine=via)).scorer
         return [[round(v, 4) for v in r.scores.values()] for r in scorer.score(load_questions("us", "dev", data)[:20], progress=False)]
     except OpenQAError:
         return None

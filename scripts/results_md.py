@@ -7,7 +7,6 @@ and a command behind it).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from benchlib import RESULTS
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVa
 import numpy as np
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.retrieval.manifest import MANIFEST, check_counts, check_manifest, damaged, loading, read_manifest
+from openqa.retrieval.manifest import MANIFEST, check_counts, check_manifest, damaged, loading, mismatch, read_manifest
 from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
 
 PARAGRAPHS = "paragraphs.jsonl"
@@ -162,7 +162,7 @@ class Index(ABC):
     tokenizer: Tokenizer
     manifest: dict[str, Any]
 
-    @classmethod
+    @classmethod  # noqa: B027  (a hook that most engines leave empty: they take any options)
     def check_options(cls, options: EngineOptions) -> None:
         """Refuse options this engine cannot use (a malformed server URL) before any work is done."""
 
@@ -246,6 +246,11 @@ class Opening:
     def damaged(self, file: str, what: str) -> Exception:
         """The damaged-index error for ``file``."""
         return damaged(self.folder, file, what, self.hint)
+
+    def mismatch(self, what: str, hint: str | None = None) -> Exception:
+        """The error for an index built another way than asked (``hint``: a rebuild command that
+        differs from the index's own, with the option asked for)."""
+        return mismatch(self.folder, what, hint or self.hint)
 
 
 class SearchEngine(Index):

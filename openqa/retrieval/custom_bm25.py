@@ -32,7 +32,6 @@ import scipy.sparse as sp
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.errors import IndexMismatchError
 from openqa.retrieval.base import (
     PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches, term_ids,
 )
@@ -180,8 +179,7 @@ def read_weights(at: Opening) -> tuple[sp.csr_matrix, str]:
             weights = sp.load_npz(folder / WEIGHTS).tocsr()
         return weights, WEIGHTS
     if version != FORMAT:
-        raise IndexMismatchError(f"index at {folder} has format {version!r}, which this openqa does not read; "
-                                 f"rebuild with `{at.hint}`")
+        raise at.mismatch(f"has format {version!r}, which this openqa does not read")
     arrays = {}
     for key, name in WEIGHT_ARRAYS.items():
         with at.reading(name):

