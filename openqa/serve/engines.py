@@ -302,11 +302,16 @@ class Engines:
             raise RequestError(f"{method} ({lang}) is not available: {offer.error}", 404)
         return method, lang
 
-    def answer(self, question: Question, method: str, lang: str, top_n: int | None, evidence: int,
-               abandoned: threading.Event, deadline: float) -> Future[dict[str, Any]]:
+    def answer(self, question: Question, method: str | None = None, lang: str | None = None, top_n: int | None = None,
+               evidence: int = 3, abandoned: threading.Event | None = None, deadline: float | None = None,
+               ) -> Future[dict[str, Any]]:
         """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
-        language used; ``top_n`` replaces the tuned top-N over the open index. The job stops before
-        scoring once ``abandoned`` is set or ``deadline`` (``time.monotonic``) has passed."""
+        language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
+        index. The job stops before scoring once ``abandoned`` is set or ``deadline``
+        (``time.monotonic``; default: the method's time limit from now) has passed."""
+        method, lang = self.offer(method, lang)
+        abandoned = abandoned or threading.Event()
+        deadline = deadline if deadline is not None else time.monotonic() + limits(method).seconds
         what = f"{method} ({lang})"
 
         def work() -> dict[str, Any]:
