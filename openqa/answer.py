@@ -28,6 +28,32 @@ def no_match_message(lang: str, switch: str = "--lang {}") -> str:
     return f"no word of the question or its options occurs in the {lang} index: is it in another language?{hint}"
 
 
+#: Han characters (CJK unified ideographs and extension A): what tells Chinese text from English.
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def written_in(text: str) -> str:
+    """The language ``text`` looks written in, by its letters: "zh" when at least a third of them
+    are Han characters, else "en" (the two languages openqa has corpora for)."""
+    letters = sum(ch.isalpha() for ch in text)
+    return "zh" if letters and len(_HAN.findall(text)) * 3 >= letters else "en"
+
+
+def tie_message(result: OptionScores, lang: str) -> str:
+    """What a tied prediction means and what was assumed to reach it: the evidence in the ``lang``
+    index does not tell the tied options apart, the prediction is a fixed tie-break, and the question
+    was read as ``lang`` text (with the other language named when it looks written in it)."""
+    question = result.question
+    tied = result.tied_best()
+    text = " ".join([question.question, *question.options.values()])
+    looks = written_in(text)
+    assumed = f"the question was read as {lang} text (--lang {lang})"
+    if looks != lang:
+        assumed += f", but it looks written in {looks}: try --lang {looks}"
+    return (f"tied: {', '.join(tied)} score the same in the {lang} index, so {result.prediction()} is only "
+            f"a fixed tie-break; {assumed}")
+
+
 def solve(scorer: OptionScorer, question: Question) -> OptionScores:
     """Score one question's options (the whole batch is this one question)."""
     return scorer.score([question], progress=False)[0]
@@ -117,7 +143,7 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
     if not result.matched:
         return f"Prediction: none: {no_match_message(engine.manifest['lang'])}"
     data = as_dict(result, engine, evidence)
-    lines = [f"Prediction: {data['prediction']}" + (f"  (tied: {', '.join(data['tied'])})" if data["tied"] else "")]
+    lines = [f"Prediction: {data['prediction']}" + (f"  ({tie_message(result, engine.manifest['lang'])})" if data["tied"] else "")]
     for rank, opt in enumerate(data["options"]):
         score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"
         lines.append(f"  {opt['letter']}. {opt['text']}  {score}")

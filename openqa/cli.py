@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
+import logging
 import signal
 import sys
 import time
@@ -418,9 +419,20 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+class _Notes(logging.Handler):
+    """What the modules below log (``logging.getLogger(__name__)``: a wait for another build's lock),
+    printed as ``openqa: ...`` notes."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _note(record.getMessage())
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run one command; its exit status."""
     signal.signal(signal.SIGTERM, _interrupt)
+    logger = logging.getLogger("openqa")
+    if not any(isinstance(handler, _Notes) for handler in logger.handlers):
+        logger.addHandler(_Notes())
     try:
         COMMANDS[args.command](args)
     except OpenQAError as exc:
