@@ -69,10 +69,12 @@ class Terminal:
     shows read back, Ctrl-C (``\\x03``) delivered as SIGINT by the terminal. Waits poll with
     generous deadlines, so a loaded machine only makes them slower."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], cwd: Path | None = None) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: the command on the pseudo-terminal, with Ctrl-C at its default
             default_sigint()
+            if cwd is not None:
+                os.chdir(cwd)
             os.execv(argv[0], argv)
         self.seen = b""
 
