@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from openqa.data import Question
+from openqa.languages import LANGUAGES, language
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.text.tokenize import Tokenizer
@@ -23,7 +24,7 @@ Span = tuple[int, int]
 def no_match_message(lang: str, switch: str = "--lang {}") -> str:
     """What to say of a question none of whose words is in the ``lang`` index; ``switch`` spells
     how to choose the other language where the message is read (a flag, a JSON field)."""
-    other = {"en": "zh", "zh": "en"}.get(lang)
+    other = language(lang).other()
     hint = f" (use {switch.format(other)})" if other else ""
     return f"no word of the question or its options occurs in the {lang} index: is it in another language?{hint}"
 
@@ -33,10 +34,11 @@ _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
 
 
 def written_in(text: str) -> str:
-    """The language ``text`` looks written in, by its letters: "zh" when at least a third of them
-    are Han characters, else "en" (the two languages openqa has corpora for)."""
+    """The language ``text`` looks written in, by its letters: the unspaced one (Chinese) when at
+    least a third of them are Han characters, else the spaced one (English)."""
     letters = sum(ch.isalpha() for ch in text)
-    return "zh" if letters and len(_HAN.findall(text)) * 3 >= letters else "en"
+    han = bool(letters) and len(_HAN.findall(text)) * 3 >= letters
+    return next(code for code, lang in LANGUAGES.items() if lang.spaced != han)
 
 
 def tie_message(result: OptionScores, lang: str) -> str:
@@ -47,9 +49,9 @@ def tie_message(result: OptionScores, lang: str) -> str:
     tied = result.tied_best()
     text = " ".join([question.question, *question.options.values()])
     looks = written_in(text)
-    assumed = f"the question was read as {lang} text (--lang {lang})"
+    assumed = f"the question was read as {language(lang).name} (--lang {lang})"
     if looks != lang:
-        assumed += f", but it looks written in {looks}: try --lang {looks}"
+        assumed += f", but it looks {language(looks).name}: try --lang {looks}"
     return (f"tied: {', '.join(tied)} score the same in the {lang} index, so {result.prediction()} is only "
             f"a fixed tie-break; {assumed}")
 
@@ -85,7 +87,7 @@ def term_spans(text: str, terms: frozenset[str], tokenizer: Tokenizer) -> list[S
     "infarctions" is marked for the query word "infarction". Chinese has no spaces between words:
     the query terms (characters, bigrams or words) themselves are found in the text, longest first.
     """
-    if tokenizer.lang == "zh":
+    if not language(tokenizer.lang).spaced:
         pattern = _term_pattern(terms)
         return [m.span() for m in pattern.finditer(text)] if pattern else []
     return [m.span() for m in _WORD.finditer(text) if not terms.isdisjoint(_word_terms(tokenizer, m.group(0)))]

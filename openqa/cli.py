@@ -13,11 +13,8 @@ from pathlib import Path
 
 from openqa.config import DEFAULT_RESULTS, ENV_RESULTS, Settings
 from openqa.errors import OpenQAError
-
-#: openqa.scorers.ir.QUERY_MODES, spelled out here so that the CLI starts without numpy and the indexes
-QUERY_CHOICES = ("phrases", "filter", "full", "option")
-
-LANGS = ("en", "zh")
+from openqa.languages import DEFAULT_LANG, LANGS, language
+from openqa.scorers.query import QUERY_MODES
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -45,9 +42,13 @@ def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
 
 def _method_flags(parser: argparse.ArgumentParser) -> None:
     """Which option scorer, over which engine's index."""
-    parser.add_argument("--method", default="ir-custom", help="option scorer: ir-custom, ir-es, pmi, dense, hybrid, or reader (with --model CHECKPOINT) (default: ir-custom)")
+    from openqa.methods import DEFAULT_METHOD, METHODS
+
+    listed = "; ".join(f"{name}: {m.summary}" for name, m in METHODS.items())
+    own = ", ".join(f"{m.engine} for {name}" for name, m in METHODS.items() if m.engine)
+    parser.add_argument("--method", default=DEFAULT_METHOD, help=f"option scorer ({listed}) (default: {DEFAULT_METHOD})")
     parser.add_argument("--model", help="with --method reader: a run folder or checkpoint written by openqa train")
-    parser.add_argument("--engine", help="engine whose index the method reads (default: the method's own: custom for ir-custom, lucene for ir-es, pmi for pmi, dense for dense)")
+    parser.add_argument("--engine", help=f"engine whose index the method reads (default: the method's own: {own})")
 
 
 def _scorer_flags(parser: argparse.ArgumentParser) -> None:
@@ -55,11 +56,14 @@ def _scorer_flags(parser: argparse.ArgumentParser) -> None:
     _method_flags(parser)
     parser.add_argument("--top-n", type=int, help="paragraphs per option to aggregate (default: tuned on dev: yours, else shipped with openqa)")
     parser.add_argument("--aggregate", help="how top-N scores combine: sum, max, decay (default: tuned)")
-    parser.add_argument("--query", choices=QUERY_CHOICES, help="question part of queries: phrases (MetaMap), filter (our medical filter), full, or option (none: the option alone); top-N and aggregate then come from the best dev row for it (default: tuned)")
+    parser.add_argument("--query", choices=QUERY_MODES, help="question part of queries: phrases (MetaMap), filter (our medical filter), full, or option (none: the option alone); top-N and aggregate then come from the best dev row for it (default: tuned)")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full command-line interface."""
+    """The full command-line interface (methods and engines listed from their registries)."""
+    from openqa.retrieval.registry import ENGINES
+
+    engines = "; ".join(f"{name}: {engine.summary}" for name, engine in ENGINES.items())
     p = argparse.ArgumentParser(prog="openqa", description="Open-domain QA for medical licensing exams (MedQA).")
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -69,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "a folder of books (.txt, .md; cleaned and split like the textbooks) or a JSONL file of passages "
                     '{"id", "title", "text"} (taken as they are)')
     ix.add_argument("--name", help="with --corpus: the name other commands open it by (--corpus NAME) (default: the folder's or file's name)")
-    ix.add_argument("--engine", default="custom", help="custom (IR-Custom), lucene (Pyserini), elasticsearch (with --es-url), pmi (positional index) (default: custom)")
+    ix.add_argument("--engine", default="custom", help=f"what to build ({engines}) (default: custom)")
     ix.add_argument("--faiss-index", choices=("flat", "hnsw", "ivf"), help="dense index kind: exact flat, or approximate hnsw / ivf for large corpora (default: flat)")
     _tokenizer_flags(ix)
     _common(ix)
@@ -108,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(tu)
 
     an = sub.add_parser("answer", help="solve questions interactively, with evidence")
-    an.add_argument("--lang", choices=LANGS, default="en", help="corpus language (default: en)")
+    an.add_argument("--lang", choices=LANGS, default=DEFAULT_LANG, help=f"corpus language (default: {DEFAULT_LANG})")
     an.add_argument("--exam", help="what the question is scored as: usmle, mcmle, twmle: the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
     an.add_argument("--question", help="one-shot: the question text (with --option)")
     an.add_argument("--option", action="append", default=[], help="one-shot: an option as 'A=text' (repeat)")
@@ -127,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--train-split", help="train on a seeded split of another split, e.g. dev:0.8 (80%% train, 20%% selection; see TRAIN.md); default: the official train split, selection on dev")
     tr.add_argument("--retriever", default="ir-custom", help="method whose retrieval gives the evidence (default: ir-custom)")
     tr.add_argument("--top-n", type=int, default=3, help="evidence paragraphs per option (default: 3)")
-    tr.add_argument("--query", choices=QUERY_CHOICES, help="evidence query: question part (phrases, filter, full) + option, "
+    tr.add_argument("--query", choices=QUERY_MODES, help="evidence query: question part (phrases, filter, full) + option, "
                     "or the option alone (option: long questions otherwise pull the same paragraphs for every option) "
                     "(default: the retriever's dev-tuned mode)")
     tr.add_argument("--epochs", type=int, default=3, help="training epochs (default: 3)")
@@ -177,8 +181,8 @@ def _print_json(record: dict) -> None:
 
 def _context(args: argparse.Namespace):
     """Locations and index-building flags of this command, for ``openqa.pipeline``."""
-    from openqa.pipeline import Context
     from openqa.retrieval.base import EngineOptions
+    from openqa.workspace import Context
 
     s = _settings(args)
     options = EngineOptions(
@@ -192,17 +196,16 @@ def _context(args: argparse.Namespace):
 
 def cmd_index(args: argparse.Namespace) -> None:
     from openqa.corpus.sources import user_corpus
-    from openqa.retrieval.registry import build_index, tokenizer_config
+    from openqa.retrieval.registry import build_index
 
     if args.name is not None and not args.corpus_path:
         raise OpenQAError("--name names a corpus given with --corpus PATH")
     ctx = _context(args)
     corpus = user_corpus(Path(args.corpus_path), args.lang, args.name) if args.corpus_path else None
-    overrides = {"ngram": args.ngram, **({"mode": args.zh_mode} if args.lang == "zh" else {})}
     start = time.perf_counter()
     folder = build_index(
         None if corpus else ctx.settings.require_data_dir(), ctx.settings.index_dir, args.lang, args.engine,
-        tokenizer_config(args.lang, args.engine, **overrides), ctx.options, corpus,
+        ctx.tokenizer(args.lang, args.engine), ctx.options, corpus,
     )
     print(f"built {folder} in {time.perf_counter() - start:.1f} s")
 
@@ -219,13 +222,13 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
 
         _print_json({"lang": args.lang, **stats, **run_record()})
         return
-    unit = "words" if args.lang == "en" else "characters"
+    unit = language(args.lang).token_unit
     for key, value in stats.items():
         print(f"{key.replace('_', ' '):<24} {value}" + (f" {unit}" if "length" in key else ""))
 
 
 def _overrides(args: argparse.Namespace):
-    from openqa.pipeline import Overrides
+    from openqa.methods import Overrides
 
     return Overrides(top_n=args.top_n, aggregate=args.aggregate, query=args.query)
 
@@ -298,7 +301,9 @@ def cmd_answer(args: argparse.Namespace) -> None:
     """One question from flags, every question of piped input, or questions typed at a terminal."""
     from openqa.answer import no_match_message, render, solve
     from openqa.data.pasted import make_question, parse_many, parse_option_flags
-    from openqa.pipeline import Exam, answer_record, open_scorer
+    from openqa.methods import Request, open_method
+    from openqa.pipeline import answer_record
+    from openqa.workspace import Exam
 
     for flag in ("evidence", "show"):
         if getattr(args, flag) < 0:
@@ -314,8 +319,8 @@ def cmd_answer(args: argparse.Namespace) -> None:
         questions = parse_many(_read_stdin())
     if interactive:
         _note(f"loading {args.method} and its index...")
-    opened = open_scorer(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam), _overrides(args),
-                         engine=args.engine, model=args.model)
+    opened = open_method(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam),
+                         Request(_overrides(args), args.engine, args.model))
     print(settings_line(opened.settings), file=sys.stderr if args.json or interactive else sys.stdout)
     if interactive:
         _answer_typed(opened, args)
@@ -412,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     of finished work into death by signal while the interpreter shuts down."""
     if sys.stdout is not None and getattr(sys.stdout, "errors", None) == "strict":
         sys.stdout.reconfigure(errors="backslashreplace")  # PYTHONIOENCODING=ascii: escape what it cannot show
-    code = _run(build_parser().parse_args(argv))
+    code = _run(argv)
     if argv is None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -427,13 +432,15 @@ class _Notes(logging.Handler):
         _note(record.getMessage())
 
 
-def _run(args: argparse.Namespace) -> int:
-    """Run one command; its exit status."""
+def _run(argv: list[str] | None) -> int:
+    """Parse and run one command; its exit status. Building the parser imports the registries
+    (numpy, scipy): a Ctrl-C then is an interruption like any other."""
     signal.signal(signal.SIGTERM, _interrupt)
     logger = logging.getLogger("openqa")
     if not any(isinstance(handler, _Notes) for handler in logger.handlers):
         logger.addHandler(_Notes())
     try:
+        args = build_parser().parse_args(argv)
         COMMANDS[args.command](args)
     except OpenQAError as exc:
         print(f"openqa: error: {exc}", file=sys.stderr)

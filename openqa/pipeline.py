@@ -1,7 +1,8 @@
-"""Putting the pieces together for a command: open a method with its settings (each with its
-source), evaluate it, tune it on dev, train a reader. The CLI parses flags into a ``Context`` and
-calls these; each returns a record and nothing here prints (one-line notes go to
-``Context.notify``). Readers, and with them torch, are imported only when a reader is used."""
+"""Putting the pieces together for a command: evaluate a method, tune it on dev, train a reader,
+answer one question. The CLI parses flags into a ``Context`` and calls these; each returns a record
+and nothing here prints (one-line notes go to ``Context.notify``). What is special about a method
+is asked of its entry in ``openqa.methods``: nothing here names one. Readers, and with them torch,
+are imported only when a reader is used."""
 
 from __future__ import annotations
 
@@ -9,32 +10,23 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from openqa.answer import as_dict, solve
-from openqa.config import Settings
 from openqa.corpus.sources import corpus_tag
-from openqa.data import DEFAULT_EXAMS, Question, dataset_spec, exam_dataset, load_questions, read_question_file
-from openqa.errors import IndexMissingError, OpenQAError
+from openqa.data import Question, dataset_spec, load_questions, read_question_file
+from openqa.errors import OpenQAError
 from openqa.evaluate.metrics import prediction_rows, summarise
 from openqa.evaluate.results import ensure_writable, run_record, write_results
-from openqa.retrieval.base import EngineOptions, Index
-from openqa.retrieval.hybrid import Fusion, FusedEngine
-from openqa.retrieval.registry import build_index, engine_class, open_index, tokenizer_config
-from openqa.scorers.base import OptionScorer
-from openqa.scorers.hybrid import HybridScorer
-from openqa.scorers.ir import TUNED_QUERY_MODES, IRScorer, IRSettings
-from openqa.scorers.registry import method
-from openqa.tuning import resolve_settings, save_tuned, tune_fusion, tune_ir, tune_query_mode
+from openqa.languages import language
+from openqa.methods import DEFAULT_METHOD, Opened, Overrides, Request, method, open_method, open_retriever
+from openqa.retrieval.base import Index
+from openqa.scorers.ir import IRSettings
+from openqa.tuning import save_tuned
+from openqa.workspace import Context, Exam
 
 if TYPE_CHECKING:
     from openqa.readers.train import TrainConfig
-
-#: Settings only a fused method uses (left out of other methods' records).
-FUSION_KEYS = ("fusion", "weight")
-#: Settings a hybrid record takes from its first part (its own tuned record holds only the fusion).
-FIRST_PART_KEYS = ("top_n", "aggregate", "query")
-
 
 #: The fewest tokens a reader input may hold (question start, option and some evidence).
 MIN_READER_LENGTH = 32
@@ -47,152 +39,11 @@ def provenance(index: Index) -> dict[str, Any]:
     return {k: index.manifest[k] for k in PROVENANCE_KEYS if k in index.manifest}
 
 
-def _silent(message: str) -> None:
-    """The default ``Context.notify``: say nothing."""
-
-
-@dataclass(frozen=True)
-class Context:
-    """Where things are and how indexes were built, as the user gave them; ``notify`` receives
-    one-line notes about work done on the user's behalf (a missing quick index being built);
-    ``corpus`` names the corpus whose indexes every command opens (None: the MedQA textbooks)."""
-
-    settings: Settings
-    options: EngineOptions = EngineOptions()
-    ngram: int | None = None
-    zh_mode: str | None = None
-    notify: Callable[[str], None] = _silent
-    corpus: str | None = None
-
-    def tokenizer(self, lang: str, engine: str) -> dict[str, Any]:
-        """Index terms for ``lang``/``engine`` with this command's tokenizer flags."""
-        return tokenizer_config(lang, engine, ngram=self.ngram, **({"mode": self.zh_mode} if lang == "zh" else {}))
-
-    def open(self, lang: str, engine: str) -> Index:
-        """The ``lang``/``engine`` index, refused if built with other settings or corpus.
-
-        A missing index that builds in seconds (custom, pmi) is built first when the textbooks are
-        at hand; a slow one, and any of a named corpus (whose source only ``openqa index --corpus``
-        is given), keeps the error that names the command building it.
-        """
-        tokenizer = self.tokenizer(lang, engine)
-        s = self.settings
-        try:
-            return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options, self.corpus)
-        except IndexMissingError:
-            if self.corpus or not engine_class(engine).quick_build or s.data_dir is None:
-                raise
-        self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (a few seconds)")
-        build_index(s.require_data_dir(), s.index_dir, lang, engine, tokenizer, self.options)
-        return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
-
-
-@dataclass(frozen=True)
-class Exam:
-    """What questions are scored as: corpus language, exam (the paper's per-exam parameters) and
-    the dataset whose dev-tuned settings apply; ``source`` says how the exam was chosen."""
-
-    lang: str
-    exam: str
-    dataset: str
-    source: str
-
-    @classmethod
-    def resolve(cls, dataset: str | None = None, lang: str | None = None, exam: str | None = None) -> "Exam":
-        """A named dataset's own exam; else ``exam`` (default by language: usmle for en, mcmle for zh)."""
-        if dataset:
-            spec = dataset_spec(dataset)
-            return cls(spec.lang, exam or spec.exam, dataset, "--exam" if exam else f"dataset {dataset}")
-        lang = lang or "en"
-        chosen = exam or DEFAULT_EXAMS[lang]
-        return cls(lang, chosen, exam_dataset(lang, chosen), "--exam" if exam else f"default for --lang {lang}")
-
-
-@dataclass(frozen=True)
-class Overrides:
-    """Settings given on the command line; each replaces its tuned value."""
-
-    top_n: int | None = None
-    aggregate: str | None = None
-    query: str | None = None
-
-    def given(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-@dataclass(frozen=True)
-class Opened:
-    """A method ready to score: its scorer, the index it reads, and the settings it uses with the
-    source of each (``settings["sources"]``)."""
-
-    scorer: OptionScorer
-    index: Index
-    settings: dict[str, Any]
-
-
-def open_scorer(
-    ctx: Context, name: str, target: Exam, overrides: Overrides = Overrides(), *, engine: str | None = None,
-    model: str | None = None,
-) -> Opened:
-    """A method's scorer over its index, with the dev-tuned settings of ``target.dataset``
-    (yours, else shipped) overridden by any given."""
-    if name == "reader":
-        return open_reader_scorer(ctx, model, target)
-    m = method(name)
-    settings, sources = resolve_settings(name, target.dataset, ctx.settings.settings_dir, overrides.given(), ctx.corpus)
-    used = [k for k in sources if m.parts or k not in FUSION_KEYS]
-    record: dict[str, Any] = {**{k: getattr(settings, k) for k in used}, "exam": target.exam}
-    sources = {**{k: sources[k] for k in used}, "exam": target.source}
-    if m.fixed:
-        fixed, where = m.fixed(target.exam)
-        record.update(fixed)
-        sources.update(dict.fromkeys(fixed, where))
-    if m.parts:  # fuse the parts' option scores, each part with its own dev-tuned settings unless flags override them
-        if engine:
-            raise OpenQAError(f"--engine does not apply to {name}: it reads each part's own index ({', '.join(m.parts)})")
-        first, second = (open_scorer(ctx, part, target, overrides) for part in m.parts)
-        scorer = HybridScorer(first.scorer, second.scorer, Fusion(settings.fusion, settings.weight))
-        for key in FIRST_PART_KEYS:  # the fused record shows the first part's retrieval settings
-            record[key], sources[key] = first.settings[key], f"{m.parts[0]}: {first.settings['sources'][key]}"
-        record["parts"] = {part: opened.settings for part, opened in zip(m.parts, (first, second))}
-        return Opened(scorer, FusedEngine(first.index, second.index), {**record, "sources": sources})
-    index = ctx.open(target.lang, engine or m.engine)
-    return Opened(m.make(index, target.exam, settings), index, {**record, "sources": sources})
-
-
-def open_retriever(ctx: Context, name: str, target: Exam, query: str | None = None) -> IRScorer:
-    """An IR scorer (dev-tuned; ``query`` overrides its query mode) whose retrieval feeds a reader."""
-    scorer = open_scorer(ctx, name, target, Overrides(query=query)).scorer
-    if not isinstance(scorer, IRScorer):
-        raise OpenQAError(f"{name} does not retrieve paragraphs; use ir-custom, ir-es, dense or hybrid as the retriever")
-    return scorer
-
-
-def open_reader_scorer(ctx: Context, model: str | None, target: Exam) -> Opened:
-    """A trained reader with the retriever, evidence query and depth it was trained with."""
-    from openqa.readers.registry import ReaderScorer, load_reader
-
-    if not model:
-        raise OpenQAError("--method reader needs --model: a run folder or checkpoint written by openqa train")
-    reader = load_reader(Path(model))
-    trained = reader.settings
-    if trained.get("corpus") != ctx.corpus:
-        used = f"--corpus {trained['corpus']}" if trained.get("corpus") else "the MedQA textbooks (no --corpus)"
-        raise OpenQAError(f"reader {model} was trained on evidence from {used}: run it with that corpus")
-    retriever_target = Exam.resolve(trained.get("dataset") or target.dataset, exam=target.exam)
-    retriever = open_retriever(ctx, trained.get("retriever", "ir-custom"), retriever_target, trained.get("query"))
-    scorer = ReaderScorer(reader, retriever, trained.get("top_n", 3))
-    where = f"reader checkpoint {Path(model).resolve()}"
-    record = {"top_n": scorer.top_n, "query": retriever.settings.query, "exam": target.exam,
-              "retriever": trained.get("retriever", "ir-custom")}
-    return Opened(scorer, retriever.engine, {**record, "sources": dict.fromkeys(record, where)})
-
-
 @dataclass(frozen=True)
 class EvalRequest:
     """One ``openqa eval``: a method over a dataset split or a question file."""
 
-    method: str = "ir-custom"
+    method: str = DEFAULT_METHOD
     dataset: str | None = None
     split: str | None = None
     questions: Path | None = None
@@ -225,9 +76,12 @@ class EvalRequest:
             parts += [f"file-{where}", *(value for value in (self.lang, self.exam) if value)]
         parts += [f"{flag}-{value}" for flag, value in (("engine", self.engine), ("query", o.query),
                                                          ("top", o.top_n), ("aggregate", o.aggregate)) if value]
-        if self.method == "reader" and self.model:
-            parts.append(Path(self.model).resolve().name)
+        parts += method(self.method).variant(self.request())
         return "-".join(parts) or None
+
+    def request(self) -> Request:
+        """What the request asks of its method."""
+        return Request(self.overrides, self.engine, self.model)
 
 
 def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question], Exam, str, str, str]:
@@ -239,7 +93,10 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         name, data = req.dataset, spec.files[split]
     else:
         questions = read_question_file(Path(req.questions))
-        name, split, data = Path(req.questions).stem, "file", str(Path(req.questions).resolve())
+        path = Path(req.questions)
+        with open(path, "rb") as handle:  # the file by name and content: no machine path in the record
+            data = f"{path.name} (sha256 {hashlib.file_digest(handle, 'sha256').hexdigest()[:16]})"
+        name, split = path.stem, "file"
     if req.limit is not None:
         questions = questions[: req.limit]
     return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data
@@ -265,7 +122,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str,
     out_dir = ensure_writable(ctx.settings.results_dir)
     questions, target, name, split, data = load_eval_questions(ctx, req)
     start = time.perf_counter()
-    opened = open_scorer(ctx, req.method, target, req.overrides, engine=req.engine, model=req.model)
+    opened = open_method(ctx, req.method, target, req.request())
     load_seconds = time.perf_counter() - start
     start = time.perf_counter()
     results = opened.scorer.score(questions, progress=progress)
@@ -297,20 +154,20 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
 
     ensure_writable(ctx.settings.results_dir)
     questions, target, name, split, _ = load_eval_questions(ctx, req)
-    query = "filter" if target.lang == "en" else "full"
+    query = language(target.lang).question_query
     table, skipped = {}, []
     for retriever in retrievers:
         try:
-            engine = open_scorer(ctx, retriever, target).index
+            scorer = open_retriever(ctx, retriever, target)
         except OpenQAError as exc:
             skipped.append(f"{retriever}: {exc}")
             continue
-        table[retriever] = answer_support(engine, questions, query)
+        table[retriever] = answer_support(scorer, questions, query)
     if not table:
         raise OpenQAError("no retriever could be opened: build the indexes first (openqa index ...)")
     meta = {"dataset": name, "split": split, "method": "retrieval-quality", "n": len(questions),
             "limit": req.limit, "variant": variant(ctx, req),
-            "query": "question only (" + ("medical filter" if target.lang == "en" else "full text") + ")", **run_record()}
+            "query": f"question only ({'medical filter' if query == 'filter' else 'full text'})", **run_record()}
     return table, write_report(table, meta, ctx.settings.results_dir), skipped
 
 
@@ -319,17 +176,7 @@ def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tu
     target = Exam.resolve(dataset)
     ensure_writable(ctx.settings.settings_dir, "--settings-dir")
     questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())
-    m = method(name)
-    if m.parts:
-        opened = open_scorer(ctx, name, target)
-        scorer, index = opened.scorer, opened.index
-        best, table = tune_fusion(scorer, questions)
-    else:
-        index = ctx.open(target.lang, engine or m.engine)
-        scorer = m.make(index, target.exam, IRSettings())
-        modes = TUNED_QUERY_MODES if target.lang == "en" else ("full",)
-        search = tune_ir if isinstance(scorer, IRScorer) else tune_query_mode
-        best, table = search(scorer, questions, modes)
+    best, table, index = method(name).tune(ctx, target, questions, engine)
     record = {
         "dataset": dataset, "split": "dev", "method": name, "corpus": ctx.corpus, "chosen": asdict(best),
         "dev_accuracy": max(row["accuracy"] for row in table),
@@ -367,14 +214,8 @@ def train_reader(
     else:
         train_qs, select_qs = load_questions(dataset, "train", data_dir), load_questions(dataset, "dev", data_dir)
         protocol, parts = "official train split; selection on dev", ("train", "dev")
-    if kind == "maxout":
-        from openqa.readers.maxout import MaxoutReader
-
-        reader = MaxoutReader.from_word_vectors(ctx.open(target.lang, "word2vec"))
-    elif not model:
-        raise OpenQAError(f"--reader {kind} needs --model (e.g. all-MiniLM-L6-v2 or a hub id)")
-    else:
-        reader = reader_class(kind)(model, ctx.settings.models_dir, max_length=max_length)
+    cls = reader_class(kind)
+    reader = cls.create(model, ctx.settings.models_dir, max_length, ctx.open(target.lang, cls.needs_index) if cls.needs_index else None)
     scorer = open_retriever(ctx, retriever, target, query)
     query = scorer.settings.query
     cache = ctx.settings.index_dir / "evidence"

@@ -17,8 +17,7 @@ from tqdm import tqdm
 
 from openqa.data import Question
 from openqa.evaluate.results import result_stem, write_atomic
-from openqa.retrieval.base import SearchEngine
-from openqa.scorers.ir import question_query
+from openqa.scorers.ir import IRScorer, question_query
 from openqa.text.tokenize import make_tokenizer
 
 KS = (1, 5, 10, 25)
@@ -38,8 +37,9 @@ def first_rank(paragraph_terms: list[list[str]], option_terms: list[str]) -> int
     return next((rank for rank, terms in enumerate(paragraph_terms, 1) if contains(terms, option_terms)), None)
 
 
-def answer_support(engine: SearchEngine, questions: Sequence[Question], query_mode: str) -> dict[str, Any]:
+def answer_support(retriever: IRScorer, questions: Sequence[Question], query_mode: str) -> dict[str, Any]:
     """Shares of correct and wrong options found in the top-k evidence of the question alone."""
+    engine = retriever.engine
     lang = engine.manifest["lang"]
     tok = make_tokenizer({**engine.tokenizer.config(), "ngram": 1})  # n-grams would break the contiguous match
     cache: dict[int, list[str]] = {}
@@ -47,9 +47,9 @@ def answer_support(engine: SearchEngine, questions: Sequence[Question], query_mo
     wrong = {k: 0 for k in KS}
     n_wrong = 0
     queries = [question_query(q, query_mode, lang) for q in questions]
-    engine.fit_queries(queries)
-    for q, query in zip(tqdm(questions, desc=f"retrieval quality ({engine.name})", unit="q"), queries):
-        hits = engine.search([query], max(KS))[0]
+    with tqdm(total=len(queries), desc=f"retrieving ({engine.name})", unit="query") as bar:
+        found = retriever.search(queries, max(KS), bar.update)  # avgQL: the mean over all questions
+    for q, hits in zip(questions, found):
         terms = [cache.setdefault(h.index, tok.tokenize(engine.paragraphs[h.index].text)) for h in hits]
         for letter, text in q.options.items():
             rank = first_rank(terms, tok.tokenize(tok.prepare_query(text)))

@@ -15,7 +15,7 @@ from dataclasses import asdict, replace
 from importlib import resources
 from itertools import product
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from openqa.corpus.sources import corpus_tag
 from openqa.data import Question
@@ -32,16 +32,18 @@ TOP_N_GRID = (1, 2, 3, 5, 10, 20, 30, 50)
 
 
 def tune_ir(
-    scorer: IRScorer, questions: Sequence[Question], query_modes: Sequence[str]
+    make: Callable[[IRSettings], IRScorer], questions: Sequence[Question], query_modes: Sequence[str]
 ) -> tuple[IRSettings, list[dict[str, Any]]]:
     """Grid-search top-N, aggregate and query mode on ``questions`` (dev); best accuracy wins.
 
-    Ties between settings go to the smaller N, then the grid order, so the choice is stable.
+    Each query mode retrieves once, as deep as the grid goes; every (top-N, aggregate) is scored
+    from those hits. Ties between settings go to the smaller N, then the grid order, so the choice
+    is stable.
     """
+    scorer = make(IRSettings())
     table = []
     for mode in query_modes:
-        scorer.settings = IRSettings(top_n=1, query=mode)
-        hits = scorer.retrieve(questions, max(TOP_N_GRID))
+        hits = scorer.retrieve(questions, max(TOP_N_GRID), query=mode)
         for top_n, how in product(TOP_N_GRID, AGGREGATES):
             summary = summarise(scores_from_hits(questions, hits, top_n, how))
             table.append({**asdict(IRSettings(top_n, how, mode)), **summary})
@@ -65,13 +67,13 @@ def tune_fusion(scorer: HybridScorer, questions: Sequence[Question]) -> tuple[IR
 
 
 def tune_query_mode(
-    scorer: OptionScorer, questions: Sequence[Question], query_modes: Sequence[str]
+    make: Callable[[IRSettings], OptionScorer], questions: Sequence[Question], query_modes: Sequence[str]
 ) -> tuple[IRSettings, list[dict[str, Any]]]:
     """For scorers without top-N (PMI): pick the query mode with the best dev accuracy."""
     table = []
     for mode in query_modes:
-        scorer.settings = IRSettings(query=mode)
-        table.append({**asdict(scorer.settings), **summarise(scorer.score(questions))})
+        settings = IRSettings(query=mode)
+        table.append({**asdict(settings), **summarise(make(settings).score(questions))})
     best = max(table, key=lambda row: row["accuracy"])
     return IRSettings(query=best["query"]), table
 
@@ -92,7 +94,7 @@ def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None
     name = f"{method}-{dataset}.json"
     for user in dict.fromkeys((Path(settings_dir) / f"{method}-{dataset}{corpus_tag(corpus)}.json", Path(settings_dir) / name)):
         if user.is_file():
-            return user, f"your openqa tune: {user.resolve()}"
+            return user, f"your openqa tune: {user.parent.name}/{user.name}"  # no machine path in a record
     shipped = shipped_folder() / name
     if shipped.is_file():
         return shipped, f"shipped with openqa: openqa/tuned/{name}"

@@ -10,12 +10,14 @@ command itself). Peak memory is the largest resident set of any of those process
 from __future__ import annotations
 
 import json
-import os
 import resource
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
+
+from benchlib import data_dir, write_record
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
 TARGETS = {"index_en_s": 60, "index_zh_s": 120, "load_s": 3, "us_test_eval_s": 10, "peak_memory_mb": 4096}
@@ -29,10 +31,10 @@ def timed(*args: str) -> tuple[float, str]:
 
 
 def main() -> None:
-    env_data = os.environ.setdefault("OPENQA_DATA", str(Path("../shared/medqa/data_clean").resolve()))
+    data = data_dir()
     index_en, _ = timed("index", "--lang", "en")
     index_zh, _ = timed("index", "--lang", "zh")
-    _, out = timed("eval", "--dataset", "us", "--split", "test", "--json", "--output", "/tmp/openqa-bench")
+    _, out = timed("eval", "--dataset", "us", "--split", "test", "--json", "--output", tempfile.mkdtemp(prefix="openqa-bench-"))
     summary = json.loads(out)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     figures = {
@@ -51,14 +53,9 @@ def main() -> None:
         "figures": figures,
         "targets": TARGETS,
         "met": {k: figures[k] <= v for k, v in TARGETS.items()},
-        "command": "python scripts/bench_core.py",
-        "data": env_data,
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": f"{os.cpu_count()} cores",
+        "data": str(data),
     }
-    out_path = Path("eval/results/bench-core.json")
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(record, indent=2) + "\n")
+    out_path = write_record("bench-core.json", record, "python scripts/bench_core.py")
     print(json.dumps(figures), "->", out_path)
 
 

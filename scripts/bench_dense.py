@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchlib import data_dir, write_record
+
 import numpy as np
 
 from openqa.data import load_questions
@@ -34,7 +36,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-build", action="store_true", help="only time queries on ./indexes/en-dense")
     args = parser.parse_args()
-    data = Path(os.environ.get("OPENQA_DATA", "../shared/medqa/data_clean"))
+    data = data_dir()
     figures: dict[str, float] = {}
     index_dir = Path(os.environ.get("OPENQA_INDEXES", "indexes"))
     if not args.skip_build:
@@ -62,11 +64,8 @@ def main() -> None:
         "figures": figures, "targets": TARGETS,
         "met": {k: figures[k] <= v for k, v in TARGETS.items() if k in figures},
         "encoder": engine.manifest["encoder"], "paragraphs": engine.manifest["paragraphs"],
-        "command": "python scripts/bench_dense.py" + (" --skip-build" if args.skip_build else ""),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": f"{os.cpu_count()} cores",
     }
-    out = Path("eval/results/bench-dense.json")
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    out = write_record("bench-dense.json", record, "python scripts/bench_dense.py" + (" --skip-build" if args.skip_build else ""))
     print(json.dumps(figures), "->", out)
 
 

@@ -17,6 +17,8 @@ import os
 import time
 from pathlib import Path
 
+from benchlib import data_dir, write_record
+
 import numpy as np
 import torch
 
@@ -35,7 +37,7 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=3000)
     parser.add_argument("--queries", type=int, default=300)
     args = parser.parse_args()
-    data = Path(os.environ.get("OPENQA_DATA", "../shared/medqa/data_clean"))
+    data = data_dir()
     store = Path(os.environ.get("OPENQA_INDEXES", "indexes")) / "en-custom" / "paragraphs.jsonl"
     rows = [json.loads(line)["contents"] for line in open(store, encoding="utf-8")]
     passages = rows[:: max(1, len(rows) // args.passages)][: args.passages]
@@ -57,11 +59,8 @@ def main() -> None:
     record = {
         "dataset": "us", "split": "dev", "method": "MiniLM-L6 encoding options (CPU)", "n": len(passages),
         "variants": results, "torch_threads": torch.get_num_threads(),
-        "command": "python scripts/bench_encoder.py", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": f"{os.cpu_count()} cores",
     }
-    out = Path("eval/results/bench-encoder.json")
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    out = write_record("bench-encoder.json", record, "python scripts/bench_encoder.py")
     print("->", out)
 
 

@@ -30,10 +30,10 @@ from typing import Callable
 
 import bm25s
 import numpy as np
+from benchlib import data_dir, write_record
 
 from openqa.data import load_questions
 from openqa.evaluate.metrics import summarise
-from openqa.evaluate.results import run_record
 from openqa.retrieval.custom_bm25 import CustomBM25, QueryTerms, Ranking
 from openqa.retrieval.registry import open_index
 from openqa.scorers.ir import option_queries, scores_from_hits
@@ -65,14 +65,13 @@ def main() -> None:
     parser.add_argument("--note", default="", help="a remark for the record (e.g. other jobs on the machine)")
     args = parser.parse_args()
     rounds = max(5, args.rounds)
-    data = Path(os.environ.get("OPENQA_DATA", "../shared/medqa/data_clean"))
+    data = data_dir()
     index_dir = Path(os.environ.get("OPENQA_INDEXES", "indexes"))
     questions = load_questions("us", "test", data)
     groups = [option_queries(q, "full", "en") for q in questions]
     flat = [text for g in groups for text in g]
 
     custom = open_index(index_dir, "en", "custom", data_dir=data)
-    custom.fit_queries(flat)
     lucene = open_index(index_dir, "en", "lucene", data_dir=data)
     terms: QueryTerms = custom.encode(flat)
     retriever, empty = bm25s_index(custom)
@@ -81,7 +80,7 @@ def main() -> None:
     def custom_rank(threads: int) -> Callable[[], Ranking]:
         def run() -> Ranking:
             custom.threads = threads
-            return custom.rank(terms, K)
+            return custom.rank(terms, K)  # avgQL: the mean length of all the queries, as in eval
         return run
 
     def custom_text() -> None:
@@ -134,12 +133,10 @@ def main() -> None:
         "notes": " ".join(filter(None, [
             f"{os.cpu_count()} cores; load average (1, 5, 15 min) {load_before} before the rounds, {load_after} after.",
             args.note])),
-        **run_record("python scripts/bench_engines.py" + (f" --rounds {args.rounds}" if args.rounds != 5 else "")),
         "data": str(data),
     }
-    out = Path("eval/results/bench-engines.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    out = write_record("bench-engines.json", record,
+                       "python scripts/bench_engines.py" + (f" --rounds {args.rounds}" if args.rounds != 5 else ""))
     print(json.dumps(qps), json.dumps(record["ratios"]), "accuracy", record["accuracy"], "->", out)
 
 

@@ -15,7 +15,6 @@ temporary files: target 0 of each). The full-disk case mounts a tiny tmpfs, so i
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -37,16 +36,15 @@ def main() -> None:
     # Started in the background, this process may ignore SIGINT; every command it starts gets SIGINT
     # at its default anyway (faultsuite.tally.default_sigint), and so does this process, to be stoppable.
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    from benchlib import write_record
     from faultsuite.record import run_suite
     from faultsuite.tally import BAD
-    from openqa.evaluate.results import run_record, write_atomic
 
     start = time.perf_counter()
     record = run_suite(args.quick, args.engines and args.engines.split(","), args.tries, args.seed)
-    record.update({"seconds": round(time.perf_counter() - start, 1), **run_record("python scripts/bench_faults.py " + " ".join(sys.argv[1:]))})
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(args.output, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    print(f"{record['cases']} cases, {record['interruptions']} interruptions: {({k: record[k] for k in BAD})}; wrote {args.output}")
+    record["seconds"] = round(time.perf_counter() - start, 1)
+    path = write_record(args.output.name, record, "python scripts/bench_faults.py " + " ".join(sys.argv[1:]), args.output.parent)
+    print(f"{record['cases']} cases, {record['interruptions']} interruptions: {({k: record[k] for k in BAD})}; wrote {path}")
 
 
 if __name__ == "__main__":

@@ -36,15 +36,18 @@ import os
 import resource
 import shutil
 import subprocess
+import tempfile
 import sys
 import time
 from pathlib import Path
+
+from benchlib import RESULTS, data_dir, write_record
 from typing import Any
 
 import numpy as np
 
-from openqa.corpus.paragraphs import SENTENCE_END, read_paragraphs
-from openqa.evaluate.results import run_record, write_atomic
+from openqa.corpus.paragraphs import read_paragraphs
+from openqa.languages import language
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
 #: The issue's targets for the custom engine at 5 M paragraphs on this machine.
@@ -61,19 +64,11 @@ BYTES_PER_PARAGRAPH = 2000
 STORE_FILES = ("paragraphs.jsonl", "paragraphs.offsets.npy")
 
 
-def data_dir() -> Path:
-    """The MedQA data folder (OPENQA_DATA, else ../shared/medqa/data_clean)."""
-    path = Path(os.environ.get("OPENQA_DATA") or Path(__file__).resolve().parents[2] / "shared" / "medqa" / "data_clean")
-    if not path.is_dir():
-        raise SystemExit(f"MedQA data not found at {path}: set OPENQA_DATA")
-    return path
-
-
 def book_sentences(data: Path) -> tuple[list[str], np.ndarray]:
     """The English textbooks' sentences in order, and how many sentences each real paragraph has."""
     sentences, shapes = [], []
     for paragraph in read_paragraphs(data, "en"):
-        parts = [s for s in SENTENCE_END["en"].split(paragraph.text) if s]
+        parts = [s for s in language("en").sentence_end.split(paragraph.text) if s]
         sentences += parts
         shapes.append(len(parts))
     return sentences, np.asarray(shapes)
@@ -129,12 +124,14 @@ def measure(index_dir: Path, engine: str, corpus: str | None, n_latency: int) ->
     from openqa.config import Settings
     from openqa.data import load_questions
     from openqa.evaluate.metrics import summarise
-    from openqa.pipeline import Context, Exam, answer_record, open_scorer
+    from openqa.methods import Request, open_method
+    from openqa.pipeline import answer_record
+    from openqa.workspace import Context, Exam
 
     questions = load_questions("us", "test", data_dir())
     ctx = Context(Settings.resolve(data_dir(), index_dir), corpus=corpus)
     start = time.perf_counter()
-    opened = open_scorer(ctx, METHODS[engine], Exam.resolve("us"), engine=engine)
+    opened = open_method(ctx, METHODS[engine], Exam.resolve("us"), Request(engine=engine))
     record: dict[str, Any] = {"open_s": round(time.perf_counter() - start, 3), "after_open": memory_mb()}
     answer_record(opened, questions[0], EVIDENCE)  # a first request outside the timings (lazy parts warm up)
     latencies = []
@@ -228,10 +225,11 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000000,5000000", help="paragraphs of each reshuffled corpus (default: 1 M and 5 M)")
     parser.add_argument("--lucene-max", type=int, default=1_000_000, help="the largest corpus Lucene is benchmarked on (default: 1 M; 0: none)")
     parser.add_argument("--latency-questions", type=int, default=200, help="US test questions answered one at a time (default: 200)")
-    parser.add_argument("--work", default="/tmp/openqa-bench-scale", help="scratch folder for corpora and indexes (removed at the end)")
+    parser.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "openqa-bench-scale"),
+                        help="scratch folder for corpora and indexes (removed at the end) (default: $TMPDIR/openqa-bench-scale)")
     parser.add_argument("--keep", action="store_true", help="keep the corpora and indexes")
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--output", default="eval/results", help="folder for bench-scale.json and .png")
+    parser.add_argument("--output", default=str(RESULTS), help="folder for bench-scale.json and .png (default: eval/results of this repository)")
     args = parser.parse_args()
     data = data_dir()
     sizes = [int(s) for s in args.sizes.split(",") if s]
@@ -249,8 +247,8 @@ def main() -> None:
                          "settings); the reshuffled corpora hold the books' own sentences in random paragraphs, so "
                          "evidence is diluted and accuracy is expected to be lower than over the textbooks: they "
                          "measure cost, not quality",
-        **run_record("python " + " ".join(sys.argv)),
     }
+    command = "python " + " ".join(sys.argv)
     sentences, shapes = book_sentences(data)
     for size in [None, *sizes]:
         engines = ["custom", *(["lucene"] if (size or 72_885) <= args.lucene_max else [])]
@@ -271,10 +269,9 @@ def main() -> None:
             for folder in (work / "indexes").glob(f"{name}-*"):
                 shutil.rmtree(folder)
         record["targets_met"] = targets_met(record["rows"])
-        write_atomic(out / "bench-scale.json", json.dumps(record, indent=2) + "\n")  # after every corpus: a partial run keeps its figures
+        write_record("bench-scale.json", record, command, out)  # after every corpus: a partial run keeps its figures
     record["targets_met"] = targets_met(record["rows"])
-    record["peak_memory_mb"] = run_record()["peak_memory_mb"]  # this driver's, apart from its children's
-    write_atomic(out / "bench-scale.json", json.dumps(record, indent=2) + "\n")
+    write_record("bench-scale.json", record, command, out)  # peak memory: this driver's, apart from its children's
     plot(record["rows"], out / "bench-scale.png")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -102,7 +102,7 @@ def test_corpus_stats(built):
         (["answer", "--question", "Why?", "--option", "A=x"], "at least two options"),
         (["answer", "--question", "Why?", "--option", "Ax"], "'A=text'"),
         (["eval", "--dataset", "us", "--top-n", "0"], "--top-n"),
-        (["eval", "--dataset", "us", "--method", "magic"], "or reader (with --model)"),
+        (["eval", "--dataset", "us", "--method", "magic"], "hybrid, reader"),
         (["eval", "--dataset", "us", "--lang", "zh"], "--lang zh does not apply to --dataset us"),
         (["eval", "--questions", "q.jsonl", "--split", "dev"], "--split applies to --dataset"),
         (["answer", "--question", "Why?", "--option", "A=x", "--option", "A=y"], "option A is given twice"),

@@ -26,26 +26,25 @@ DOCS = ["fever fever cough", "fever rash", "cough cough cough rash headache"]
 def build(tmp_path, docs=DOCS, tokenizer: Tokenizer = EnglishTokenizer(stem=False)):
     folder = tmp_path / "idx"
     paragraphs = [Paragraph(f"B:{i}", "B", t) for i, t in enumerate(docs)]
-    CustomBM25.build(folder, paragraphs, tokenizer, {"lang": tokenizer.lang, "corpus_checksum": "x"}, DocParams(0.9, 0.35))
+    CustomBM25.build(folder, paragraphs, tokenizer, {"lang": tokenizer.lang, "corpus_checksum": "x"}, params=DocParams(0.9, 0.35))
     return folder
 
 
-def dense_scores(engine: CustomBM25, text: str) -> np.ndarray:
+def dense_scores(engine: CustomBM25, text: str, params: QueryParams) -> np.ndarray:
     """Every paragraph's score for one query (0 where it has none of the query's terms)."""
-    ranking = engine.rank(engine.encode([text]), engine.weights.shape[1])
+    ranking = engine.rank(engine.encode([text]), engine.weights.shape[1], params)
     scores = np.zeros(engine.weights.shape[1])
     scores[ranking.rows[0, : ranking.counts[0]]] = ranking.scores[0, : ranking.counts[0]]
     return scores
 
 
-def sparse_product_hits(engine: CustomBM25, queries: list[str], k: int) -> list[list[tuple[int, float]]]:
+def sparse_product_hits(engine: CustomBM25, queries: list[str], k: int, params: QueryParams) -> list[list[tuple[int, float]]]:
     """The engine before the compiled kernel: the queries searched together as one sparse product
     ``weights[rows].T @ query_weights`` (query weights from float32 counts), then each row fully
     sorted, higher score first, then lower paragraph row, positive scores only."""
     tok = engine.tokenizer
     term_lists = [tok.tokenize(tok.prepare_query(q)) for q in queries]
     lengths = np.array([len(t) for t in term_lists], dtype=np.float64)
-    params = engine.query_params
     avg = params.avg_len or max(lengths.mean(), 1.0)
     ids = [[engine.vocab[t] for t in terms if t in engine.vocab] for terms in term_lists]
     rows = np.unique(np.concatenate([np.asarray(i, dtype=np.int64) for i in ids]))
@@ -61,12 +60,17 @@ def sparse_product_hits(engine: CustomBM25, queries: list[str], k: int) -> list[
     return [[(int(i), float(row[i])) for i in best if row[i] > 0] for row, best in zip(scores, order)]
 
 
-def assert_same_hits(engine: CustomBM25, groups: list[list[str]], k: int) -> None:
+def fitted(engine: CustomBM25, queries: list[str], params: QueryParams = QueryParams()) -> QueryParams:
+    """``params`` with avgQL, the paper's average query length, over ``queries``."""
+    return QueryParams(params.kq, params.bq, float(engine.encode(queries).lengths.mean()))
+
+
+def assert_same_hits(engine: CustomBM25, groups: list[list[str]], k: int, params: QueryParams) -> None:
     """The engine's hits for all ``groups`` searched at once equal, per group, the sparse product's:
     same rows in the same order, scores equal within float32 rounding."""
-    hits = iter(engine.search([q for g in groups for q in g], k))
+    hits = iter(engine.search([q for g in groups for q in g], k, params))
     for group in groups:
-        for expected in sparse_product_hits(engine, group, k):
+        for expected in sparse_product_hits(engine, group, k, params):
             got = next(hits)
             assert [h.index for h in got] == [i for i, _ in expected]
             np.testing.assert_allclose([h.score for h in got], [s for _, s in expected], rtol=1e-6)
@@ -90,15 +94,13 @@ def test_scores_match_the_papers_formula_worked_by_hand(tmp_path):
       D2 = 0.980829^2 * 0.923451 * 0.909091 = 0.807622
     """
     engine = CustomBM25.load(build(tmp_path), {"corpus_checksum": "x"}, "hint")
-    engine.query_params = QueryParams(kq=0.4, bq=0.7, avg_len=2.0)
-    scores = dense_scores(engine, "fever fever headache")
+    scores = dense_scores(engine, "fever fever headache", QueryParams(kq=0.4, bq=0.7, avg_len=2.0))
     np.testing.assert_allclose(scores, [0.322593, 0.260811, 0.807622], rtol=2e-5)
 
 
 def test_query_saturation_by_formula(tmp_path):
     engine = CustomBM25.load(build(tmp_path), {"corpus_checksum": "x"}, "hint")
-    engine.query_params = QueryParams(kq=0.4, bq=0.7, avg_len=2.0)
-    scores = dense_scores(engine, "fever fever rash")
+    scores = dense_scores(engine, "fever fever rash", QueryParams(kq=0.4, bq=0.7, avg_len=2.0))
     # doc lengths 3, 2, 5 -> avgdl 10/3; df(fever)=2, df(rash)=2; N=3
     kd, bd, kq, bq = 0.9, 0.35, 0.4, 0.7
     idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
@@ -131,10 +133,13 @@ def test_search_ranks_and_drops_non_matching(tmp_path):
     assert engine.paragraphs[hits[0][0].index].pid == "B:2"
 
 
-def test_fit_queries_sets_average_query_length(tmp_path):
+def test_average_query_length_is_that_of_the_queries_searched(tmp_path):
+    """avgQL defaults to the mean length of one search call's queries, and a given one is used as is."""
     engine = CustomBM25.load(build(tmp_path), {}, "hint")
-    engine.fit_queries(["fever", "fever rash cough"])
-    assert engine.query_params.avg_len == 2.0
+    queries = ["fever", "fever rash cough"]
+    assert fitted(engine, queries).avg_len == 2.0
+    assert engine.search(queries, 3) == engine.search(queries, 3, QueryParams(avg_len=2.0))
+    assert engine.search(queries, 3) != engine.search(queries, 3, QueryParams(avg_len=9.0))
 
 
 def test_mismatched_settings_or_corpus_are_refused(tmp_path):
@@ -191,14 +196,12 @@ def test_hits_equal_the_sparse_product(tmp_path, threads):
     engine = CustomBM25.load(build(tmp_path, docs), {}, "hint")
     engine.threads = threads
     engine.THREAD_CHUNK = 4
-    engine.fit_queries(queries)
     groups = [queries[start:stop] for start, stop, _ in shared_runs(queries)]
     assert sorted({len(g) for g in groups}) == [1, 4, 5]
     assert set(np.diff(engine.encode(queries).groups)) == {1, LANES}  # 5 options: 4 + 1
     for k in (1, 10, 200, 1000):
-        assert_same_hits(engine, groups, k)
-    engine.query_params = QueryParams()  # avgQL of each search call
-    assert_same_hits(engine, [queries], 10)
+        assert_same_hits(engine, groups, k, fitted(engine, queries))
+    assert_same_hits(engine, [queries], 10, QueryParams())  # avgQL of the search call
 
 
 def test_the_kernel_leaves_its_buffer_clear(tmp_path):
@@ -278,7 +281,5 @@ def test_real_index_hits_equal_the_sparse_product(real_engine, medqa_dir, mode):
     """300 US test questions, their option queries searched together on two threads."""
     questions = load_questions("us", "test", medqa_dir)[:300]
     groups = [option_queries(q, mode, "en") for q in questions]
-    real_engine.query_params = QUERY_PRESETS["usmle"]
-    real_engine.fit_queries([q for g in groups for q in g])
     real_engine.threads = 2
-    assert_same_hits(real_engine, groups, 10)
+    assert_same_hits(real_engine, groups, 10, fitted(real_engine, [q for g in groups for q in g], QUERY_PRESETS["usmle"]))

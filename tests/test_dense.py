@@ -137,16 +137,19 @@ def test_weighted_arithmetic():
         Fusion("weighted", 1.5)
 
 
-def test_fused_engine_searches_each_part_once_and_checks_corpus(tmp_path):
+def test_fused_engine_searches_each_part_once_and_checks_corpus(tmp_path, monkeypatch):
     dense_index = build(tmp_path / "en-dense")
     CustomBM25.build(tmp_path / "en-custom", PARAGRAPHS, EnglishTokenizer(), CORPUS)
     custom = CustomBM25.load(tmp_path / "en-custom", {}, "hint")
     hybrid = FusedEngine(custom, dense_index)
     hits = hybrid.search(["gentamicin ribosomal subunit"], k=3)[0]
     assert hybrid.paragraphs[hits[0].index].pid == "Micro:2"
-    hybrid.fusion = Fusion("weighted", 0.9)
-    assert hybrid.search(["gentamicin ribosomal subunit"], k=1)[0][0].index == hits[0].index
-    assert len(hybrid._cache) == 2  # one cached list per part
+    weighted = FusedEngine(custom, dense_index, Fusion("weighted", 0.9))
+    assert weighted.search(["gentamicin ribosomal subunit"], k=1)[0][0].index == hits[0].index
+    searched = []
+    monkeypatch.setattr(DenseIndex, "search_batch", lambda self, queries, k: searched.extend(queries) or [[] for _ in queries])
+    weighted.search(["ribosome", "ribosome", "aspirin"], k=1)  # a question's repeated query is searched once
+    assert searched == ["ribosome", "aspirin"]
     CustomBM25.build(tmp_path / "other", PARAGRAPHS[:3], EnglishTokenizer(), {"lang": "en", "corpus_checksum": "zzz"})
     with pytest.raises(IndexMismatchError, match="differ"):
         FusedEngine(CustomBM25.load(tmp_path / "other", {}, "hint"), dense_index)

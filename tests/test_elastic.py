@@ -16,7 +16,7 @@ import pytest
 from openqa.corpus.paragraphs import Paragraph
 from openqa.corpus.sources import user_corpus
 from openqa.errors import IndexMissingError, OpenQAError
-from openqa.retrieval.base import EngineOptions
+from openqa.retrieval.base import PARAGRAPHS as STORE_FILE, EngineOptions, ParagraphStore
 from openqa.retrieval.elastic import ElasticBM25, check_url, connect, index_body
 from openqa.retrieval.lucene import LuceneParams
 from openqa.retrieval.registry import build_index, open_index
@@ -195,7 +195,7 @@ class FakeClient:
 
 def fake_engine(responses) -> ElasticBM25:
     manifest = {"tokenizer": EnglishTokenizer().config(), "es_index": "idx"}
-    return ElasticBM25(tmp_folder(), manifest, FakeClient(responses), "http://fake:9200")
+    return ElasticBM25(tmp_folder(), manifest, FakeClient(responses), "http://fake:9200", ParagraphStore(tmp_folder() / STORE_FILE))
 
 
 def tmp_folder():

@@ -118,14 +118,14 @@ def test_es_server_killed_mid_eval(tmp_path, capsys, monkeypatch):
     try:
         flags = ["--engine", "elasticsearch", "--es-url", url, "--data-dir", str(data), "--index-dir", str(tmp_path / "indexes")]
         assert main(["index", "--lang", "en", *flags]) == 0
-        search = ElasticBM25.search
+        search = ElasticBM25.search_batch
 
         def search_after_the_server_dies(engine, queries, k):
             if proc.poll() is None:  # the eval's first search: the index is open, the server dies now
                 stop_emulator(proc, signal.SIGKILL)
             return search(engine, queries, k)
 
-        monkeypatch.setattr(ElasticBM25, "search", search_after_the_server_dies)
+        monkeypatch.setattr(ElasticBM25, "search_batch", search_after_the_server_dies)
         capsys.readouterr()
         started = time.monotonic()
         rc = main(["eval", "--dataset", "us", "--split", "dev", "--method", "ir-es", "--output", str(tmp_path / "out"), *flags])

@@ -348,3 +348,31 @@ def test_word_vectors_are_the_same_on_every_build(tmp_path):
         assert result.returncode == 0, result.stderr
         vectors.append((tmp_path / name / "en-word2vec" / "vectors.npy").read_bytes())
     assert vectors[0] == vectors[1]
+
+
+@pytest.mark.parametrize("engine", ["custom", "dense"])
+@pytest.mark.parametrize("count", [0, 1, 5, 7, 10**9, -3, "6", None])
+def test_an_edited_paragraph_count_is_refused(indexes, engine, count):
+    """The manifest's paragraph count is checked against the paragraph store and the engine's own
+    files (once, in ``Index.load``): an edited count is refused naming the file, never a crash
+    (the kernel would read past its buffer) or a number computed over the wrong paragraphs."""
+    path = index_folder(indexes, "en", engine) / MANIFEST
+    manifest = json.loads(path.read_text())
+    assert manifest["paragraphs"] == 6
+    manifest["paragraphs"] = count
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(OpenQAError, match=r"is damaged: .*rebuild with `openqa index --lang en --engine " + engine):
+        open_fully(indexes, engine)
+
+
+def test_an_edited_paragraph_count_fails_eval_with_one_line(indexes, tmp_path):
+    """Before: `openqa eval` died with SIGSEGV/SIGABRT, or printed an accuracy with "paragraphs": 0."""
+    path = index_folder(indexes, "en", "custom") / MANIFEST
+    manifest = json.loads(path.read_text())
+    manifest["paragraphs"] = 2
+    path.write_text(json.dumps(manifest))
+    data = make_data_dir(tmp_path / "data")
+    proc = run("eval", "--dataset", "us", "--data-dir", str(data), "--index-dir", str(indexes), "--output", str(tmp_path / "out"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "paragraph" in proc.stderr and "rebuild with" in proc.stderr
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.json"))

@@ -7,7 +7,7 @@ from openqa.errors import OpenQAError
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.lucene import LuceneBM25, pretokenized
 from openqa.scorers.ir import IRSettings
-from openqa.scorers.registry import method
+from openqa.methods import method
 from openqa.text.tokenize import ChineseTokenizer, EnglishTokenizer
 from tests.helpers import BOOKS, QUESTIONS
 

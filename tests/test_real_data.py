@@ -10,7 +10,7 @@ from openqa.data import load_questions
 from openqa.evaluate.metrics import summarise
 from openqa.retrieval.registry import build_index, open_index
 from openqa.scorers.ir import IRSettings
-from openqa.scorers.registry import method
+from openqa.methods import method
 
 BOOKS = ("First_Aid_Step1.txt", "First_Aid_Step2.txt")
 

@@ -89,7 +89,7 @@ def test_your_tune_overrides_the_shipped_choice_and_results_go_where_asked(fixtu
     result = run("eval", "--dataset", "us", "--json", *loc, env={"OPENQA_RESULTS": str(tmp_path / "results")})
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert summary["settings"]["sources"]["top_n"] == f"your openqa tune: {mine}"
+    assert summary["settings"]["sources"]["top_n"] == "your openqa tune: tuned/ir-custom-us.json"  # no machine path
     assert summary["settings"]["top_n"] == json.loads(mine.read_text())["chosen"]["top_n"]
     assert summary["files"]["summary"] == str(tmp_path / "results" / "us-test-ir-custom.json")
     elsewhere = run("eval", "--dataset", "us", "--json", *loc, "--settings-dir", str(tmp_path / "none"), "--output", str(tmp_path / "o"))

@@ -14,8 +14,8 @@ import re
 import unicodedata
 from collections import Counter
 
-#: Languages of the MedQA textbooks: English (``en``) and simplified Chinese (``zh``).
-LANGS = ("en", "zh")
+from openqa.languages import LANGS
+
 
 #: A short line seen at least this often in one book is a running header or footer.
 HEADER_MIN_REPEATS = 5

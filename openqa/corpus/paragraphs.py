@@ -11,20 +11,11 @@ from typing import Iterator
 
 from openqa.corpus.clean import clean_book
 from openqa.errors import DataError
-
-#: Where each language's books live under ``data_clean/``.
-CORPORA: dict[str, str] = {"en": "textbooks/en", "zh": "textbooks/zh_paragraph"}
+from openqa.languages import LANGUAGES
 
 #: Bump when cleaning or segmentation changes, so indexes built before are refused.
 SEGMENTATION_VERSION = 1
 
-#: Paragraphs shorter than this many characters (headings, debris) are dropped.
-MIN_CHARS = {"en": 40, "zh": 10}
-#: Longer paragraphs are cut into pieces of at most this many characters at sentence ends.
-MAX_CHARS = {"en": 2000, "zh": 1000}
-
-#: Where sentences end (long paragraphs are cut there).
-SENTENCE_END = {"en": re.compile(r"(?<=[.!?])\s+"), "zh": re.compile(r"(?<=[。！？；])")}
 _EN_WORD = re.compile(r"\S+")
 
 
@@ -39,9 +30,9 @@ class Paragraph:
 
 def book_files(data_dir: Path, lang: str) -> list[Path]:
     """The ``.txt`` books of a language, sorted by name; a clear error if there are none."""
-    if lang not in CORPORA:
-        raise DataError(f"unknown corpus language {lang!r}: choose one of {sorted(CORPORA)}")
-    folder = Path(data_dir) / CORPORA[lang]
+    if lang not in LANGUAGES:
+        raise DataError(f"unknown corpus language {lang!r}: choose one of {', '.join(LANGUAGES)}")
+    folder = Path(data_dir) / LANGUAGES[lang].textbooks
     files = sorted(folder.glob("*.txt"))
     if not files:
         raise DataError(f"no textbooks (*.txt) found in {folder}")
@@ -58,13 +49,14 @@ def corpus_checksum(files: list[Path]) -> str:
 
 
 def split_long(text: str, lang: str) -> list[str]:
-    """Cut a paragraph longer than ``MAX_CHARS`` into pieces at sentence ends."""
-    limit = MAX_CHARS[lang]
+    """Cut a paragraph longer than the language's ``max_chars`` into pieces at sentence ends."""
+    language = LANGUAGES[lang]
+    limit = language.max_chars
     if len(text) <= limit:
         return [text]
-    joiner = " " if lang == "en" else ""
+    joiner = language.joiner
     pieces, current = [], ""
-    for sentence in SENTENCE_END[lang].split(text):
+    for sentence in language.sentence_end.split(text):
         if current and len(current) + len(sentence) + 1 > limit:
             pieces.append(current)
             current = ""
@@ -87,7 +79,7 @@ def book_paragraphs(path: Path, lang: str) -> list[Paragraph]:
     texts = [
         piece
         for line in clean_book(raw, lang).split("\n")
-        if len(line) >= MIN_CHARS[lang]
+        if len(line) >= LANGUAGES[lang].min_chars
         for piece in split_long(line, lang)
     ]
     return [Paragraph(f"{book}:{i}", book, text) for i, text in enumerate(texts)]
@@ -104,7 +96,7 @@ def corpus_stats(paragraphs: list[Paragraph], lang: str) -> dict[str, float]:
     vocabulary: Counter[str] = Counter()
     lengths = []
     for p in paragraphs:
-        tokens = _EN_WORD.findall(p.text.lower()) if lang == "en" else list(p.text.replace(" ", ""))
+        tokens = _EN_WORD.findall(p.text.lower()) if LANGUAGES[lang].spaced else list(p.text.replace(" ", ""))
         vocabulary.update(tokens)
         lengths.append(len(tokens))
     n = len(lengths)

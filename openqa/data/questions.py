@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from openqa.errors import DataError
 from openqa.jsonl import decode, numbered_lines
+from openqa.languages import LANGUAGES
 
 #: Split names a dataset can be asked for, in the order of the original release.
 SPLITS = ("train", "dev", "test")
@@ -247,7 +248,7 @@ def dataset_spec(dataset: str) -> DatasetSpec:
 
 
 #: The exam a question file or pasted question is scored as, when no ``--exam`` is given.
-DEFAULT_EXAMS = {"en": "usmle", "zh": "mcmle"}
+DEFAULT_EXAMS = {code: lang.default_exam for code, lang in LANGUAGES.items()}
 
 
 def exam_dataset(lang: str, exam: str) -> str:

@@ -41,8 +41,18 @@ class Reader(ABC):
     kind: ClassVar[str]
     #: whether training and reading may run in mixed precision (see ``precision``)
     mixed_precision: ClassVar[bool] = True
+    #: The engine whose index a new reader of this kind is made from (maxout: word2vec), if any.
+    needs_index: ClassVar[str | None] = None
     model: torch.nn.Module
     settings: dict[str, Any]
+
+    @classmethod
+    def create(cls, model: str | None, models_dir: Path | None, max_length: int, index: Any = None) -> "Reader":
+        """A new reader to train: from ``model`` (a name, folder or hub id), or from the index of
+        ``needs_index`` (opened by the caller)."""
+        if not model:
+            raise OpenQAError(f"--reader {cls.kind} needs --model (e.g. all-MiniLM-L6-v2 or a hub id)")
+        return cls(model, models_dir, max_length=max_length)
 
     @abstractmethod
     def logits(self, batch: Sequence[Example]) -> torch.Tensor:

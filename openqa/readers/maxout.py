@@ -65,6 +65,13 @@ class MaxoutReader(Reader):
         self.model = MaxoutNet(vectors).to(pick_device())
         self.settings = {"model": "maxout", "lang": lang, "context_length": CONTEXT_LENGTH, "qa_length": QA_LENGTH}
 
+    needs_index = "word2vec"
+
+    @classmethod
+    def create(cls, model: str | None, models_dir: Path | None, max_length: int, index: Any = None) -> "MaxoutReader":
+        """A new Max-out reader over the textbook word vectors (``index``: the word2vec index); no model."""
+        return cls.from_word_vectors(index)
+
     @classmethod
     def from_word_vectors(cls, wv: WordVectors) -> "MaxoutReader":
         return cls(wv.vocab, wv.vectors, wv.manifest["lang"])

@@ -52,8 +52,6 @@ def examples(questions: Sequence[Question], evidence: dict[str, dict[str, str]])
 class ReaderScorer(OptionScorer):
     """A trained reader over the evidence a retriever finds for each option."""
 
-    name = "reader"
-
     def __init__(self, reader: Reader, retriever: IRScorer, top_n: int) -> None:
         self.reader = reader
         self.retriever = retriever

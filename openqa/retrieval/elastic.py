@@ -25,9 +25,10 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, ParagraphStore, SearchEngine, StoreWriter
+from openqa.languages import language
+from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter
 from openqa.retrieval.lucene import LuceneParams, pretokenized
-from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.retrieval.manifest import atomic_folder, read_manifest, rebuild, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 SIMILARITY = "openqa_bm25"
@@ -100,11 +101,6 @@ def server_errors(url: str | None, doing: str) -> Iterator[None]:
         raise OpenQAError(f"Elasticsearch at {url} refused a request while {doing}: {exc.meta.status} {exc.message}") from None
 
 
-def with_url(build_hint: str, url: str | None) -> str:
-    """The build command of an Elasticsearch index, which needs the server."""
-    return f"{build_hint} --es-url {url or 'URL'}"
-
-
 def index_body(params: LuceneParams, shards: int = 1) -> dict[str, Any]:
     """Settings and mappings of a paragraph index: whitespace analysis, our BM25 parameters."""
     return {
@@ -126,14 +122,15 @@ class ElasticBM25(SearchEngine):
     """BM25 search on an Elasticsearch cluster behind the common engine interface."""
 
     name = "elasticsearch"
+    summary = "an Elasticsearch cluster (with --es-url), for ir-es"
 
-    def __init__(self, folder: Path, manifest: dict[str, Any], client: Any, url: str | None) -> None:
+    def __init__(self, folder: Path, manifest: dict[str, Any], client: Any, url: str | None, paragraphs: ParagraphStore) -> None:
         self.folder = folder
         self.manifest = manifest
         self.client = client
         self.url = url
         self.tokenizer = make_tokenizer(manifest["tokenizer"])
-        self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
+        self.paragraphs = paragraphs
         self.index_name = manifest["es_index"]
 
     @classmethod
@@ -149,7 +146,7 @@ class ElasticBM25(SearchEngine):
         """Create a fresh server index, bulk-load the stream of paragraphs (writing the local paragraph
         store as they pass), then switch the local manifest to it."""
         config = tokenizer.config()
-        if config["lang"] == "en" and config.get("ngram", 1) > 1:
+        if language(config["lang"]).spaced and config.get("ngram", 1) > 1:
             raise OpenQAError("the Elasticsearch engine indexes single words: build it without --ngram 2 for English")
         client = client or connect(options.connection)
         params = LuceneParams()
@@ -177,22 +174,27 @@ class ElasticBM25(SearchEngine):
                 client.indices.delete(index=previous, ignore_unavailable=True)
 
     @classmethod
-    def load(
-        cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions(), client: Any = None
-    ) -> "ElasticBM25":
-        """Open the manifest and connect to its server (``options.connection`` overrides the recorded URL)."""
-        manifest = read_manifest(folder, with_url(build_hint, options.connection))
-        url = options.connection or manifest.get("es_url")
-        hint = with_url(build_hint, url)
-        check_manifest(manifest, {"engine": cls.name, **expected}, folder, hint)
-        client = client or connect(url)
-        with server_errors(url, "opening the index"):
-            exists = client.indices.exists(index=manifest["es_index"])
-        if not exists:
-            raise OpenQAError(f"Elasticsearch index {manifest['es_index']} is gone from {url}; rebuild with `{hint}`")
-        return cls(folder, manifest, client, url)
+    def rebuild_command(cls, build_hint: str, options: EngineOptions, manifest: dict[str, Any] | None) -> str:
+        """The build command with the server it needs (``options.connection``, else the recorded one)."""
+        url = options.connection or (manifest or {}).get("es_url")
+        return f"{build_hint} --es-url {url or 'URL'}"
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+    @classmethod
+    def open(cls, at: Opening, client: Any = None, **parts: Any) -> "ElasticBM25":
+        """Connect to the index's server (``options.connection`` overrides the recorded URL); the
+        server index must still be there and hold one document per paragraph of the store."""
+        url = at.options.connection or at.manifest.get("es_url")
+        client = client or connect(url)
+        name = at.manifest.get("es_index")
+        with server_errors(url, "opening the index"):
+            exists = client.indices.exists(index=name)
+            documents = int(client.count(index=name)["count"]) if exists else 0
+        if not exists:
+            raise OpenQAError(f"Elasticsearch index {name} is gone from {url}; {rebuild(at.hint)}")
+        at.at_most_paragraphs(f"server index {name}", documents)
+        return cls(at.folder, at.manifest, client, url, at.store)
+
+    def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """One multi-search request for the batch (a question's options)."""
         tok = self.tokenizer
         searches: list[dict[str, Any]] = []

@@ -9,7 +9,7 @@ tuning the fusion on dev searches each engine once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from openqa.errors import IndexMismatchError, OpenQAError
 from openqa.retrieval.base import Hit, SearchEngine
@@ -65,9 +65,11 @@ def fuse(first: list[Hit], second: list[Hit], fusion: Fusion, k: int) -> list[Hi
 
 
 class FusedEngine(SearchEngine):
-    """Two engines over the same paragraphs, searched together and fused."""
+    """Two engines over the same paragraphs, searched together and fused (each part ``DEPTH`` deep;
+    query-side parameters go to the first part, IR-Custom)."""
 
     name = "hybrid"
+    summary = "custom and dense searched together (not built: build both parts)"
     query_batch = 128
 
     def __init__(self, first: SearchEngine, second: SearchEngine, fusion: Fusion = Fusion()) -> None:
@@ -81,32 +83,23 @@ class FusedEngine(SearchEngine):
         self.tokenizer = first.tokenizer
         self.paragraphs = first.paragraphs
         self.manifest = {**first.manifest, "engine": self.name, "parts": [first.manifest, second.manifest]}
-        self._cache: dict[tuple[str, str], list[Hit]] = {}
 
     @classmethod
     def build(cls, *args, **kwargs) -> None:
         raise OpenQAError("the hybrid engine has no index of its own: build --engine custom and --engine dense")
 
     @classmethod
-    def load(cls, *args, **kwargs) -> "FusedEngine":
-        raise OpenQAError("open the hybrid engine through openqa.retrieval.registry.open_index")
+    def open(cls, *args, **kwargs) -> "FusedEngine":
+        raise OpenQAError("the hybrid engine has no index of its own: open its parts (custom and dense)")
 
-    def fit_queries(self, queries: Sequence[str]) -> None:
-        """Fit both parts; hits found under the previous query set no longer hold."""
-        self.first.fit_queries(queries)
-        self.second.fit_queries(queries)
-        self._cache.clear()
+    def search(
+        self, queries: Sequence[str], k: int, params: Any = None, progress: Callable[[int], None] | None = None,
+    ) -> list[list[Hit]]:
+        """Each distinct query searched once in each part, then fused."""
+        distinct = list(dict.fromkeys(queries))
+        first = dict(zip(distinct, self.first.search(distinct, DEPTH, params)))
+        second = dict(zip(distinct, self.second.search(distinct, DEPTH, progress=progress)))
+        return [fuse(first[q], second[q], self.fusion, k) for q in queries]
 
-    def _hits(self, engine: SearchEngine, queries: Sequence[str]) -> list[list[Hit]]:
-        """``DEPTH`` hits per query from one part, searched once per query."""
-        missing = list(dict.fromkeys(q for q in queries if (engine.name, q) not in self._cache))
-        step = max(engine.query_batch, 4)
-        for start in range(0, len(missing), step):
-            chunk = missing[start : start + step]
-            for q, hits in zip(chunk, engine.search(chunk, DEPTH)):
-                self._cache[(engine.name, q)] = hits
-        return [self._cache[(engine.name, q)] for q in queries]
-
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        pairs = zip(self._hits(self.first, queries), self._hits(self.second, queries))
-        return [fuse(a, b, self.fusion, k) for a, b in pairs]
+    def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+        return self.search(queries, k)

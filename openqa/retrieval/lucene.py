@@ -8,6 +8,7 @@ tokenizer and a whitespace analyzer. Lucene doc ids are the paragraphs' rows in 
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -16,9 +17,10 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import EngineOptions, PARAGRAPHS, Hit, ParagraphStore, SearchEngine, StoreWriter, batches
+from openqa.languages import language
+from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches
 from openqa.retrieval.jvm import java_class
-from openqa.retrieval.manifest import atomic_folder, check_manifest, read_manifest, write_manifest
+from openqa.retrieval.manifest import atomic_folder, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 LUCENE_DIR = "lucene"
@@ -43,20 +45,25 @@ class LuceneBM25(SearchEngine):
     common engine interface."""
 
     name = "lucene"
+    summary = "Lucene through Pyserini, for ir-es"
 
-    def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
+    def __init__(self, folder: Path, manifest: dict[str, Any], paragraphs: ParagraphStore) -> None:
         self.folder = folder
         self.manifest = manifest
         self.tokenizer = make_tokenizer(manifest["tokenizer"])
-        self.paragraphs = ParagraphStore(folder / PARAGRAPHS)
+        self.paragraphs = paragraphs
+        self.params = LuceneParams()
         self.searcher = java_class("io.anserini.search.SimpleSearcher")(str(folder / LUCENE_DIR))
         self.searcher.set_analyzer(java_class("org.apache.lucene.analysis.core.WhitespaceAnalyzer")())
-        self.set_params(LuceneParams())
+        self.searcher.set_bm25(float(self.params.k1), float(self.params.b))
+        #: Calls into the JVM go one at a time (a thread's first call attaches it to the JVM).
+        self._jvm = threading.Lock()
 
-    def set_params(self, params: LuceneParams) -> None:
-        """Change the searcher's BM25 k1 and b."""
-        self.params = params
-        self.searcher.set_bm25(float(params.k1), float(params.b))
+    @property
+    def documents(self) -> int:
+        """How many documents the Lucene index holds."""
+        with self._jvm:
+            return int(self.searcher.get_total_num_docs())
 
     @classmethod
     def build(
@@ -71,7 +78,7 @@ class LuceneBM25(SearchEngine):
         folder is removed.
         """
         config = tokenizer.config()
-        if config["lang"] == "en" and config.get("ngram", 1) > 1:
+        if language(config["lang"]).spaced and config.get("ngram", 1) > 1:
             raise OpenQAError("the Lucene engine indexes single words: build it without --ngram 2 for English")
         indexer_class = java_class("io.anserini.index.SimpleIndexer")
         document = java_class("io.anserini.collection.JsonCollection$Document").fromFields
@@ -96,17 +103,18 @@ class LuceneBM25(SearchEngine):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "LuceneBM25":
-        """Open a Lucene index, refusing one whose manifest differs from ``expected``."""
-        manifest = read_manifest(folder, build_hint)
-        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
-        return cls(folder, manifest)
+    def open(cls, at: Opening, **parts: Any) -> "LuceneBM25":
+        """Open the Lucene index; it must hold one document per paragraph of the store."""
+        engine = cls(at.folder, at.manifest, at.store)
+        at.at_most_paragraphs(LUCENE_DIR, engine.documents)
+        return engine
 
-    def search(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
+    def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         tok = self.tokenizer
         out = []
         for q in queries:
             text = pretokenized(tok, tok.prepare_query(q))
-            hits = self.searcher.search(text, k) if text else []
-            out.append([Hit(int(h.docid), float(h.score)) for h in hits])
+            with self._jvm:
+                hits = self.searcher.search(text, k) if text else []
+                out.append([Hit(int(h.docid), float(h.score)) for h in hits])
         return out

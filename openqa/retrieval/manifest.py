@@ -61,9 +61,19 @@ LOCK_TIMEOUT_S = 60.0
 BUILDING, OLD = "building", "old"
 
 
+def rebuild(build_hint: str | None) -> str:
+    """How every refusal of an index ends: the command that rebuilds it."""
+    return f"rebuild with `{build_hint or 'openqa index'}`"
+
+
 def damaged(folder: Path, file: str, what: str, build_hint: str | None) -> IndexDamagedError:
     """The one-line error for an index whose ``file`` is ``what`` (missing, truncated, unparsable)."""
-    return IndexDamagedError(f"index at {folder} is damaged: {file} {what}; rebuild with `{build_hint or 'openqa index'}`")
+    return IndexDamagedError(f"index at {folder} is damaged: {file} {what}; {rebuild(build_hint)}")
+
+
+def mismatch(folder: Path, what: str, build_hint: str | None) -> IndexMismatchError:
+    """The one-line error for an index built another way than asked (``what`` says how)."""
+    return IndexMismatchError(f"index at {folder} {what}; {rebuild(build_hint)}")
 
 
 def file_records(folder: Path) -> dict[str, dict[str, Any]]:
@@ -141,10 +151,7 @@ def check_manifest(manifest: dict[str, Any], expected: dict[str, Any], folder: P
         if manifest.get(key) != value
     ]
     if diffs:
-        raise IndexMismatchError(
-            f"index at {folder} was built with other settings or corpus: {'; '.join(diffs)}; "
-            f"rebuild with `{build_hint}`"
-        )
+        raise mismatch(folder, f"was built with other settings or corpus: {'; '.join(diffs)}", build_hint)
 
 
 @contextmanager

@@ -16,10 +16,8 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import EngineOptions, Index, batches, term_ids
-from openqa.retrieval.manifest import (
-    MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
-)
+from openqa.retrieval.base import EngineOptions, Index, Opening, batches, term_ids
+from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 POSITIONS = "positions.npy"
@@ -43,7 +41,10 @@ class PositionalIndex(Index):
     """Sorted term positions over the whole corpus, and counts of n-grams and co-occurrences."""
 
     name = "pmi"
+    summary = "a positional index, for pmi (seconds)"
     quick_build = True
+    #: The paragraphs are one token stream (``GAP`` positions apart); no paragraph store.
+    stores_paragraphs = False
     tokenizers = SEQUENCE_TOKENIZERS
 
     def __init__(self, folder: Path, manifest: dict[str, Any], positions: np.ndarray, indptr: np.ndarray, vocab: list[str]):
@@ -89,22 +90,20 @@ class PositionalIndex(Index):
             )
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "PositionalIndex":
-        """Open the index, refusing one built otherwise or whose files are damaged (see ``manifest``)."""
-        manifest = read_manifest(folder, build_hint)
-        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
-        with loading(folder, POSITIONS, build_hint):
+    def open(cls, at: Opening, **parts: Any) -> "PositionalIndex":
+        """Memory-map the positions and read the term offsets and vocabulary; their counts must agree."""
+        folder = at.folder
+        with at.reading(POSITIONS):
             positions = np.load(folder / POSITIONS, mmap_mode="r")
-        with loading(folder, INDPTR, build_hint):
+        with at.reading(INDPTR):
             indptr = np.load(folder / INDPTR)
-        with loading(folder, VOCAB, build_hint):
+        with at.reading(VOCAB):
             vocab = (folder / VOCAB).read_text(encoding="utf-8").split("\n")[:-1]
         if positions.ndim != 1 or indptr.ndim != 1 or len(indptr) == 0:
-            shapes = f"{positions.shape} and {indptr.shape}"
-            raise damaged(folder, f"{POSITIONS} or {INDPTR}", f"hold arrays of the wrong shape ({shapes})", build_hint)
-        check_counts(folder, "term", {VOCAB: len(vocab), INDPTR: len(indptr) - 1, MANIFEST: manifest.get("terms")}, build_hint)
-        check_counts(folder, "token", {POSITIONS: len(positions), INDPTR: int(indptr[-1]), MANIFEST: manifest.get("tokens")}, build_hint)
-        return cls(folder, manifest, positions, indptr, vocab)
+            raise at.damaged(f"{POSITIONS} or {INDPTR}", f"hold arrays of the wrong shape ({positions.shape} and {indptr.shape})")
+        at.counts("term", {VOCAB: len(vocab), INDPTR: len(indptr) - 1, MANIFEST: at.manifest.get("terms")})
+        at.counts("token", {POSITIONS: len(positions), INDPTR: int(indptr[-1]), MANIFEST: at.manifest.get("tokens")})
+        return cls(folder, at.manifest, positions, indptr, vocab)
 
     def term_positions(self, term: str) -> np.ndarray:
         """Sorted stream positions of one term (empty if unknown)."""

@@ -13,7 +13,6 @@ from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.dense import DenseIndex
 from openqa.retrieval.elastic import ElasticBM25
-from openqa.retrieval.hybrid import FusedEngine
 from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.positional import PositionalIndex
@@ -22,14 +21,11 @@ from openqa.text.tokenize import make_tokenizer
 
 ENGINES: dict[str, type[Index]] = {engine.name: engine for engine in (CustomBM25, LuceneBM25, ElasticBM25, DenseIndex, PositionalIndex, WordVectors)}
 
-#: Engines made of two built indexes, fused at search time.
-COMPOSITES: dict[str, tuple[str, str]] = {FusedEngine.name: ("custom", "dense")}
-
 
 def engine_class(name: str) -> type[Index]:
     """The engine registered under ``name``, or an error listing the known ones."""
     if name not in ENGINES:
-        raise OpenQAError(f"unknown engine {name!r}: choose one of {sorted(ENGINES)} (or {sorted(COMPOSITES)} to search)")
+        raise OpenQAError(f"unknown engine {name!r}: choose one of {', '.join(ENGINES)}")
     return ENGINES[name]
 
 
@@ -40,11 +36,8 @@ def index_folder(index_dir: Path, lang: str, engine: str, corpus: str | None = N
 
 
 def tokenizer_config(lang: str, engine: str = "custom", **overrides: Any) -> dict[str, Any]:
-    """The engine's default tokenizer settings for ``lang`` with the given (non-None) overrides.
-
-    A composite engine takes its first part's (the one whose tokenizer it searches with).
-    """
-    defaults = engine_class(COMPOSITES.get(engine, (engine,))[0]).tokenizers
+    """The engine's default tokenizer settings for ``lang`` with the given (non-None) overrides."""
+    defaults = engine_class(engine).tokenizers
     if lang not in defaults:
         raise OpenQAError(f"unknown language {lang!r}: choose one of {sorted(defaults)}")
     return {**defaults[lang], **{k: v for k, v in overrides.items() if v is not None}}
@@ -108,9 +101,6 @@ def open_index(
     (a machine with only the index) the recorded settings are still checked. A named corpus is
     checked by name (its source may be elsewhere or gone); its manifest keeps the checksum.
     """
-    if engine in COMPOSITES:
-        first, second = (open_index(index_dir, lang, part, None, data_dir, options, corpus) for part in COMPOSITES[engine])
-        return FusedEngine(first, second)
     cls = engine_class(engine)
     tok_config = tokenizer or tokenizer_config(lang, engine)
     expected: dict[str, Any] = {

@@ -17,10 +17,9 @@ import numpy as np
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import EngineOptions, Index
-from openqa.retrieval.manifest import (
-    MANIFEST, atomic_folder, check_counts, check_manifest, damaged, loading, read_manifest, write_manifest,
-)
+from openqa.languages import language
+from openqa.retrieval.base import EngineOptions, Index, Opening
+from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 VECTORS = "vectors.npy"
@@ -37,7 +36,7 @@ _EN_WORD = re.compile(r"[a-z0-9]+")
 
 def words(text: str, lang: str) -> list[str]:
     """The reader's words: lower-cased English words, or jieba words for Chinese."""
-    if lang == "en":
+    if language(lang).spaced:
         return _EN_WORD.findall(text.lower())
     import jieba
 
@@ -48,6 +47,9 @@ class WordVectors(Index):
     """A vocabulary (row 0 padding, row 1 unknown) and its 200-d vectors."""
 
     name = "word2vec"
+    summary = "word vectors of the textbooks, for the maxout reader"
+    #: Vectors of words, not paragraphs: no paragraph store.
+    stores_paragraphs = False
 
     def __init__(self, manifest: dict[str, Any], vocab: list[str], vectors: np.ndarray) -> None:
         self.manifest = manifest
@@ -82,18 +84,17 @@ class WordVectors(Index):
             write_manifest(scratch, {"engine": cls.name, **corpus, "tokenizer": tokenizer.config(), "dim": DIM, "words": len(vocab)})
 
     @classmethod
-    def load(cls, folder: Path, expected: dict[str, Any], build_hint: str, options: EngineOptions = EngineOptions()) -> "WordVectors":
-        """Open the vectors, refusing ones built otherwise or whose files are damaged (see ``manifest``)."""
-        manifest = read_manifest(folder, build_hint)
-        check_manifest(manifest, {"engine": cls.name, **expected}, folder, build_hint)
-        with loading(folder, VOCAB, build_hint):
-            vocab = json.loads((folder / VOCAB).read_text(encoding="utf-8"))
-        with loading(folder, VECTORS, build_hint):
-            vectors = np.load(folder / VECTORS)
+    def open(cls, at: Opening, **parts: Any) -> "WordVectors":
+        """Read the vocabulary and vectors; their word counts and size must agree with the manifest."""
+        with at.reading(VOCAB):
+            vocab = json.loads((at.folder / VOCAB).read_text(encoding="utf-8"))
+        with at.reading(VECTORS):
+            vectors = np.load(at.folder / VECTORS)
         if not isinstance(vocab, list) or not all(isinstance(word, str) for word in vocab):
-            raise damaged(folder, VOCAB, "is not a JSON list of words", build_hint)
+            raise at.damaged(VOCAB, "is not a JSON list of words")
         if vectors.ndim != 2:
-            raise damaged(folder, VECTORS, f"holds an array of shape {vectors.shape}, not a matrix", build_hint)
-        check_counts(folder, "word", {VOCAB: len(vocab), VECTORS: vectors.shape[0], MANIFEST: manifest.get("words")}, build_hint)
-        check_counts(folder, "dimension", {VECTORS: vectors.shape[1], MANIFEST: manifest.get("dim")}, build_hint)
+            raise at.damaged(VECTORS, f"holds an array of shape {vectors.shape}, not a matrix")
+        at.counts("word", {VOCAB: len(vocab), VECTORS: vectors.shape[0], MANIFEST: at.manifest.get("words")})
+        at.counts("dimension", {VECTORS: vectors.shape[1], MANIFEST: at.manifest.get("dim")})
+        manifest = at.manifest
         return cls(manifest, vocab, vectors)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar, Sequence
+from typing import Sequence
 
 from openqa.data import Question
 from openqa.retrieval.base import Hit
@@ -49,10 +49,9 @@ class OptionScores:
 
 
 class OptionScorer(ABC):
-    """Scores every option of every question; higher is better."""
-
-    name: ClassVar[str]
+    """Scores every option of every question; higher is better. A scorer changes nothing while
+    scoring (its settings are fixed when it is made), so one can serve many threads at once."""
 
     @abstractmethod
-    def score(self, questions: Sequence[Question]) -> list[OptionScores]:
-        """One ``OptionScores`` per question, in order."""
+    def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
+        """One ``OptionScores`` per question, in order (a progress bar unless ``progress`` is False)."""

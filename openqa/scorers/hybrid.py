@@ -45,8 +45,6 @@ def fuse_options(first: OptionScores, second: OptionScores, fusion: Fusion) -> O
 class HybridScorer(OptionScorer):
     """Two IR scorers (each with its own dev-tuned settings) fused per question."""
 
-    name = "hybrid"
-
     def __init__(self, first: IRScorer, second: IRScorer, fusion: Fusion = Fusion()) -> None:
         self.first, self.second = first, second
         self.fusion = fusion

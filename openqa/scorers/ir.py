@@ -4,7 +4,7 @@ aggregate of the option's top-N paragraph scores, over any retrieval engine."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -13,6 +13,7 @@ from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import Hit, SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.scorers.query import QUERY_MODES, TUNED_QUERY_MODES  # noqa: F401  (TUNED_QUERY_MODES: re-exported)
 from openqa.text.medical_filter import filter_question
 
 #: How an option's top-N paragraph scores become one number.
@@ -22,10 +23,6 @@ AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
     "decay": lambda s: float((s / np.arange(1, len(s) + 1)).sum()),
 }
 
-#: Which words of the question go into the query (the modes ``openqa tune`` searches).
-TUNED_QUERY_MODES = ("phrases", "filter", "full")
-#: ... and ``option``: none, the option alone, so that each option finds its own evidence for a reader.
-QUERY_MODES = (*TUNED_QUERY_MODES, "option")
 
 
 @dataclass(frozen=True)
@@ -71,28 +68,38 @@ def aggregate(hits: list[Hit], top_n: int, how: str) -> float:
 
 
 class IRScorer(OptionScorer):
-    """Ranks options by the evidence an engine finds for question + option."""
+    """Ranks options by the evidence an engine finds for question + option.
 
-    name = "ir"
+    Immutable: its settings and the engine's query-side ``params`` (IR-Custom's per-exam kQ, bQ)
+    are fixed when it is made and passed to the engine on every search, so one scorer, and any
+    number of scorers over one engine, serve many threads at once.
+    """
 
-    def __init__(self, engine: SearchEngine, settings: IRSettings = IRSettings()) -> None:
+    def __init__(self, engine: SearchEngine, settings: IRSettings = IRSettings(), params: Any = None) -> None:
         self.engine = engine
         self.settings = settings
+        self.params = params
         self.lang = engine.manifest["lang"]
 
-    def retrieve(self, questions: Sequence[Question], depth: int, progress: bool = True) -> list[list[list[Hit]]]:
-        """Top-``depth`` hits per option per question (computed once, aggregated many ways)."""
-        queries = [option_queries(q, self.settings.query, self.lang) for q in questions]
-        self.engine.fit_queries([text for group in queries for text in group])
-        step = max(1, self.engine.query_batch // max(len(q.options) for q in questions)) if questions else 1
-        out: list[list[list[Hit]]] = []
-        with tqdm(total=len(queries), desc=f"retrieving ({self.engine.name})", unit="q", disable=not progress) as bar:
-            for start in range(0, len(queries), step):
-                groups = queries[start : start + step]
-                hits = iter(self.engine.search([text for group in groups for text in group], depth))
-                out.extend([next(hits) for _ in group] for group in groups)
-                bar.update(len(groups))
-        return out
+    def with_settings(self, settings: IRSettings) -> "IRScorer":
+        """The same scorer with other settings (top-N, aggregate, query mode)."""
+        return IRScorer(self.engine, settings, self.params)
+
+    def search(self, queries: Sequence[str], k: int, progress: Callable[[int], None] | None = None) -> list[list[Hit]]:
+        """The engine's top-``k`` hits for each query text, with this scorer's query-side parameters."""
+        return self.engine.search(queries, k, self.params, progress)
+
+    def retrieve(
+        self, questions: Sequence[Question], depth: int, progress: bool = True, query: str | None = None,
+    ) -> list[list[list[Hit]]]:
+        """Top-``depth`` hits per option per question (computed once, aggregated many ways), with the
+        settings' query mode or ``query``; all the questions' option queries go to the engine in one
+        call (IR-Custom's avgQL is their mean length)."""
+        groups = [option_queries(q, query or self.settings.query, self.lang) for q in questions]
+        texts = [text for group in groups for text in group]
+        with tqdm(total=len(texts), desc=f"retrieving ({self.engine.name})", unit="query", disable=not progress) as bar:
+            hits = iter(self.search(texts, depth, bar.update))
+        return [[next(hits) for _ in group] for group in groups]
 
     def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
         s = self.settings

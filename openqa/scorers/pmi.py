@@ -38,8 +38,6 @@ def ngrams(terms: list[str]) -> list[Gram]:
 class PMIScorer(OptionScorer):
     """Scores options by mean PMI between question and option n-grams."""
 
-    name = "pmi"
-
     def __init__(self, index: PositionalIndex, settings: IRSettings = IRSettings(), window: int = 10) -> None:
         self.index = index
         self.settings = settings

@@ -31,7 +31,7 @@ from openqa import __version__
 from openqa.data import Question
 from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
 from openqa.errors import OpenQAError
-from openqa.pipeline import Context
+from openqa.workspace import Context
 from openqa.serve.engines import Engines, RequestError
 
 STATIC = Path(__file__).parent / "static"

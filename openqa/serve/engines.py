@@ -5,7 +5,7 @@ Every index is opened once at start-up and shared by all requests. Engines keep 
 ir-es calls into a JVM, whose threads must be attached), so all the work of one language runs in
 that language's own worker thread, one question at a time: no request sees another's state, the
 JVM sees one long-lived thread, and English and Chinese questions are solved in parallel. A
-request's ``top_n`` builds a new scorer over the already-open index (``open_scorer`` over a
+request's ``top_n`` builds a new scorer over the already-open index (``open_method`` over a
 context that hands back the open index), never a reload.
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 from openqa.answer import no_match_message
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.pipeline import Context, Exam, Opened, Overrides, answer_record, open_scorer
+from openqa.languages import LANGS
+from openqa.methods import METHODS, Opened, Overrides, Request, open_method
+from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index, SearchEngine
-from openqa.scorers.registry import METHODS
+from openqa.workspace import Context, Exam
 
-#: Languages a server can offer (the corpora openqa indexes).
-LANGS = ("en", "zh")
 #: ``--method all``: every registered method (a missing index that builds in seconds is built first,
 #: as ``openqa answer`` does; one that takes longer is reported with the command that builds it).
 ALL = "all"
@@ -115,7 +115,7 @@ class Engines:
         """Open one method (in the language's worker thread) and read its paragraphs now, so that
         the first request does not pay for it."""
         try:
-            opened = open_scorer(self.ctx, name, Exam.resolve(lang=lang))
+            opened = open_method(self.ctx, name, Exam.resolve(lang=lang))
         except OpenQAError as exc:
             return Offer(name, lang, error=str(exc))
         if isinstance(opened.index, SearchEngine):  # PMI's positional index keeps no paragraphs
@@ -146,8 +146,8 @@ class Engines:
         offer = self.offer(method, lang)
 
         def work() -> dict[str, Any]:
-            opened = offer.opened if top_n is None else open_scorer(
-                self.ctx, offer.method, Exam.resolve(lang=offer.lang), Overrides(top_n=top_n))
+            opened = offer.opened if top_n is None else open_method(
+                self.ctx, offer.method, Exam.resolve(lang=offer.lang), Request(Overrides(top_n=top_n)))
             record = answer_record(opened, question, evidence)
             message = None if record["matched"] else no_match_message(offer.lang, switch='"lang": "{}"')
             return {**record, "message": message, "method": offer.method, "lang": offer.lang,

@@ -13,6 +13,8 @@ import re
 
 from bm25s.stopwords import STOPWORDS_EN_PLUS
 
+from openqa.languages import language
+
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[-'][A-Za-z0-9]+)*")
 
 #: Units and lab abbreviations that carry no meaning without their number.
@@ -63,6 +65,6 @@ def keep_word(word: str) -> bool:
 
 def filter_question(text: str, lang: str = "en") -> str:
     """The medically meaningful words of ``text``, in order, joined by spaces."""
-    if lang != "en":
+    if not language(lang).medical_filter:
         return text
     return " ".join(w for w in _WORD.findall(text) if keep_word(w))

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from faultsuite.tally import Case
+from faultsuite.tally import OPENQA, Case
 
 #: Hostile cases of each category in the quick run (each also has its own test).
 QUICK_PER_CATEGORY = 1
@@ -165,7 +165,7 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool, tiny: Pa
         # wrong languages
         Case("tied answer, no language hint", "wrong language",
              [*an, "--question", "患者胸痛，应选用哪种药物？ aspirin", "--option", "A=阿司匹林", "--option", "B=肝素"], expect="ok",
-             check=lambda out, err: "the question was read as en text (--lang en), but it looks written in zh" in out),
+             check=lambda out, err: "the question was read as English (--lang en), but it looks Chinese: try --lang zh" in out),
         Case("Chinese question, English index", "wrong language", [*an, "--question", "患者胸痛，应选用哪种药物？", "--option", "A=阿司匹林", "--option", "B=肝素"]),
         Case("Chinese questions evaluated in English", "wrong language",
              ["eval", "--questions", qfile("zh.jsonl", json.dumps({"question": "患者胸痛？", "options": {"A": "阿司匹林", "B": "肝素"}, "answer_idx": "A"}, ensure_ascii=False).encode()),
@@ -245,15 +245,23 @@ def hostile_environment(qfile: Callable[[str, bytes], str], loc: list[str], an: 
 
 
 def edited_manifests(root: Path, data: Path, custom: Path, pmi: Path) -> list[Case]:
-    """Indexes whose manifest's paragraph count was edited (up, down, 0): refused in one line, never
-    a crash (SIGSEGV, SIGABRT) or a figure (the check belongs to the index base of issue 23)."""
+    """Indexes whose manifest's paragraph count was edited (up, down, 0): never a crash (SIGSEGV,
+    SIGABRT) or another figure. The custom index reads its paragraph store by that count, so it must
+    refuse it in one line; the positional index (pmi) keeps no paragraph store and does not use the
+    count, so it may refuse it or answer exactly as before the edit."""
     cases = []
     for engine, good, method in (("custom", custom, "ir-custom"), ("pmi", pmi, "pmi")):
+        argv = ["eval", "--dataset", "us", "--split", "dev", "--method", method, "--data-dir", str(data), "--json",
+                "--output", str(root / "out-m")]
+        if engine == "pmi":
+            done = subprocess.run([OPENQA, *argv, "--index-dir", str(good.parent)], capture_output=True, text=True, check=True)
+            before = json.loads(done.stdout)["accuracy"]
         for what, edit in (("up", lambda n: n + 1), ("down", lambda n: n - 1), ("to 0", lambda n: 0)):
             index_dir = corrupt_copy(good, root, f"m-{engine}-{what.replace(' ', '')}", edit_paragraphs(edit))
-            cases.append(Case(f"{engine} manifest paragraphs {what}", "edited manifest",
-                              ["eval", "--dataset", "us", "--split", "dev", "--method", method, "--data-dir", str(data),
-                               "--index-dir", str(index_dir), "--output", str(root / "out-m")]))
+            cases.append(Case(f"{engine} manifest paragraphs {what}", "edited manifest", [*argv, "--index-dir", str(index_dir)],
+                              **({} if engine == "custom" else {
+                                  "expect": "either",
+                                  "check": lambda out, err, before=before: not out or json.loads(out)["accuracy"] == before})))
     return cases
 
 

@@ -19,8 +19,9 @@ from openqa.config import Settings
 from openqa.data import load_questions
 from openqa.errors import OpenQAError
 from openqa.evaluate.results import read_result_set
-from openqa.pipeline import Context, Exam, open_scorer
+from openqa.methods import Request, open_method
 from openqa.retrieval.registry import open_index
+from openqa.workspace import Context, Exam
 
 #: Engines whose index builds are interrupted, with how many tries each per signal (slow ones fewer).
 ENGINE_TRIES = {"custom": 10, "pmi": 10, "lucene": 10, "word2vec": 4, "dense": 3}
@@ -37,7 +38,7 @@ def scores(index_dir: Path, data: Path, engine: str) -> Any:
         if name is None:  # word vectors: compare the vectors themselves
             index = open_index(index_dir, "en", engine, data_dir=data)
             return [round(float(x), 5) for x in index.vectors[:50].ravel()]
-        scorer = open_scorer(ctx, name, Exam.resolve("us"), engine=via).scorer
+        scorer = open_method(ctx, name, Exam.resolve("us"), Request(engine=via)).scorer
         return [[round(v, 4) for v in r.scores.values()] for r in scorer.score(load_questions("us", "dev", data)[:20], progress=False)]
     except OpenQAError:
         return None

@@ -1,0 +1,285 @@
+"""Methods by name, each carrying everything that is special about it.
+
+A method is what ``--method`` names: how its scorer is opened (over which index, with which
+settings and where each comes from), how ``openqa tune`` searches its settings on dev, whether it
+retrieves paragraphs (and so can feed a reader), and what distinguishes its result files. The
+commands in ``openqa.pipeline`` ask the method for each of these and name none; adding a method is
+one module with its scorer plus one entry in ``METHODS``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from openqa.data import Question
+from openqa.errors import OpenQAError
+from openqa.languages import language
+from openqa.retrieval.base import Index
+from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25, QueryParams
+from openqa.retrieval.dense import DenseIndex
+from openqa.retrieval.elastic import ElasticBM25
+from openqa.retrieval.hybrid import Fusion, FusedEngine
+from openqa.retrieval.lucene import LuceneBM25
+from openqa.retrieval.positional import PositionalIndex
+from openqa.scorers.base import OptionScorer
+from openqa.scorers.hybrid import HybridScorer
+from openqa.scorers.ir import TUNED_QUERY_MODES, IRScorer, IRSettings
+from openqa.scorers.pmi import PMIScorer
+from openqa.tuning import resolve_settings, tune_fusion, tune_ir, tune_query_mode
+from openqa.workspace import Context, Exam
+
+#: A dev search: (a maker of the method's scorer for given settings, dev questions, query modes)
+#: -> (the best settings, the grid's rows).
+Tuner = Callable[[Callable[[IRSettings], OptionScorer], Sequence[Question], Sequence[str]], tuple[IRSettings, list[dict[str, Any]]]]
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Settings given on the command line; each replaces its tuned value."""
+
+    top_n: int | None = None
+    aggregate: str | None = None
+    query: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a command asks of a method beyond the exam: settings that override tuned ones, another
+    engine for its index, a model (a reader's checkpoint)."""
+
+    overrides: Overrides = Overrides()
+    engine: str | None = None
+    model: str | None = None
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A method ready to score: its scorer, the index it reads, the settings it uses with the
+    source of each (``settings["sources"]``), and, for a method that retrieves paragraphs, the IR
+    scorer that finds each option's evidence (for readers and ``eval --retrieval``)."""
+
+    scorer: OptionScorer
+    index: Index
+    settings: dict[str, Any]
+    retriever: IRScorer | None = None
+
+
+class Method(ABC):
+    """A scoring method, registered in ``METHODS`` under ``name``."""
+
+    name: str
+    #: One line for ``--help``.
+    summary: str
+    #: Whether the method retrieves paragraphs per option (an IR scorer), so it can give a reader evidence.
+    retrieves: bool = False
+    #: The engine whose index it reads unless ``--engine`` says otherwise (None: it reads no one index).
+    engine: str | None = None
+
+    @abstractmethod
+    def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
+        """The method's scorer over its index, with the dev-tuned settings of ``target.dataset``
+        (yours, else shipped) overridden by any ``request`` gives."""
+
+    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], engine: str | None = None,
+             ) -> tuple[IRSettings, list[dict[str, Any]], Index]:
+        """Search the method's settings on dev ``questions``: the best, the grid, the index searched."""
+        raise OpenQAError(f"{self.name} has no settings to tune on dev")
+
+    def variant(self, request: Request) -> list[str]:
+        """What a result file of this method run with ``request`` adds to its name (beyond flags)."""
+        return []
+
+    def settings(self, ctx: Context, target: Exam, overrides: Overrides, keep: Callable[[str], bool]) -> tuple[IRSettings, dict[str, Any], dict[str, str]]:
+        """The tuned settings for ``target`` with ``overrides``, and the record of those ``keep``
+        selects (with the exam) and their sources."""
+        chosen, sources = resolve_settings(self.name, target.dataset, ctx.settings.settings_dir, overrides.given(), ctx.corpus)
+        used = [k for k in sources if keep(k)]
+        record: dict[str, Any] = {**{k: getattr(chosen, k) for k in used}, "exam": target.exam}
+        return chosen, record, {**{k: sources[k] for k in used}, "exam": target.source}
+
+
+@dataclass(frozen=True, kw_only=True)
+class IndexMethod(Method):
+    """A training-free scorer over one index: ``make`` builds it from the opened index, the exam and
+    the settings; ``fixed`` gives parameters the exam fixes (not tuned) and their source; ``tuner``
+    searches its settings on dev."""
+
+    name: str
+    summary: str
+    engine: str
+    make: Callable[[Index, str, IRSettings], OptionScorer]
+    tuner: Tuner
+    fixed: Callable[[str], tuple[dict[str, Any], str]] | None = None
+    retrieves: bool = True
+    #: The settings its scorer reads (PMI reads only the query mode), which its records show.
+    uses: tuple[str, ...] = ("top_n", "aggregate", "query")
+
+    def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
+        chosen, record, sources = self.settings(ctx, target, request.overrides, lambda key: key in self.uses)
+        if self.fixed:
+            fixed, where = self.fixed(target.exam)
+            record.update(fixed)
+            sources.update(dict.fromkeys(fixed, where))
+        index = ctx.open(target.lang, request.engine or self.engine)
+        scorer = self.make(index, target.exam, chosen)
+        return Opened(scorer, index, {**record, "sources": sources}, scorer if self.retrieves else None)
+
+    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], engine: str | None = None,
+             ) -> tuple[IRSettings, list[dict[str, Any]], Index]:
+        index = ctx.open(target.lang, engine or self.engine)
+        modes = TUNED_QUERY_MODES if language(target.lang).medical_filter else ("full",)
+        best, table = self.tuner(lambda settings: self.make(index, target.exam, settings), questions, modes)
+        return best, table, index
+
+
+#: Settings a fused record takes from its first part (its own tuned record holds only the fusion).
+FIRST_PART_KEYS = ("top_n", "aggregate", "query")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FusedMethod(Method):
+    """Two methods' option scores fused per question, each part with its own dev-tuned settings
+    (flags override both); the fusion is tuned on dev."""
+
+    name: str
+    summary: str
+    parts: tuple[str, str]
+    retrieves: bool = True
+
+    def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
+        if request.engine:
+            raise OpenQAError(f"--engine does not apply to {self.name}: it reads each part's own index ({', '.join(self.parts)})")
+        chosen, record, sources = self.settings(ctx, target, request.overrides, lambda key: True)
+        first, second = (open_method(ctx, part, target, Request(request.overrides)) for part in self.parts)
+        scorer = HybridScorer(first.scorer, second.scorer, Fusion(chosen.fusion, chosen.weight))
+        for key in FIRST_PART_KEYS:  # the fused record shows the first part's retrieval settings
+            record[key], sources[key] = first.settings[key], f"{self.parts[0]}: {first.settings['sources'][key]}"
+        record["parts"] = {part: opened.settings for part, opened in zip(self.parts, (first, second))}
+        engine = FusedEngine(first.index, second.index, scorer.fusion)
+        retriever = IRScorer(engine, first.retriever.settings, first.retriever.params)
+        return Opened(scorer, engine, {**record, "sources": sources}, retriever)
+
+    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], engine: str | None = None,
+             ) -> tuple[IRSettings, list[dict[str, Any]], Index]:
+        opened = self.open(ctx, target, Request(engine=engine))
+        best, table = tune_fusion(opened.scorer, questions)
+        return best, table, opened.index
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReaderMethod(Method):
+    """A reader trained by ``openqa train`` (``--model``: its run folder or checkpoint) over the
+    evidence of the retriever, query and depth it was trained with."""
+
+    name: str
+    summary: str
+
+    def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
+        from openqa.readers.registry import ReaderScorer, load_reader
+
+        if not request.model:
+            raise OpenQAError(f"--method {self.name} needs --model: a run folder or checkpoint written by openqa train")
+        reader = load_reader(Path(request.model))
+        trained = reader.settings
+        if trained.get("corpus") != ctx.corpus:
+            used = f"--corpus {trained['corpus']}" if trained.get("corpus") else "the MedQA textbooks (no --corpus)"
+            raise OpenQAError(f"reader {request.model} was trained on evidence from {used}: run it with that corpus")
+        retriever_target = Exam.resolve(trained.get("dataset") or target.dataset, exam=target.exam)
+        name = trained.get("retriever", "ir-custom")
+        retriever = open_retriever(ctx, name, retriever_target, trained.get("query"))
+        scorer = ReaderScorer(reader, retriever, trained.get("top_n", 3))
+        where = f"reader checkpoint {Path(request.model).name}"
+        record = {"top_n": scorer.top_n, "query": retriever.settings.query, "exam": target.exam, "retriever": name}
+        return Opened(scorer, retriever.engine, {**record, "sources": dict.fromkeys(record, where)})
+
+    def variant(self, request: Request) -> list[str]:
+        return [Path(request.model).resolve().name] if request.model else []
+
+
+def _preset(exam: str) -> QueryParams:
+    """The paper's Table B.13 query parameters for ``exam`` (usmle, mcmle or twmle)."""
+    if exam not in QUERY_PRESETS:
+        raise OpenQAError(f"unknown exam {exam!r}: choose one of {sorted(QUERY_PRESETS)}")
+    return QUERY_PRESETS[exam]
+
+
+def _needs(index: Index, kinds: tuple[type[Index], ...], what: str) -> None:
+    """Refuse an index of another engine than the method reads."""
+    if not isinstance(index, kinds):
+        raise OpenQAError(what)
+
+
+def _ir_custom(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+    """IR-Custom: the paper's re-weighted BM25 with its per-exam query parameters (Table B.13)."""
+    _needs(index, (CustomBM25,), "ir-custom needs the custom engine's index (openqa index --engine custom)")
+    return IRScorer(index, settings, _preset(exam))
+
+
+def _paper_query_params(exam: str) -> tuple[dict[str, Any], str]:
+    """IR-Custom's fixed query-side parameters for ``exam`` and where they come from."""
+    preset = _preset(exam)
+    return {"kq": preset.kq, "bq": preset.bq}, f"paper Table B.13 ({exam})"
+
+
+def _ir_es(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+    """IR-ES: the engine's own BM25 (Lucene or Elasticsearch), question + option queries."""
+    _needs(index, (LuceneBM25, ElasticBM25), "ir-es needs an off-the-shelf engine: --engine lucene or --engine elasticsearch")
+    return IRScorer(index, settings)
+
+
+def _dense(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+    """Dense: the IR scorer over embedding search (question part + option, top-N aggregate)."""
+    _needs(index, (DenseIndex,), "dense needs the dense index: openqa index --engine dense")
+    return IRScorer(index, settings)
+
+
+def _pmi(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+    """PMI over the positional index (only the settings' query mode applies)."""
+    _needs(index, (PositionalIndex,), "pmi needs the positional index: openqa index --engine pmi")
+    return PMIScorer(index, settings)
+
+
+METHODS: dict[str, Method] = {
+    m.name: m
+    for m in (
+        IndexMethod(name="ir-custom", summary="the paper's re-weighted BM25 (Appendix B)", engine="custom",
+                    make=_ir_custom, tuner=tune_ir, fixed=_paper_query_params),
+        IndexMethod(name="ir-es", summary="off-the-shelf BM25 (Lucene, or --engine elasticsearch)", engine="lucene",
+                    make=_ir_es, tuner=tune_ir),
+        IndexMethod(name="pmi", summary="PMI of question and option n-grams", engine="pmi",
+                    make=_pmi, tuner=tune_query_mode, retrieves=False, uses=("query",)),
+        IndexMethod(name="dense", summary="sentence-embedding search (FAISS)", engine="dense", make=_dense, tuner=tune_ir),
+        FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense")),
+        ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)"),
+    )
+}
+
+
+#: The method a command uses when none is named.
+DEFAULT_METHOD = "ir-custom"
+
+
+def method(name: str) -> Method:
+    """The method registered under ``name``, or an error listing the known ones."""
+    if name not in METHODS:
+        raise OpenQAError(f"unknown method {name!r}: choose one of {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def open_method(ctx: Context, name: str, target: Exam, request: Request = Request()) -> Opened:
+    """The method ``name`` opened for ``target`` (see ``Method.open``)."""
+    return method(name).open(ctx, target, request)
+
+
+def open_retriever(ctx: Context, name: str, target: Exam, query: str | None = None) -> IRScorer:
+    """An IR scorer (dev-tuned; ``query`` overrides its query mode) whose retrieval feeds a reader."""
+    if not method(name).retrieves:
+        raise OpenQAError(f"{name} does not retrieve paragraphs; use one of "
+                          f"{', '.join(n for n, m in METHODS.items() if m.retrieves)} as the retriever")
+    return open_method(ctx, name, target, Request(Overrides(query=query))).retriever

@@ -1,0 +1,77 @@
+"""Where a command works: the folders and index settings the user gave (``Context``), which opens
+indexes, and what questions are scored as (``Exam``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from openqa.config import Settings
+from openqa.data import DEFAULT_EXAMS, dataset_spec, exam_dataset
+from openqa.errors import IndexMissingError
+from openqa.languages import DEFAULT_LANG
+from openqa.retrieval.base import EngineOptions, Index
+from openqa.retrieval.registry import build_index, engine_class, open_index, tokenizer_config
+
+
+def _silent(message: str) -> None:
+    """The default ``Context.notify``: say nothing."""
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where things are and how indexes were built, as the user gave them; ``notify`` receives
+    one-line notes about work done on the user's behalf (a missing quick index being built);
+    ``corpus`` names the corpus whose indexes every command opens (None: the MedQA textbooks)."""
+
+    settings: Settings
+    options: EngineOptions = EngineOptions()
+    ngram: int | None = None
+    zh_mode: str | None = None
+    notify: Callable[[str], None] = _silent
+    corpus: str | None = None
+
+    def tokenizer(self, lang: str, engine: str) -> dict[str, Any]:
+        """Index terms for ``lang``/``engine`` with this command's tokenizer flags (``--zh-mode``
+        applies to the tokenizers that have a mode)."""
+        has_mode = "mode" in tokenizer_config(lang, engine)
+        return tokenizer_config(lang, engine, ngram=self.ngram, mode=self.zh_mode if has_mode else None)
+
+    def open(self, lang: str, engine: str) -> Index:
+        """The ``lang``/``engine`` index, refused if built with other settings or corpus.
+
+        A missing index that builds in seconds (custom, pmi) is built first when the textbooks are
+        at hand; a slow one, and any of a named corpus (whose source only ``openqa index --corpus``
+        is given), keeps the error that names the command building it.
+        """
+        tokenizer = self.tokenizer(lang, engine)
+        s = self.settings
+        try:
+            return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options, self.corpus)
+        except IndexMissingError:
+            if self.corpus or not engine_class(engine).quick_build or s.data_dir is None:
+                raise
+        self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (a few seconds)")
+        build_index(s.require_data_dir(), s.index_dir, lang, engine, tokenizer, self.options)
+        return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
+
+
+@dataclass(frozen=True)
+class Exam:
+    """What questions are scored as: corpus language, exam (the paper's per-exam parameters) and
+    the dataset whose dev-tuned settings apply; ``source`` says how the exam was chosen."""
+
+    lang: str
+    exam: str
+    dataset: str
+    source: str
+
+    @classmethod
+    def resolve(cls, dataset: str | None = None, lang: str | None = None, exam: str | None = None) -> "Exam":
+        """A named dataset's own exam; else ``exam`` (default by language: usmle for en, mcmle for zh)."""
+        if dataset:
+            spec = dataset_spec(dataset)
+            return cls(spec.lang, exam or spec.exam, dataset, "--exam" if exam else f"dataset {dataset}")
+        lang = lang or DEFAULT_LANG
+        chosen = exam or DEFAULT_EXAMS[lang]
+        return cls(lang, chosen, exam_dataset(lang, chosen), "--exam" if exam else f"default for --lang {lang}")

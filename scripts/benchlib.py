@@ -1,0 +1,68 @@
+"""What the benchmark scripts share: where the MedQA data is, and how a record is written.
+
+Every script finds the data the same way (``OPENQA_DATA``, else ``shared/medqa/data_clean`` beside
+this repository, never relative to the working folder) and writes its record through
+``write_record``: atomically, under ``eval/results/`` of this repository, with the command, time
+and machine, and with no absolute path of this machine in it (the data folder is written
+``$OPENQA_DATA``, this repository ``.``, the temporary folder ``$TMPDIR``), so records can be shared.
+
+Scripts import it as ``from benchlib import ...`` (``python scripts/NAME.py`` puts ``scripts/``
+first on the import path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from openqa.evaluate.results import run_record, write_atomic
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "eval" / "results"
+#: The MedQA data beside this repository, when OPENQA_DATA is not set.
+SHARED_DATA = REPO.parent / "shared" / "medqa" / "data_clean"
+
+
+def data_dir() -> Path:
+    """The MedQA ``data_clean`` folder (``OPENQA_DATA``, else the shared one beside this repository);
+    exits with a one-line message when it is not there. Sets ``OPENQA_DATA`` for child commands."""
+    path = Path(os.environ.get("OPENQA_DATA") or SHARED_DATA).resolve()
+    if not path.is_dir():
+        raise SystemExit(f"MedQA data not found at {path}: set OPENQA_DATA to a data_clean folder")
+    os.environ["OPENQA_DATA"] = str(path)
+    return path
+
+
+def placeholders() -> dict[str, str]:
+    """Absolute folders of this machine and the names a shared record gives them, longest first."""
+    folders = {str(Path(tempfile.gettempdir()).resolve()): "$TMPDIR", str(REPO): "."}
+    if os.environ.get("OPENQA_DATA"):
+        folders[str(Path(os.environ["OPENQA_DATA"]).resolve())] = "$OPENQA_DATA"
+    folders[str(Path.home())] = "~"
+    return dict(sorted(folders.items(), key=lambda item: -len(item[0])))
+
+
+def shareable(value: Any, names: dict[str, str] | None = None) -> Any:
+    """``value`` (nested as JSON) with every absolute path of this machine written by its placeholder."""
+    names = placeholders() if names is None else names
+    if isinstance(value, dict):
+        return {key: shareable(item, names) for key, item in value.items()}
+    if isinstance(value, list):
+        return [shareable(item, names) for item in value]
+    if isinstance(value, str):
+        for folder, name in names.items():
+            value = value.replace(folder, name)
+    return value
+
+
+def write_record(name: str, record: dict[str, Any], command: str, folder: Path = RESULTS) -> Path:
+    """Write ``record`` (with the command, time and machine of this run) as ``folder/name``
+    atomically, with no absolute path of this machine; return its path."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    write_atomic(path, json.dumps(shareable({**record, **run_record(command)}), indent=2, ensure_ascii=False) + "\n")
+    return path
