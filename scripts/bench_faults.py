@@ -36,9 +36,10 @@ def main() -> None:
     # Started in the background, this process may ignore SIGINT; every command it starts gets SIGINT
     # at its default anyway (faultsuite.tally.default_sigint), and so does this process, to be stoppable.
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from benchlib import write_record
     from faultsuite.record import run_suite
     from faultsuite.tally import BAD
+
+    from benchlib import write_record
 
     start = time.perf_counter()
     record = run_suite(args.quick, args.engines and args.engines.split(","), args.tries, args.seed)

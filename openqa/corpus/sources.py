@@ -25,7 +25,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from openqa.corpus.paragraphs import (
-    SEGMENTATION_VERSION, Paragraph, book_files, book_paragraphs, corpus_checksum,
+    SEGMENTATION_VERSION,
+    Paragraph,
+    book_files,
+    book_paragraphs,
+    corpus_checksum,
 )
 from openqa.errors import DataError
 from openqa.jsonl import decode, numbered_lines

@@ -38,7 +38,7 @@ def make_data(root: Path, paragraphs: int, questions: int, seed: int = 7) -> Pat
         wrong = rng.sample([w for w in WORDS if w != drug], 3)
         letters = "ABCD"
         answer = letters[i % 4]
-        options = dict(zip(letters, wrong[: i % 4] + [drug] + wrong[i % 4 :]))
+        options = dict(zip(letters, wrong[: i % 4] + [drug] + wrong[i % 4 :], strict=True))
         record = {"question": f"Which drug is described: {' '.join(clue)}?", "options": options,
                   "answer": drug, "answer_idx": answer, "meta_info": "step1", "metamap_phrases": clue}
         lines.append(json.dumps(record) + "\n")
