@@ -423,29 +423,6 @@ def test_gguf_model_through_llama_cpp(root, capsys):
     assert all(isinstance(row["reply"], str) for row in predictions(generated))
 
 
-def test_served_llm_answers_with_its_reply(root):
-    """``openqa serve --method llm``'s engines: the reply and probabilities in the answer record;
-    a per-request top_n is refused (the model is opened once)."""
-    from openqa.config import Settings
-    from openqa.data.pasted import make_question
-    from openqa.llm.settings import LLMSettings
-    from openqa.serve.engines import Engines, RequestError
-    from openqa.workspace import Context
-
-    settings = Settings.resolve(root / "data_clean", root / "indexes", None, None, None, None)
-    llm = LLMSettings(model=str(root / "tiny"), evidence="options", cache_dir=root / "cache-serve")
-    engines = Engines(Context(settings), ["en"], ["ir-custom", "llm"], llm)
-    try:
-        question = make_question(QUESTIONS[0]["question"], QUESTIONS[0]["options"])
-        record = engines.answer(question, "llm", "en", None, 2).result()
-        assert record["method"] == "llm" and set(record["details"]["probabilities"]) == set("ABCD")
-        assert record["settings"]["evidence"] == "options"
-        with pytest.raises(RequestError, match="top_n does not apply to llm"):
-            engines.answer(question, "llm", "en", 3, 2)
-    finally:
-        engines.close()
-
-
 def test_ctrl_c_keeps_the_replies_cached_so_far(root, capsys, fake, tmp_path):
     """Ctrl-C in the middle of a run: exit 130 and no result files; the replies already received stay
     in the cache, and the rerun asks the model only for the rest."""

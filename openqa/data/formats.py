@@ -10,21 +10,36 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from openqa.data.questions import Question, _parse_record
+from openqa.data.questions import MAX_LINE_BYTES, Question, _parse_record
 from openqa.errors import DataError
+from openqa.jsonl import decode, numbered_lines
 
 #: Formats read here, besides MedQA's JSONL.
 FORMATS = ("mirage", "medmcqa", "mmlu")
 
 
-def detect(path: Path, text: str) -> str:
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """The numbered lines of ``path`` as text (each at most ``MAX_LINE_BYTES``; a byte-order mark dropped)."""
+    for number, raw in numbered_lines(path, MAX_LINE_BYTES, "a question file"):
+        try:
+            yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError:
+            raise DataError(f"{path}:{number}: not valid UTF-8") from None
+
+
+def detect(path: Path) -> str:
     """The format of a question file: ``mmlu`` (a .csv), ``medmcqa`` (JSON lines with ``opa``),
-    ``mirage`` (one JSON object of datasets), else ``medqa`` (MedQA's JSON lines)."""
+    ``mirage`` (one JSON object of datasets), else ``medqa`` (MedQA's JSON lines); only the first
+    line that is not blank is read."""
     if path.suffix.lower() == ".csv":
         return "mmlu"
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = ""
+    for number, raw in numbered_lines(path, MAX_LINE_BYTES, "a question file"):
+        if raw.strip():
+            first = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
+            break
     try:
         record = json.loads(first)
     except ValueError:
@@ -38,12 +53,12 @@ def detect(path: Path, text: str) -> str:
     return "mirage" if first.lstrip().startswith("{") else "medqa"
 
 
-def read_other(path: Path, text: str, fmt: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
-    """The questions of ``text`` (the contents of ``path``) in format ``fmt``."""
+def read_other(path: Path, fmt: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    """The questions of ``path`` in format ``fmt``."""
     if subset is not None and fmt != "mirage":
         raise DataError(f"{path}: --subset picks a dataset of a MIRAGE benchmark file; this is a {fmt} file")
     readers = {"mirage": _mirage, "medmcqa": _medmcqa, "mmlu": _mmlu}
-    questions = readers[fmt](path, text, prefix, n_options, subset)
+    questions = readers[fmt](path, prefix, n_options, subset)
     if not questions:
         raise DataError(f"{path}: no questions")
     return questions
@@ -55,11 +70,14 @@ def _line_of(text: str, needle: str, start: int = 0) -> int:
     return text.count("\n", 0, at) + 1 if at >= 0 else 1
 
 
-def _mirage(path: Path, text: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    text = "".join(line for _, line in _lines(path))
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+    except (RecursionError, ValueError) as exc:
+        raise DataError(f"{path}: invalid JSON ({type(exc).__name__})") from None
     if not isinstance(data, dict) or not data or not all(isinstance(v, dict) for v in data.values()):
         raise DataError(f"{path}:1: expected MIRAGE's {{dataset: {{id: {{question, options, answer}}}}}} object")
     names = list(data)
@@ -83,15 +101,15 @@ def _mirage(path: Path, text: str, prefix: str, n_options: int | None, subset: s
     return questions
 
 
-def _medmcqa(path: Path, text: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def _medmcqa(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
     questions = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in _lines(path):
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{line_no}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+            record = decode(line)
+        except ValueError as exc:
+            raise DataError(f"{path}:{line_no}: invalid JSON ({exc})") from None
         try:
             questions.append(_parse_record(_medmcqa_record(record), f"{prefix}-{line_no}", n_options))
         except ValueError as exc:
@@ -119,9 +137,9 @@ def _medmcqa_record(record: Any) -> dict[str, Any]:
     return {"question": record.get("question"), "options": options, "answer_idx": chr(ord("A") + cop - 1)}
 
 
-def _mmlu(path: Path, text: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def _mmlu(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
     questions = []
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.StringIO("".join(line for _, line in _lines(path))))
     while True:
         try:
             row = next(reader)
