@@ -8,7 +8,8 @@ answers the first N questions in every cell) and the script stops starting round
 ``--deadline``. Every reply is cached (``--cache-dir``), so a rerun, or the next session, resumes
 where this one stopped: questions already answered cost nothing, and the speed figures count only
 questions answered by the model (kept across runs in bench-llm.json). After each round, every cell
-is run once more from the cache alone: its time and model calls (0) are the "cached rerun" figures.
+is run once more from the cache alone (its files are not kept: the cell's record is the run that
+asked the model): its time and model calls (0) are the "cached rerun" figures.
 
 These models are near chance on MedQA without evidence (25-30%): the figures test the LLM path on
 real weights, they are not accuracy claims; the evidence is the 11 English textbooks at hand.
@@ -21,7 +22,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -116,7 +119,8 @@ def main() -> None:
                               threads=args.threads, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
             request = EvalRequest(method="llm", dataset="us", split="test", limit=limit, llm=llm)
             summary = evaluate(ctx, request, progress=False)
-            rerun = evaluate(ctx, request, progress=False)  # every reply from the cache
+            with tempfile.TemporaryDirectory() as scratch:  # every reply from the cache; its files are not kept
+                rerun = evaluate(replace(ctx, settings=replace(settings, results_dir=Path(scratch))), request, progress=False)
             if cell.get("result_file") and Path(cell["result_file"]).name != Path(summary["files"]["summary"]).name:
                 for old in out.glob(Path(cell["result_file"]).stem + ".*"):
                     old.unlink()  # the previous round's record of this cell (a subset of this one)
