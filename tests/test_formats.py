@@ -58,6 +58,7 @@ def test_medmcqa_and_mmlu(tmp_path):
     ("bad.json", json.dumps({"medqa": {"0000": {"question": "Q?", "options": {"A": "x", "B": "y"}, "answer": "C"}}}, indent=2),
      r"bad.json:3: medqa 0000: 'answer' 'C' is not one of the option letters A, B"),
     ("broken.json", '{"medqa": {\n  "0000": {"question": \n', r"broken.json:3: invalid JSON"),
+    ("deep.json", '{\n"medqa": ' + "[" * 100_000 + "\n", r"deep.json: invalid JSON \(nested too deeply\)"),
     ("mc.json", json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 0}) + "\n",
      r"mc.json:1: 'cop' 0 is not 1, 2, 3 or 4 \(cop counts from 1"),
     ("mc2.json", "\n" + json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d"}) + "\n",

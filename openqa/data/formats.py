@@ -41,7 +41,7 @@ def detect(path: Path) -> str:
             first = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
             break
     try:
-        record = json.loads(first)
+        record = decode(first)
     except ValueError:
         record = None
     if isinstance(record, dict):
@@ -50,7 +50,8 @@ def detect(path: Path) -> str:
         if "question" in record or "options" in record:
             return "medqa"
         return "mirage"
-    return "mirage" if first.lstrip().startswith("{") else "medqa"
+    opening = first.strip()  # a MIRAGE file written over many lines opens with "{" and no closing brace
+    return "mirage" if opening.startswith("{") and not opening.endswith("}") else "medqa"
 
 
 def read_other(path: Path, fmt: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
@@ -76,8 +77,12 @@ def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) 
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
-    except (RecursionError, ValueError) as exc:
-        raise DataError(f"{path}: invalid JSON ({type(exc).__name__})") from None
+    except (RecursionError, ValueError):
+        try:
+            decode(text)
+        except ValueError as exc:  # nesting past the recursion limit, an integer of thousands of digits
+            raise DataError(f"{path}: invalid JSON ({exc})") from None
+        raise
     if not isinstance(data, dict) or not data or not all(isinstance(v, dict) for v in data.values()):
         raise DataError(f"{path}:1: expected MIRAGE's {{dataset: {{id: {{question, options, answer}}}}}} object")
     names = list(data)
