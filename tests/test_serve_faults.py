@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from openqa.config import Settings
+from openqa.errors import IndexDamagedError
 from openqa.pipeline import Context
 from openqa.retrieval.registry import build_index
 from openqa.serve import engines as engines_module
@@ -191,6 +192,19 @@ def test_an_index_swapped_while_scoring_is_scored_again_never_mixed(site, monkey
     answer = ask(url, EN, evidence=3, top_n=3)
     assert "Pharm" in {p["book"] for option in answer["options"] for p in option["evidence"]}
     assert engines.reloads[-1]["ok"]
+
+
+def test_an_index_deleted_while_scoring_is_a_503_not_a_damaged_400(site, monkeypatch):
+    url, engines, data, indexes = site
+    import shutil
+
+    def delete_then_fail(opened, question, evidence):  # what a file read finds once the folder is gone
+        shutil.rmtree(indexes / "en-custom", ignore_errors=True)
+        raise IndexDamagedError("index at <folder> is damaged: paragraphs.jsonl is missing")
+
+    monkeypatch.setattr(engines_module, "answer_record", delete_then_fail)
+    status, error = call(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]})
+    assert status == 503 and "was deleted or is being rebuilt" in error["error"]
 
 
 SURROGATE = b'{"question": "Why \\ud800?", "options": {"A": "Aspirin", "B": "Heparin"}}'

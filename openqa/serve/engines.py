@@ -321,8 +321,13 @@ class Engines:
                 if time.monotonic() > deadline:
                     raise overtime(what)
                 offer = self._fresh(method, lang)
-                opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
-                record = answer_record(opened, question, evidence)
+                try:
+                    opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
+                    record = answer_record(opened, question, evidence)
+                except OpenQAError:
+                    if self.changed(offer):  # a file read while scoring went away with the old index
+                        continue
+                    raise
                 if not self.changed(offer):
                     message = None if record["matched"] else no_match_message(lang, switch='"lang": "{}"')
                     return {**record, "message": message, "method": method, "lang": lang,
