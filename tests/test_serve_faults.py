@@ -207,6 +207,24 @@ def test_an_index_deleted_while_scoring_is_a_503_not_a_damaged_400(site, monkeyp
     assert status == 503 and "was deleted or is being rebuilt" in error["error"]
 
 
+def test_an_index_file_gone_under_a_manifest_is_a_503_and_recovers(site, monkeypatch):
+    url, engines, data, indexes = site
+    real = engines_module.answer_record
+    store = indexes / "en-custom" / "paragraphs.jsonl"
+    kept = store.read_bytes()
+
+    def lose_the_store(opened, question, evidence):  # a deletion under way that has not reached the manifest
+        store.unlink(missing_ok=True)
+        raise IndexDamagedError("index at <folder> is damaged: paragraphs.jsonl is missing")
+
+    monkeypatch.setattr(engines_module, "answer_record", lose_the_store)
+    status, error = call(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]})
+    assert status == 503 and "changed on disk and cannot be opened" in error["error"]
+    monkeypatch.setattr(engines_module, "answer_record", real)
+    store.write_bytes(kept)  # the file is back: the index reopens
+    assert ask(url, EN, **TOP1)["prediction"] == "C"
+
+
 SURROGATE = b'{"question": "Why \\ud800?", "options": {"A": "Aspirin", "B": "Heparin"}}'
 
 
