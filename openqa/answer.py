@@ -10,7 +10,7 @@ from functools import lru_cache
 from typing import Any
 
 from openqa.data import Question
-from openqa.languages import language
+from openqa.languages import LANGUAGES, language
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.text.tokenize import Tokenizer
@@ -27,6 +27,33 @@ def no_match_message(lang: str, switch: str = "--lang {}") -> str:
     other = language(lang).other()
     hint = f" (use {switch.format(other)})" if other else ""
     return f"no word of the question or its options occurs in the {lang} index: is it in another language?{hint}"
+
+
+#: Han characters (CJK unified ideographs and extension A): what tells Chinese text from English.
+_HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def written_in(text: str) -> str:
+    """The language ``text`` looks written in, by its letters: the unspaced one (Chinese) when at
+    least a third of them are Han characters, else the spaced one (English)."""
+    letters = sum(ch.isalpha() for ch in text)
+    han = bool(letters) and len(_HAN.findall(text)) * 3 >= letters
+    return next(code for code, lang in LANGUAGES.items() if lang.spaced != han)
+
+
+def tie_message(result: OptionScores, lang: str) -> str:
+    """What a tied prediction means and what was assumed to reach it: the evidence in the ``lang``
+    index does not tell the tied options apart, the prediction is a fixed tie-break, and the question
+    was read as ``lang`` text (with the other language named when it looks written in it)."""
+    question = result.question
+    tied = result.tied_best()
+    text = " ".join([question.question, *question.options.values()])
+    looks = written_in(text)
+    assumed = f"the question was read as {language(lang).name} (--lang {lang})"
+    if looks != lang:
+        assumed += f", but it looks {language(looks).name}: try --lang {looks}"
+    return (f"tied: {', '.join(tied)} score the same in the {lang} index, so {result.prediction()} is only "
+            f"a fixed tie-break; {assumed}")
 
 
 def solve(scorer: OptionScorer, question: Question) -> OptionScores:
@@ -118,7 +145,7 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
     if not result.matched:
         return f"Prediction: none: {no_match_message(engine.manifest['lang'])}"
     data = as_dict(result, engine, evidence)
-    lines = [f"Prediction: {data['prediction']}" + (f"  (tied: {', '.join(data['tied'])})" if data["tied"] else "")]
+    lines = [f"Prediction: {data['prediction']}" + (f"  ({tie_message(result, engine.manifest['lang'])})" if data["tied"] else "")]
     for rank, opt in enumerate(data["options"]):
         score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"
         lines.append(f"  {opt['letter']}. {opt['text']}  {score}")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
+import logging
 import signal
 import sys
 import time
@@ -171,6 +173,13 @@ def _note(message: str) -> None:
     print(f"openqa: {message}", file=sys.stderr)
 
 
+def _print_json(record: dict) -> None:
+    """One JSON line on standard output: other alphabets as they are where it takes UTF-8, else
+    (``PYTHONIOENCODING=ascii``, a C locale) as ``\\u`` escapes, still valid JSON."""
+    utf8 = codecs.lookup(getattr(sys.stdout, "encoding", None) or "ascii").name == "utf-8"
+    print(json.dumps(record, ensure_ascii=not utf8))
+
+
 def _context(args: argparse.Namespace):
     """Locations and index-building flags of this command, for ``openqa.pipeline``."""
     from openqa.retrieval.base import EngineOptions
@@ -212,7 +221,7 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
     if args.json:
         from openqa.evaluate.results import run_record
 
-        print(json.dumps({"lang": args.lang, **stats, **run_record()}))
+        _print_json({"lang": args.lang, **stats, **run_record()})
         return
     unit = language(args.lang).token_unit
     for key, value in stats.items():
@@ -263,7 +272,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         return
     summary = evaluate(_context(args), request, progress=not args.json)
     if args.json:
-        print(json.dumps(summary, ensure_ascii=False))
+        _print_json(summary)
         return
     lo, hi = summary["ci95"]
     lines = [
@@ -300,9 +309,12 @@ def cmd_answer(args: argparse.Namespace) -> None:
     for flag in ("evidence", "show"):
         if getattr(args, flag) < 0:
             raise OpenQAError(f"--{flag} must be 0 or more, not {getattr(args, flag)}")
-    interactive = args.question is None and not args.option and sys.stdin.isatty()
+    given = args.question is not None or bool(args.option)
+    if not given and sys.stdin is None:
+        raise OpenQAError("standard input is closed: give --question and --option, or pipe questions in")
+    interactive = not given and sys.stdin.isatty()
     questions = []  # given ones are checked before the (slow) index is opened
-    if args.question is not None or args.option:
+    if given:
         questions = [make_question(args.question or "", parse_option_flags(args.option))]
     elif not interactive:
         questions = parse_many(_read_stdin())
@@ -318,7 +330,7 @@ def cmd_answer(args: argparse.Namespace) -> None:
     for number, question in enumerate(questions, start=1):
         if args.json:
             record = answer_record(opened, question, args.evidence)
-            print(json.dumps(record, ensure_ascii=False))
+            _print_json(record)
             unmatched += not record["matched"]
             continue
         result = solve(opened.scorer, question)
@@ -329,60 +341,30 @@ def cmd_answer(args: argparse.Namespace) -> None:
         raise OpenQAError(f"{which}: {no_match_message(opened.index.manifest['lang'])}")
 
 
+#: The most bytes of piped questions read (a thousand long questions are some 10 MiB).
+MAX_STDIN_BYTES = 64 << 20
+
+
 def _read_stdin() -> str:
-    """All of piped standard input, as UTF-8."""
+    """All of piped standard input, as UTF-8 (refused past ``MAX_STDIN_BYTES``: ``< /dev/zero``)."""
+    data = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+    if len(data) > MAX_STDIN_BYTES:
+        raise OpenQAError(f"standard input holds more than {MAX_STDIN_BYTES >> 20} MiB: pipe in fewer questions at a time")
     try:
-        return sys.stdin.buffer.read().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise OpenQAError("standard input is not UTF-8 text") from None
 
 
 def _answer_typed(opened, args: argparse.Namespace) -> None:
-    """Solve questions typed or pasted at a terminal until Ctrl-D; Ctrl-C drops the question at hand."""
-    import readline  # noqa: F401  (line editing and history for input())
-
+    """Solve questions typed or pasted at a terminal until Ctrl-D (see ``openqa.terminal``)."""
     from openqa.answer import render, solve
     from openqa.data.pasted import parse_block
+    from openqa.terminal import answer_loop
 
-    print("Paste or type a question, then its options as 'A: ...' lines; an empty line after the options "
-          "solves it. Ctrl-C drops the question, Ctrl-D quits.")
-    while True:
-        block = _read_question()
-        if block is None:
-            return
-        try:
-            print(render(solve(opened.scorer, parse_block(block)), opened.index, args.show, args.evidence, sys.stdout.isatty()))
-        except OpenQAError as exc:
-            print(f"openqa: {exc}", file=sys.stderr)
-        except KeyboardInterrupt:
-            print("\n(stopped; question dropped)", file=sys.stderr)
-        print()
-
-
-def _read_question() -> str | None:
-    """Lines up to an empty line that follows the options (blank lines inside a question are kept
-    when more text follows at once, as in a paste); None at Ctrl-D on an empty question. Ctrl-C
-    drops the lines typed so far; on an empty prompt it quits."""
-    import select
-
-    from openqa.data.pasted import is_complete
-
-    lines: list[str] = []
-    while True:
-        try:
-            line = input("> " if not lines else ". ")
-        except EOFError:
-            return "\n".join(lines) if lines else None
-        except KeyboardInterrupt:
-            if not lines:
-                raise
-            print("\n(question dropped)", file=sys.stderr)
-            lines = []
-            continue
-        if line.strip():
-            lines.append(line)
-        elif lines and is_complete("\n".join(lines)) and not select.select([sys.stdin], [], [], 0.05)[0]:
-            return "\n".join(lines)
+    color = sys.stdout.isatty()
+    answer_loop(lambda block: render(solve(opened.scorer, parse_block(block)), opened.index, args.show, args.evidence, color),
+                sys.stdin.fileno())
 
 
 def cmd_filter_agreement(args: argparse.Namespace) -> None:
@@ -421,8 +403,12 @@ COMMANDS = {
 }
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM: stops like Ctrl-C, but is never taken as "drop this question" (``openqa.terminal``)."""
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise _Terminated
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -430,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     stops like Ctrl-C, so builds remove their scratch folders. As the console script (no ``argv``),
     a Ctrl-C that arrives once the command has ended is ignored: it would only turn the exit status
     of finished work into death by signal while the interpreter shuts down."""
+    if sys.stdout is not None and getattr(sys.stdout, "errors", None) == "strict":
+        sys.stdout.reconfigure(errors="backslashreplace")  # PYTHONIOENCODING=ascii: escape what it cannot show
     code = _run(argv)
     if argv is None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -437,10 +425,21 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+class _Notes(logging.Handler):
+    """What the modules below log (``logging.getLogger(__name__)``: a wait for another build's lock),
+    printed as ``openqa: ...`` notes."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _note(record.getMessage())
+
+
 def _run(argv: list[str] | None) -> int:
     """Parse and run one command; its exit status. Building the parser imports the registries
     (numpy, scipy): a Ctrl-C then is an interruption like any other."""
     signal.signal(signal.SIGTERM, _interrupt)
+    logger = logging.getLogger("openqa")
+    if not any(isinstance(handler, _Notes) for handler in logger.handlers):
+        logger.addHandler(_Notes())
     try:
         args = build_parser().parse_args(argv)
         COMMANDS[args.command](args)
@@ -452,6 +451,9 @@ def _run(argv: list[str] | None) -> int:
         return 130
     except OSError as exc:
         print(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        return 1
+    except MemoryError:
+        print("openqa: error: out of memory (a memory limit, `ulimit -v`, or input too large)", file=sys.stderr)
         return 1
     return 0
 

@@ -134,8 +134,8 @@ def main() -> None:
         out += ["", "![cost against corpus size](eval/results/bench-scale.png)"]
     faults = load("bench-faults.json")
     if faults:
-        bad = ("tracebacks", "hangs", "wrong_exits", "indexes_lost", "indexes_half_written", "scratch_left", "crash_logs",
-               "result_sets_inconsistent")
+        bad = [k for k in ("tracebacks", "crashes", "hangs", "wrong_exits", "indexes_lost", "indexes_half_written", "scratch_left",
+                           "crash_logs", "result_sets_inconsistent", "temporaries_left") if k in faults]
         out += ["", "## Faults", "",
                 f"`{faults['command']}` ({faults['date']}): {faults['cases']} hostile cases ({', '.join(faults['categories'])}) "
                 f"and {faults['interruptions']} interruptions (SIGINT and SIGKILL of `index` for {', '.join(faults['engines_interrupted'])}, "

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
+import signal
+import time
 from pathlib import Path
 
 BOOKS = {
@@ -51,3 +56,68 @@ def make_data_dir(root: Path) -> Path:
         lines = "".join(json.dumps(q) + "\n" for q in QUESTIONS)
         (questions / f"phrases_no_exclude_{split}.jsonl").write_text(lines)
     return data
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` of a child that must react to Ctrl-C: SIGINT at its default action. A test run
+    started in the background by a script inherits SIGINT ignored, and its children would too."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class Terminal:
+    """A command on a pseudo-terminal, as a person at a terminal runs it: keys written to it, what it
+    shows read back, Ctrl-C (``\\x03``) delivered as SIGINT by the terminal. Waits poll with
+    generous deadlines, so a loaded machine only makes them slower."""
+
+    def __init__(self, argv: list[str], cwd: Path | None = None) -> None:
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: the command on the pseudo-terminal, with Ctrl-C at its default
+            default_sigint()
+            if cwd is not None:
+                os.chdir(cwd)
+            os.execv(argv[0], argv)
+        self.seen = b""
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.fd, keys)
+
+    def _read(self, timeout: float) -> bool:
+        """Read what is shown within ``timeout`` seconds; False once the terminal is closed."""
+        if select.select([self.fd], [], [], timeout)[0]:
+            try:
+                data = os.read(self.fd, 4096)
+            except OSError:
+                return False
+            self.seen += data
+            return bool(data)
+        return True
+
+    def wait_for(self, marker: bytes, count: int = 1, seconds: float = 120) -> None:
+        """Wait until ``marker`` has been shown ``count`` times in all (fails after ``seconds``)."""
+        deadline = time.monotonic() + seconds
+        while self.seen.count(marker) < count and time.monotonic() < deadline:
+            if not self._read(0.2):
+                break
+        assert self.seen.count(marker) >= count, self.seen.decode(errors="replace")[-800:]
+
+    def exit_code(self, seconds: float = 60) -> int | None:
+        """The command's exit status once it ends (reading what it still shows); None if it has not
+        ended within ``seconds``."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.pid = 0
+                return os.waitstatus_to_exitcode(status)
+            self._read(0.1)
+        return None
+
+    def close(self) -> None:
+        """Kill the command if it still runs, and close the terminal."""
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        os.close(self.fd)

@@ -6,12 +6,11 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import make_data_dir
+from tests.helpers import Terminal, make_data_dir
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
 
@@ -294,46 +293,63 @@ def test_failed_train_flags_leave_no_run_folder(built, tmp_path):
     assert result.returncode == 2 and not run_dir.exists()
 
 
-def test_typed_answer_says_it_loads_and_ctrl_c_drops_only_the_question(built):
-    """At a terminal: a loading note, Ctrl-C in the middle of a question drops it, the next is solved, Ctrl-D quits."""
-    import os
-    import pty
-    import select
+QUESTION = b"Which drug inhibits cyclooxygenase?\rA: Aspirin\rB: Gentamicin\r"
 
-    pid, fd = pty.fork()
-    if pid == 0:  # the child: the console script on the pseudo-terminal
-        os.execv(OPENQA, [OPENQA, "answer", *TOP1, *loc(built)])
-    seen = b""
 
-    def read_until(marker: bytes, seconds: float = 60) -> None:
-        nonlocal seen
-        deadline = time.monotonic() + seconds
-        while marker not in seen and time.monotonic() < deadline:
-            if select.select([fd], [], [], 0.2)[0]:
-                try:
-                    seen += os.read(fd, 4096)
-                except OSError:
-                    break
-        assert marker in seen, seen.decode(errors="replace")[-500:]
+@pytest.fixture
+def terminal(built):
+    """``openqa answer`` at a (pseudo-)terminal, with nothing piped in."""
+    term = Terminal([OPENQA, "answer", *TOP1, *loc(built)])
+    yield term
+    term.close()
 
-    try:
-        read_until(b"Ctrl-D quits")
-        assert b"loading" in seen
-        os.write(fd, b"Which drug blocks the half-typed question?\r")
-        read_until(b"\n. ")
-        os.write(fd, b"\x03")
-        read_until(b"question dropped")
-        os.write(fd, b"Which drug inhibits cyclooxygenase?\rA: Aspirin\rB: Gentamicin\r\r")
-        read_until(b"Prediction: A")
-        os.write(fd, b"\x04")
-        deadline = time.monotonic() + 30
-        while (ended := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert ended[0] == pid and os.waitstatus_to_exitcode(ended[1]) == 0
-    finally:
+
+#: The prompt of a new question, as the terminal shows it (keys are typed only once it shows).
+PROMPT = b"\n> "
+
+
+def test_typed_answer_says_it_loads_and_ctrl_c_drops_only_the_question(terminal):
+    """A loading note; Ctrl-C as soon as the continuation prompt shows drops the question at hand,
+    every time, and the line typed next starts a new question; Ctrl-D quits."""
+    terminal.wait_for(PROMPT)
+    assert b"loading" in terminal.seen
+    for attempt in range(1, 4):
+        terminal.type(b"Which drug blocks the half-typed question?\r")
+        terminal.wait_for(b"\n. ", count=attempt)
+        terminal.type(b"\x03")  # lands while the prompt is drawn or the wait begins
+        terminal.wait_for(PROMPT, count=attempt + 1)
+    assert terminal.seen.count(b"(question dropped)") == 3
+    terminal.type(QUESTION + b"\r")
+    terminal.wait_for(b"Prediction: A")
+    assert b"text after the options" not in terminal.seen  # no dropped line stuck to it
+    terminal.wait_for(PROMPT, count=5)
+    terminal.type(b"\x04")
+    assert terminal.exit_code() == 0
+
+
+def test_typed_answer_ctrl_c_after_the_final_enter_drops_the_question_only(terminal):
+    terminal.wait_for(PROMPT)
+    terminal.type(QUESTION)
+    terminal.wait_for(b"Gentamicin\r\n. ")
+    terminal.type(b"\r\x03")  # the empty line that solves it, and Ctrl-C at once
+    terminal.wait_for(PROMPT, count=2)
+    assert b"(question dropped)" in terminal.seen
+    terminal.type(QUESTION + b"\r")
+    terminal.wait_for(b"Prediction: A")
+    terminal.wait_for(PROMPT, count=3)
+    terminal.type(b"\x03")  # at an empty prompt Ctrl-C quits
+    assert terminal.exit_code() == 130
+    assert terminal.seen.rstrip().endswith(b"openqa: interrupted")
+
+
+def test_typed_answer_ctrl_d_typed_ahead_quits(built):
+    """Ctrl-D typed while the index loads, or while an answer is worked out, is not lost: the
+    question typed before it is answered, then the command ends."""
+    for keys, answered in ((b"\x04", False), (QUESTION + b"\r\x04", True)):
+        term = Terminal([OPENQA, "answer", *TOP1, *loc(built)])
         try:
-            os.kill(pid, 9)
-            os.waitpid(pid, 0)
-        except (ProcessLookupError, ChildProcessError):
-            pass
-        os.close(fd)
+            term.type(keys)
+            assert term.exit_code(120) == 0, term.seen.decode(errors="replace")
+            assert (b"Prediction: A" in term.seen) == answered
+        finally:
+            term.close()

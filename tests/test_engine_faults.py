@@ -22,7 +22,7 @@ from openqa.errors import OpenQAError
 from openqa.retrieval.base import EngineOptions
 from openqa.retrieval.elastic import ElasticBM25
 from openqa.text.tokenize import EnglishTokenizer
-from tests.helpers import make_data_dir
+from tests.helpers import default_sigint, make_data_dir
 from tests.test_elastic import PARAGRAPHS, free_port, roundtrip, start_emulator, stop_emulator
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,6 +50,7 @@ def test_ctrl_c_during_lucene_build_exits_cleanly(tmp_path):
             [sys.executable, "-m", "openqa.cli", "index", "--lang", "en", "--engine", "lucene",
              "--data-dir", str(data), "--index-dir", str(indexes)],
             cwd=work, stdout=subprocess.DEVNULL, stderr=err, env={**os.environ, "PYTHONPATH": str(REPO)},
+            preexec_fn=default_sigint,
         )
     try:
         deadline = time.monotonic() + 60

@@ -21,11 +21,11 @@ from openqa.retrieval import manifest as manifest_module
 from openqa.retrieval.base import SearchEngine
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.dense import DenseIndex
-from openqa.retrieval.manifest import FILES, MANIFEST, atomic_folder, folder_lock
+from openqa.retrieval.manifest import FILES, MANIFEST, atomic_folder, folder_lock, lock_holder
 from openqa.retrieval.registry import build_hint, build_index, index_folder, open_index, tokenizer_config
 from openqa.text.tokenize import EnglishTokenizer, make_tokenizer
 from tests.helpers import make_data_dir
-from tests.test_cli import run
+from tests.test_cli import OPENQA, run
 from tests.test_dense import CORPUS, PARAGRAPHS, BagOfWordsEncoder
 
 #: Engines that write index files (Lucene's and Elasticsearch's are tested with their engines).
@@ -302,11 +302,41 @@ def test_an_open_during_a_swap_waits_instead_of_restoring_the_old_index(indexes)
     assert hidden(indexes) == [".en-custom.old-1"]  # the swap's own clean-up, or the next build's
 
 
-def test_a_swap_held_too_long_is_a_clear_error(indexes, monkeypatch):
+def test_a_swap_held_too_long_is_a_clear_error(indexes, monkeypatch, caplog):
     monkeypatch.setattr(manifest_module, "LOCK_TIMEOUT_S", 0.2)
-    with folder_lock(indexes), pytest.raises(OpenQAError, match="stayed locked by another `openqa index`"):
+    holder = f"process {os.getpid()} on {socket.gethostname()}"
+    with folder_lock(indexes), pytest.raises(OpenQAError, match=f"stayed locked by {holder} .*for 0 s"):
         rebuild(indexes)
+    assert f"{indexes} is locked by {holder}" in caplog.text and "waiting up to 0 s" in caplog.text
     assert open_index(indexes, "en", "custom").manifest["paragraphs"] == 6
+
+
+def test_openqa_index_says_at_once_whose_lock_it_waits_for(tmp_path):
+    """Another process holds the index folder's lock: the build names it and waits, then finishes."""
+    data, indexes = make_data_dir(tmp_path), tmp_path / "indexes"
+    indexes.mkdir()
+    hold = "import fcntl, os, sys, time; fcntl.flock(os.open(sys.argv[1], os.O_RDONLY), fcntl.LOCK_EX); time.sleep(600)"
+    holder = subprocess.Popen([sys.executable, "-c", hold, str(indexes)])
+    try:
+        deadline = time.monotonic() + 60
+        while lock_holder(indexes) == "another process":  # until the holder has the lock
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with open(tmp_path / "stderr", "w+b") as err:
+            build = subprocess.Popen([OPENQA, "index", "--lang", "en", "--data-dir", str(data), "--index-dir", str(indexes)],
+                                     stdout=subprocess.DEVNULL, stderr=err, cwd=tmp_path)
+            while b"waiting up to 60 s" not in (tmp_path / "stderr").read_bytes():
+                assert build.poll() is None and time.monotonic() < deadline, (tmp_path / "stderr").read_text()
+                time.sleep(0.05)
+        said = (tmp_path / "stderr").read_text().splitlines()[0]
+        assert said.startswith(f"openqa: {indexes} is locked by process {holder.pid} on {socket.gethostname()} "
+                               f"({Path(sys.executable).name} -c import fcntl")
+        assert said.endswith("): waiting up to 60 s for it")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert build.wait(timeout=120) == 0
+    assert (indexes / "en-custom" / MANIFEST).is_file()
 
 
 def test_word_vectors_are_the_same_on_every_build(tmp_path):

@@ -33,7 +33,7 @@ from openqa.retrieval.registry import build_index
 from openqa.serve.app import MAX_BODY, create_app
 from openqa.serve.engines import Engines
 from openqa.text.tokenize import make_tokenizer, DEFAULT_CONFIGS
-from tests.helpers import QUESTIONS, make_data_dir
+from tests.helpers import QUESTIONS, default_sigint, make_data_dir
 
 #: A tiny Chinese book (the zh corpus folder), one paragraph a line.
 ZH_BOOK = [
@@ -325,7 +325,7 @@ def test_openqa_serve_starts_answers_and_stops_on_ctrl_c(tmp_path):
     openqa = str(Path(sys.executable).with_name("openqa"))
     process = subprocess.Popen(
         [openqa, "serve", "--lang", "en", "--port", str(port), "--data-dir", str(data), "--index-dir", str(indexes)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 60

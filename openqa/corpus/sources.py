@@ -19,16 +19,20 @@ corpora existed open unchanged.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
 from openqa.corpus.paragraphs import (
-    SEGMENTATION_VERSION, Paragraph, book_files, book_paragraphs, corpus_checksum,
+    SEGMENTATION_VERSION,
+    Paragraph,
+    book_files,
+    book_paragraphs,
+    corpus_checksum,
 )
 from openqa.errors import DataError
+from openqa.jsonl import decode, numbered_lines
 
 #: Kinds of corpora and what each is.
 TEXTBOOKS, FOLDER, JSONL = "textbooks", "folder", "jsonl"
@@ -36,6 +40,8 @@ TEXTBOOKS, FOLDER, JSONL = "textbooks", "folder", "jsonl"
 BOOK_SUFFIXES = (".txt", ".md")
 #: Fields every record of a JSONL corpus has.
 JSONL_FIELDS = ("id", "title", "text")
+#: The longest line (one passage) a JSONL corpus may hold.
+MAX_RECORD_BYTES = 64 << 20
 #: A corpus name: it becomes part of index folder and settings file names.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -136,9 +142,9 @@ def parse_record(path: Path, number: int, raw: bytes) -> Paragraph | None:
     if not line.strip():
         return None
     try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        record = decode(line)
+    except ValueError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(record, dict):
         raise DataError(f"{where}: a JSON {type(record).__name__} where a record {{\"id\", \"title\", \"text\"}} was expected")
     for field in JSONL_FIELDS:
@@ -155,9 +161,8 @@ def parse_record(path: Path, number: int, raw: bytes) -> Paragraph | None:
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Numbered raw lines of a file."""
-    with open(path, "rb") as handle:
-        yield from enumerate(handle, start=1)
+    """Numbered raw lines of a JSONL corpus, each at most ``MAX_RECORD_BYTES``."""
+    return numbered_lines(path, MAX_RECORD_BYTES, "a JSONL corpus")
 
 
 def jsonl_paragraphs(path: Path) -> Iterator[Paragraph]:

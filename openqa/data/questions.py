@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
 from openqa.errors import DataError
+from openqa.jsonl import decode, numbered_lines
 from openqa.languages import LANGUAGES
 
 #: Split names a dataset can be asked for, in the order of the original release.
@@ -201,6 +201,11 @@ def _parse_record(record: Any, qid: str, n_options: int | None) -> Question:
     )
 
 
+#: The longest line a question file may hold (MedQA's longest is under 10 KB): a longer one means
+#: the file is no question file (``--questions /dev/zero`` would otherwise be read until memory ends).
+MAX_LINE_BYTES = 1 << 20
+
+
 def read_question_file(path: Path, qid_prefix: str | None = None, n_options: int | None = None) -> list[Question]:
     """Read and validate a MedQA-format JSONL file, so bad data stops the run with file and line named.
 
@@ -211,15 +216,8 @@ def read_question_file(path: Path, qid_prefix: str | None = None, n_options: int
     """
     path = Path(path)
     prefix = path.stem if qid_prefix is None else qid_prefix
-    try:
-        raw_lines = path.read_bytes().splitlines()
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
-
     questions: list[Question] = []
-    for line_no, raw in enumerate(raw_lines, start=1):
+    for line_no, raw in numbered_lines(path, MAX_LINE_BYTES, "a question file"):
         try:
             line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # a byte-order mark may open the file
         except UnicodeDecodeError:
@@ -227,9 +225,9 @@ def read_question_file(path: Path, qid_prefix: str | None = None, n_options: int
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{line_no}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+            record = decode(line)
+        except ValueError as exc:
+            raise DataError(f"{path}:{line_no}: invalid JSON ({exc})") from None
         try:
             questions.append(_parse_record(record, f"{prefix}-{line_no}", n_options))
         except ValueError as exc:

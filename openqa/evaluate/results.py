@@ -9,10 +9,13 @@ import json
 import os
 import platform
 import resource
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from openqa.errors import OpenQAError
 
@@ -29,10 +32,48 @@ def run_record(command: str | None = None) -> dict[str, Any]:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write a file so that an interruption never leaves it half-written."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    """Write a file so that an interruption never leaves it half-written (see ``write_all_or_none``)."""
+    write_all_or_none({Path(path): text})
+
+
+def write_all_or_none(files: dict[Path, str]) -> None:
+    """Write several files so that each keeps its old content or all get their new one.
+
+    Each text goes to a hidden ``.NAME.tmp`` first; if any write fails (Ctrl-C, a full disk) every
+    temporary file is removed and the old files stay. Then the temporary files take their names in
+    a few renames during which Ctrl-C and SIGTERM are held and delivered once all are done: an
+    interruption leaves all old or all new files and no temporary one. (Only a SIGKILL inside those
+    microseconds can mix them; ``read_result_set`` detects that.)
+    """
+    temps = {path: path.with_name(f".{path.name}.tmp") for path in files}
+    try:
+        for path, text in files.items():
+            temps[path].write_text(text, encoding="utf-8")
+        with _interrupts_held():
+            for path, tmp in temps.items():
+                tmp.replace(path)
+    except BaseException:
+        for tmp in temps.values():
+            tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def _interrupts_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM inside the block, then deliver them as they would have been (in the
+    main thread only: elsewhere signal handlers cannot be changed, and they are never run)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(held):
+            signal.raise_signal(sig)
 
 
 def ensure_writable(folder: Path, flag: str = "--output", create: bool = True) -> Path:
@@ -70,9 +111,9 @@ def _digest(text: str) -> str:
 
 
 def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: Path) -> Path:
-    """Write ``<stem>.predictions.jsonl``, ``<stem>.md`` and, last, the ``<stem>.json`` summary, which
-    records the checksum of the other two (so a set mixed by an interruption between writes is
-    detected by ``read_result_set``); return the JSON path."""
+    """Write ``<stem>.predictions.jsonl``, ``<stem>.md`` and the ``<stem>.json`` summary, all or none
+    (``write_all_or_none``); the summary, renamed last, records the checksum of the other two, so a
+    set that a SIGKILL mixed is still detected by ``read_result_set``. Return the JSON path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = result_stem(summary["dataset"], summary["split"], summary["method"], variant=summary.get("variant"),
@@ -88,11 +129,10 @@ def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: 
         f"Settings: `{json.dumps(summary.get('settings', {}))}`  \nCorpus: {summary.get('corpus', '')}\n"
     )
     files = {f"{stem}.predictions.jsonl": predictions, f"{stem}.md": report}
-    for name, text in files.items():
-        write_atomic(out_dir / name, text)
     record = {**summary, "result_files": {name: _digest(text) for name, text in files.items()}}
     path = out_dir / f"{stem}.json"
-    write_atomic(path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    write_all_or_none({**{out_dir / name: text for name, text in files.items()},
+                       path: json.dumps(record, indent=2, ensure_ascii=False) + "\n"})
     return path
 
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -44,6 +45,8 @@ from typing import Any, Iterator
 
 from openqa import __version__
 from openqa.errors import IndexDamagedError, IndexMismatchError, IndexMissingError, OpenQAError
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 #: Manifest key of the file records: relative path -> {"bytes": size, "sha256": hex digest}.
@@ -189,8 +192,8 @@ def atomic_folder(final: Path) -> Iterator[Path]:
     with folder_lock(final.parent):
         _tidy(final)
     scratch = _hidden(final, BUILDING, f"{socket.gethostname()}-{os.getpid()}-{time.time_ns()}")
-    scratch.mkdir()
     try:
+        scratch.mkdir()  # inside the try: a Ctrl-C just after the folder appears removes it too
         yield scratch
         with folder_lock(final.parent):
             retired = _hidden(final, OLD, str(time.time_ns()))
@@ -220,20 +223,46 @@ def folder_lock(folder: Path) -> Iterator[None]:
     fd = os.open(folder, os.O_RDONLY)
     try:
         deadline = time.monotonic() + LOCK_TIMEOUT_S
+        holder = None
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if holder is None:  # say at once who is waited for, and for how long at most
+                    holder = lock_holder(folder)
+                    log.warning(f"{folder} is locked by {holder}: waiting up to {LOCK_TIMEOUT_S:.0f} s for it")
                 if time.monotonic() > deadline:
                     raise OpenQAError(
-                        f"{folder} stayed locked by another `openqa index` for {LOCK_TIMEOUT_S:.0f} s: "
+                        f"{folder} stayed locked by {holder} for {LOCK_TIMEOUT_S:.0f} s: "
                         "let it finish (or stop it) and try again"
                     ) from None
                 time.sleep(0.05)
         yield
     finally:
         os.close(fd)  # closing releases the lock
+
+
+def lock_holder(folder: Path) -> str:
+    """Who holds the ``flock`` of ``folder``: "process PID on HOST (its command line)" as Linux's
+    ``/proc/locks`` tells, else "another process" (another system, or one whose lock is not listed)."""
+    try:
+        info = os.stat(folder)
+        device = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+        with open("/proc/locks", encoding="ascii", errors="replace") as locks:
+            pids = [fields[fields.index(device) - 1] for fields in map(str.split, locks)
+                    if device in fields and "FLOCK" in fields and "->" not in fields]
+    except (OSError, ValueError):
+        pids = []
+    if not pids or not pids[0].isdigit():
+        return "another process"
+    try:
+        with open(f"/proc/{pids[0]}/cmdline", "rb") as handle:
+            args = [Path(a).name if i == 0 else a for i, a in enumerate(handle.read().decode(errors="replace").split("\0")[:-1])]
+    except OSError:
+        args = []
+    command = f" ({' '.join(args)[:120]})" if args else ""
+    return f"process {pids[0]} on {socket.gethostname()}{command}"
 
 
 def _hidden(final: Path, kind: str, suffix: str) -> Path:

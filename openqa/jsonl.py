@@ -1,0 +1,40 @@
+"""JSON lines from files people give (question files, JSONL corpora), read so that no input ends in
+a traceback or runs out of memory: lines are read one at a time up to a size limit, and what
+``json`` raises besides its decoding error (nesting past the recursion limit, an integer of
+thousands of digits) is reported like a decoding error."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+from typing import Any, Iterator
+
+from openqa.errors import DataError
+
+
+def numbered_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int, bytes]]:
+    """The raw lines of ``path`` with their numbers (from 1). A line over ``max_bytes`` (``/dev/zero``
+    has one endless line) or a file that cannot be read is a ``DataError`` naming it as not ``what``."""
+    try:
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(iter(partial(handle.readline, max_bytes + 1), b""), start=1):
+                if len(raw) > max_bytes:
+                    raise DataError(f"{path}:{number}: line longer than {max_bytes:,} bytes: not {what}")
+                yield number, raw
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def decode(line: str) -> Any:
+    """One JSON value; a ValueError saying in a few words what is wrong with it otherwise."""
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer past sys.get_int_max_str_digits()
+        raise ValueError(str(exc).split(";")[0]) from None
