@@ -379,3 +379,22 @@ def test_no_absolute_path_reaches_a_client(site, tmp_path):
     assert "your openqa tune" in sources and str(tmp_path) not in json.dumps(answer)
     for path in ("/v1/methods", "/v1/health", "/v1/examples"):
         assert str(tmp_path) not in json.dumps(call(url, path)[1])
+
+
+def test_examples_come_from_the_data_folder_by_a_stated_rule(site, monkeypatch):
+    url, engines, data, indexes = site
+    monkeypatch.delenv("OPENQA_DATA", raising=False)
+    status, en = call(url, "/v1/examples?lang=en")
+    assert status == 200 and en["rule"].startswith("the first 5 questions of the MedQA US test split, in file order")
+    assert [(q["id"], q["answer"]) for q in en["questions"]] == [("us-test-1", "C"), ("us-test-2", "A")]
+    assert en["questions"][0]["options"] == EN["options"]
+    status, zh = call(url, "/v1/examples?lang=zh")  # the tiny data folder has no Mainland questions
+    assert status == 200 and zh["questions"] == [] and "no readable MedQA Mainland (MCMLE) test split" in zh["note"]
+    assert call(url, "/v1/examples?lang=fr")[0] == 400
+    settings = Settings.resolve(data_dir=None, index_dir=indexes, settings_dir=indexes / "none")
+    bare = Engines(Context(settings), ["en"], ["ir-custom"])
+    try:
+        with running(create_app(bare)) as other:
+            assert call(other, "/v1/examples?lang=en")[1]["note"] == "the server was started without a MedQA data folder"
+    finally:
+        bare.close()
