@@ -265,6 +265,16 @@ def test_head_works_where_get_does(site, path):
     assert response.status == 200 and response.read() == b"" and int(response.getheader("content-length")) > 0
 
 
+def test_head_where_get_does_not_work_is_a_bodiless_405(site):
+    connection = HTTPConnection(site[0].removeprefix("http://"), timeout=30)
+    connection.request("HEAD", "/v1/answer")
+    response = connection.getresponse()
+    assert response.status == 405 and response.read() == b""
+    connection = HTTPConnection(site[0].removeprefix("http://"), timeout=30)
+    connection.request("GET", "/v1/answer")
+    assert json.loads(connection.getresponse().read()) == {"error": "GET is not allowed on /v1/answer"}
+
+
 def test_a_foreign_host_header_is_refused(site):
     url = site[0]
     port = url.rsplit(":", 1)[1]
