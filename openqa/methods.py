@@ -22,7 +22,7 @@ from openqa.retrieval.base import Index
 from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25, QueryParams
 from openqa.retrieval.dense import DenseIndex
 from openqa.retrieval.elastic import ElasticBM25
-from openqa.retrieval.hybrid import Fusion, FusedEngine
+from openqa.retrieval.hybrid import FusedEngine, Fusion
 from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
 from openqa.scorers.base import OptionScorer

@@ -121,9 +121,10 @@ def corpus_line(manifest: dict[str, Any]) -> str:
     return f"{name}: {books}{m['paragraphs']} paragraphs, checksum {m['corpus_checksum'][:12]}"
 
 
-def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str, Any]:
+def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str | None = None) -> dict[str, Any]:
     """Score ``req``'s questions with its method, write the result files under the results folder,
-    and return the summary record (accuracy, CI, ties, settings with sources, files)."""
+    and return the summary record (accuracy, CI, ties, settings with sources, files); ``command`` is
+    the command line that reproduces it, when it is not this process's (a benchmark script's run)."""
     out_dir = ensure_writable(ctx.settings.results_dir)
     questions, target, name, split, data = load_eval_questions(ctx, req)
     start = time.perf_counter()
@@ -147,7 +148,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True) -> dict[str,
         "data": data,
         "corpus": corpus_line(m),
         "index": provenance(opened.index),
-        **run_record(),
+        **run_record(command),
     }
     path = write_results(summary, prediction_rows(results), out_dir)
     return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve())}}

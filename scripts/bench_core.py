@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import resource
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
 

@@ -20,10 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchlib import data_dir, write_record
-
 import numpy as np
 
+from benchlib import data_dir, write_record
 from openqa.data import load_questions
 from openqa.retrieval.dense import make_faiss
 from openqa.retrieval.registry import open_index

@@ -17,11 +17,10 @@ import os
 import time
 from pathlib import Path
 
-from benchlib import data_dir, write_record
-
 import numpy as np
 import torch
 
+from benchlib import data_dir, write_record
 from openqa.data import load_questions
 from openqa.retrieval.encoders import SentenceTransformerEncoder
 from openqa.scorers.ir import question_query

@@ -30,8 +30,8 @@ from typing import Callable
 
 import bm25s
 import numpy as np
-from benchlib import data_dir, write_record
 
+from benchlib import data_dir, write_record
 from openqa.data import load_questions
 from openqa.evaluate.metrics import summarise
 from openqa.retrieval.custom_bm25 import CustomBM25, QueryTerms, Ranking

@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchlib import write_record
+from benchlib import command_line, write_record
 from openqa.config import Settings
 from openqa.errors import OpenQAError
 from openqa.llm.settings import LLMSettings
@@ -118,7 +118,11 @@ def main() -> None:
             llm = LLMSettings(model=model, evidence=evidence, scoring=scoring, evidence_tokens=args.evidence_tokens,
                               threads=args.threads, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
             request = EvalRequest(method="llm", dataset="us", split="test", limit=limit, llm=llm)
-            summary = evaluate(ctx, request, progress=False)
+            again = f"python scripts/bench_llm.py --cells {key} --rounds {limit}" + "".join(  # reproduces this cell
+                f" {flag} {value}" for flag, value in (("--model", args.model and Path(args.model).name),
+                                                       ("--evidence-tokens", args.evidence_tokens if args.evidence_tokens != 512 else None),
+                                                       ("--threads", args.threads if args.threads != 1 else None)) if value)
+            summary = evaluate(ctx, request, progress=False, command=again)
             with tempfile.TemporaryDirectory() as scratch:  # every reply from the cache; its files are not kept
                 rerun = evaluate(replace(ctx, settings=replace(settings, results_dir=Path(scratch))), request, progress=False)
             if cell.get("result_file") and Path(cell["result_file"]).name != Path(summary["files"]["summary"]).name:
@@ -151,7 +155,7 @@ def main() -> None:
                              "prompt": "direct", "context": 4096},
                 "cells": [kept[cell_key(*c)] for c in CELLS if cell_key(*c) in kept],
             }
-            write_record(bench_path.name, record, " ".join(["python", "scripts/bench_llm.py", *sys.argv[1:]]), out)
+            write_record(bench_path.name, record, command_line("scripts/bench_llm.py", sys.argv[1:]), out)
             print(f"{key} n={cell['n']}: {cell['accuracy']:.2f}% (CI {cell['ci95'][0]:.1f}-{cell['ci95'][1]:.1f}), "
                   f"parse failures {cell['parse_failures']}, {cell['questions_per_second']} q/s, cached rerun "
                   f"{rerun['seconds']:.2f} s ({rerun['model_calls']} calls)", flush=True)

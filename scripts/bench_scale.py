@@ -36,16 +36,15 @@ import os
 import resource
 import shutil
 import subprocess
-import tempfile
 import sys
+import tempfile
 import time
 from pathlib import Path
-
-from benchlib import RESULTS, data_dir, write_record
 from typing import Any
 
 import numpy as np
 
+from benchlib import RESULTS, data_dir, write_record
 from openqa.corpus.paragraphs import read_paragraphs
 from openqa.languages import language
 

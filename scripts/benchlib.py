@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sysconfig
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -38,7 +39,8 @@ def data_dir() -> Path:
 
 def placeholders() -> dict[str, str]:
     """Absolute folders of this machine and the names a shared record gives them, longest first."""
-    folders = {str(Path(tempfile.gettempdir()).resolve()): "$TMPDIR", str(REPO): "."}
+    folders = {str(Path(tempfile.gettempdir()).resolve()): "$TMPDIR", str(REPO): ".",
+               str(Path(sysconfig.get_paths()["purelib"]).resolve()): "<site-packages>"}
     if os.environ.get("OPENQA_DATA"):
         folders[str(Path(os.environ["OPENQA_DATA"]).resolve())] = "$OPENQA_DATA"
     folders[str(Path.home())] = "~"
@@ -56,6 +58,20 @@ def shareable(value: Any, names: dict[str, str] | None = None) -> Any:
         for folder, name in names.items():
             value = value.replace(folder, name)
     return value
+
+
+def command_line(script: str, argv: list[str], folders: tuple[str, ...] = ("--cache-dir", "--index-dir", "--data-dir")) -> str:
+    """The command that ran ``script`` with ``argv``, the values of the ``folders`` flags (where this
+    machine keeps things; they change no figure) written as ``FOLDER``."""
+    words = ["python", script]
+    for i, word in enumerate(argv):
+        flag = word.split("=")[0]
+        if i > 0 and argv[i - 1] in folders:
+            word = "FOLDER"
+        elif "=" in word and flag in folders:
+            word = f"{flag}=FOLDER"
+        words.append(word)
+    return " ".join(words)
 
 
 def write_record(name: str, record: dict[str, Any], command: str, folder: Path = RESULTS) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 from benchlib import RESULTS
-
 from openqa.languages import LANGUAGES
 
 #: Runs whose records were made before IR-Custom computed the paper's formula (IDF twice) and were
@@ -116,6 +115,12 @@ def main() -> None:
                        f"over {fa['n']} questions (`{fa['command']}`).")
     out += ["", "## Reader training", "", "Readers train on a seeded 80/20 split of dev (`--train-split dev:0.8`, `../shared/medqa/TRAIN.md`); "
             "the selection part picks the checkpoint that the test rows above evaluate.", "", *training_table()]
+    llm = load("bench-llm.json")
+    if llm:
+        from bench_llm import table
+
+        out += ["", "## LLM reader", "", f"`{llm['command']}` ({llm['date']}), model {llm['model']}, "
+                f"the first {llm['n']} of {llm['n_available']} US test questions in every cell. {llm['note']}", "", table(llm)]
     out += ["", "## Speed", ""]
     for name in ("bench-core.json", "bench-engines.json", "bench-encoder.json", "bench-dense.json", "bench-serve.json"):
         b = load(name)

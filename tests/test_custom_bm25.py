@@ -12,7 +12,13 @@ from openqa.corpus.paragraphs import Paragraph
 from openqa.data import load_questions
 from openqa.errors import IndexMismatchError, OpenQAError
 from openqa.retrieval.custom_bm25 import (
-    QUERY_PRESETS, CustomBM25, DocParams, QueryParams, common_prefix_length, shared_runs, splits_at_spaces,
+    QUERY_PRESETS,
+    CustomBM25,
+    DocParams,
+    QueryParams,
+    common_prefix_length,
+    shared_runs,
+    splits_at_spaces,
 )
 from openqa.retrieval.custom_kernel import LANES
 from openqa.retrieval.manifest import atomic_folder

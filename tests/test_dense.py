@@ -15,7 +15,7 @@ from openqa.retrieval.base import EngineOptions, Hit
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.dense import DenseIndex, shard_folder
 from openqa.retrieval.encoders import Encoder, resolve_model
-from openqa.retrieval.hybrid import Fusion, FusedEngine, fuse, rrf, weighted
+from openqa.retrieval.hybrid import FusedEngine, Fusion, fuse, rrf, weighted
 from openqa.text.tokenize import EnglishTokenizer
 from tests.helpers import BOOKS
 

@@ -16,7 +16,8 @@ import pytest
 from openqa.corpus.paragraphs import Paragraph
 from openqa.corpus.sources import user_corpus
 from openqa.errors import IndexMissingError, OpenQAError
-from openqa.retrieval.base import PARAGRAPHS as STORE_FILE, EngineOptions, ParagraphStore
+from openqa.retrieval.base import PARAGRAPHS as STORE_FILE
+from openqa.retrieval.base import EngineOptions, ParagraphStore
 from openqa.retrieval.elastic import ElasticBM25, check_url, connect, index_body
 from openqa.retrieval.lucene import LuceneParams
 from openqa.retrieval.registry import build_index, open_index

@@ -4,10 +4,10 @@ import pytest
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
+from openqa.methods import method
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.lucene import LuceneBM25, pretokenized
 from openqa.scorers.ir import IRSettings
-from openqa.methods import method
 from openqa.text.tokenize import ChineseTokenizer, EnglishTokenizer
 from tests.helpers import BOOKS, QUESTIONS
 

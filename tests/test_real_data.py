@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from openqa.answer import solve
-from openqa.data.pasted import make_question
 from openqa.data import load_questions
+from openqa.data.pasted import make_question
 from openqa.evaluate.metrics import summarise
+from openqa.methods import method
 from openqa.retrieval.registry import build_index, open_index
 from openqa.scorers.ir import IRSettings
-from openqa.methods import method
 
 BOOKS = ("First_Aid_Step1.txt", "First_Aid_Step2.txt")
 

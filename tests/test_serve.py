@@ -32,7 +32,7 @@ from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.registry import build_index
 from openqa.serve.app import MAX_BODY, create_app
 from openqa.serve.engines import Engines
-from openqa.text.tokenize import make_tokenizer, DEFAULT_CONFIGS
+from openqa.text.tokenize import DEFAULT_CONFIGS, make_tokenizer
 from tests.helpers import QUESTIONS, default_sigint, make_data_dir
 
 #: A tiny Chinese book (the zh corpus folder), one paragraph a line.

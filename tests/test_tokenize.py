@@ -1,8 +1,8 @@
+import pytest
+
 from openqa.errors import OpenQAError
 from openqa.text.medical_filter import filter_question
 from openqa.text.tokenize import ChineseTokenizer, EnglishTokenizer, make_tokenizer
-
-import pytest
 
 
 def test_english_lowercases_drops_stopwords_and_stems():

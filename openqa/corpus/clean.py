@@ -16,7 +16,6 @@ from collections import Counter
 
 from openqa.languages import LANGS
 
-
 #: A short line seen at least this often in one book is a running header or footer.
 HEADER_MIN_REPEATS = 5
 #: Only lines shorter than this many characters can be running headers or footers.

@@ -33,10 +33,18 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.retrieval.base import (
-    PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches, term_ids,
+    PARAGRAPHS,
+    EngineOptions,
+    Hit,
+    Opening,
+    ParagraphStore,
+    SearchEngine,
+    StoreWriter,
+    batches,
+    term_ids,
 )
-from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
 from openqa.retrieval.custom_kernel import LANES, rank_groups
+from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 #: The weights of a format-1 index (one ``.npz``, read whole; still opened).

@@ -21,7 +21,16 @@ from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
-from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches
+from openqa.retrieval.base import (
+    PARAGRAPHS,
+    EngineOptions,
+    Hit,
+    Opening,
+    ParagraphStore,
+    SearchEngine,
+    StoreWriter,
+    batches,
+)
 from openqa.retrieval.encoders import DEFAULT_ENCODERS, Encoder, make_encoder
 from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer

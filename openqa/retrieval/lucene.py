@@ -18,7 +18,16 @@ from tqdm import tqdm
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
 from openqa.languages import language
-from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter, batches
+from openqa.retrieval.base import (
+    PARAGRAPHS,
+    EngineOptions,
+    Hit,
+    Opening,
+    ParagraphStore,
+    SearchEngine,
+    StoreWriter,
+    batches,
+)
 from openqa.retrieval.jvm import java_class
 from openqa.retrieval.manifest import atomic_folder, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer

@@ -21,7 +21,6 @@ from openqa.retrieval.positional import Gram, PositionalIndex
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ir import IRSettings, question_query
 
-
 #: The score of an option that shares no co-occurring n-gram pair with the question.
 NO_EVIDENCE = float("-inf")
 
