@@ -156,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--method", default="ir-custom", help="methods to serve, comma-separated, or all; a missing quick index (custom, pmi) is built first, a missing slow one is reported with the command that builds it (default: ir-custom)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 opens it to your network: there is no authentication)")
     sv.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
+    sv.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="a host name clients may reach the server by, beside its address (and localhost when on loopback); repeat for more. Requests naming another host are refused (a guard against DNS rebinding)")
     _tokenizer_flags(sv)
     _corpus_flag(sv)
     _common(sv)
@@ -387,7 +388,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
 
     if not 1 <= args.port <= 65535:
         raise OpenQAError(f"--port must be between 1 and 65535, not {args.port}")
-    serve(_context(args), args.lang.split(","), args.method.split(","), args.host, args.port)
+    serve(_context(args), args.lang.split(","), args.method.split(","), args.host, args.port, args.allow_host)
 
 
 COMMANDS = {

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from benchlib import RESULTS, data_dir, write_record
 from openqa.data import Question, load_questions
-from openqa.evaluate.results import run_record, write_atomic
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
 #: The issue's targets for ir-custom on a 2-core machine.
@@ -127,11 +127,11 @@ def main() -> None:
     parser.add_argument("--evidence", type=int, default=3, help="evidence paragraphs asked per option (default: 3, the API's)")
     parser.add_argument("--deadline", type=float, default=600, help="seconds after which clients stop sending (default: 600)")
     parser.add_argument("--index-dir", help="index folder of the server (default: its own default, ./indexes)")
-    parser.add_argument("--output", default="eval/results/bench-serve.json", help="result file")
+    parser.add_argument("--output", type=Path, default=RESULTS / "bench-serve.json", help="result file (default: eval/results/bench-serve.json)")
     args = parser.parse_args()
 
-    data_dir = Path(os.environ.setdefault("OPENQA_DATA", str(Path("../shared/medqa/data_clean").resolve())))
-    questions = load_questions("us", "test", data_dir)
+    data = data_dir()
+    questions = load_questions("us", "test", data)
     port = free_port()
     serve = [OPENQA, "serve", "--lang", "en", "--method", "ir-custom", "--port", str(port),
              *(["--index-dir", args.index_dir] if args.index_dir else [])]
@@ -200,12 +200,10 @@ def main() -> None:
                  f"script); {busy(load_before[0])}. Served predictions score one question per request (avgQL "
                  "of that question; ties broken with the question id 'interactive'), so accuracy differs "
                  "slightly from openqa eval's.",
-        "data": str(data_dir),
-        **run_record(" ".join(["python", "scripts/bench_serve.py", *sys.argv[1:]])),
+        "data": str(data),
     }
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(out, json.dumps(record, indent=2) + "\n")
+    out = write_record(args.output.name, record, " ".join(["python", "scripts/bench_serve.py", *sys.argv[1:]]),
+                       args.output.parent)
     print(json.dumps({**figures, "accuracy": record["accuracy"], "n": record["n"]}), "->", out)
 
 

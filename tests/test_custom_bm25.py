@@ -23,7 +23,11 @@ from openqa.text.tokenize import EnglishTokenizer, Tokenizer, make_tokenizer
 DOCS = ["fever fever cough", "fever rash", "cough cough cough rash headache"]
 
 
-def build(tmp_path, docs=DOCS, tokenizer: Tokenizer = EnglishTokenizer(stem=False)):
+#: The tokenizer of the hand-worked examples: English words, unstemmed.
+PLAIN = EnglishTokenizer(stem=False)
+
+
+def build(tmp_path, docs=DOCS, tokenizer: Tokenizer = PLAIN):
     folder = tmp_path / "idx"
     paragraphs = [Paragraph(f"B:{i}", "B", t) for i, t in enumerate(docs)]
     CustomBM25.build(folder, paragraphs, tokenizer, {"lang": tokenizer.lang, "corpus_checksum": "x"}, params=DocParams(0.9, 0.35))

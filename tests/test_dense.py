@@ -99,7 +99,7 @@ def test_shards_of_another_encoder_are_not_reused(tmp_path, monkeypatch):
 def test_dimension_mismatch_and_other_encoder_are_refused(tmp_path):
     folder = tmp_path / "en-dense"
     build(folder)
-    with pytest.raises(IndexMismatchError, match="32-d vectors"):
+    with pytest.raises(IndexMismatchError, match="encoder gives 32-d ones; rebuild with `hint`"):
         DenseIndex.load(folder, {}, "hint", encoder=BagOfWordsEncoder(dim=32))
     with pytest.raises(IndexMismatchError, match="encoder 'bag-of-words'"):
         DenseIndex.load(folder, {}, "openqa index --lang en --engine dense", EngineOptions(encoder="other-model"))

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from openqa.data.pasted import MAX_CHARS, is_complete, make_question, parse_block, parse_many, parse_option_flags
+from openqa.data.pasted import (
+    MAX_CHARS,
+    _lines,
+    is_complete,
+    make_question,
+    parse_block,
+    parse_many,
+    parse_option_flags,
+)
 from openqa.errors import OpenQAError
 
 
@@ -73,3 +83,12 @@ def test_option_flags_refuse_a_repeated_letter_and_sizes_are_bounded():
         make_question("x" * MAX_CHARS, {"A": "a", "B": "b"})
     with pytest.raises(OpenQAError, match="at most 10 options"):
         make_question("Why?", {chr(65 + i): "a" for i in range(11)})
+
+
+def test_long_lines_parse_in_linear_time():
+    """An option line of 200,000 characters with a space run inside: the old pattern (a lazy group,
+    then ``\\s*$``) backtracked over it for minutes; a linear one takes milliseconds (the bound is loose)."""
+    started = time.monotonic()
+    for line in ("A: x" + " " * 200_000 + "y", "A: " + "x " * 100_000 + "y", " " * 200_000 + "A"):
+        assert _lines(line)[0].text.endswith(line.strip()[-1])
+    assert time.monotonic() - started < 10

@@ -184,7 +184,8 @@ def test_parse_follows_the_rules_of_openqa_answer(url, block):
     try:
         question = parse_block(block)
     except OpenQAError as exc:
-        assert (status, data) == (400, {"error": str(exc)})
+        assert (status, data) == (400, {"error": str(exc).replace(" (or --option A=text)", "")})
+        assert "--" not in data["error"]  # a web client has no flags
     else:
         assert (status, data) == (200, {"question": question.question, "options": question.options})
 
@@ -267,7 +268,9 @@ def test_methods_and_health_say_what_is_served(url):
     assert served["ir-custom", "zh"]["settings"]["exam"] == "mcmle"
     assert not served["dense", "zh"]["available"] and "openqa index --lang zh --engine dense" in served["dense", "zh"]["error"]
     assert data["limits"]["max_chars"] == MAX_CHARS
-    assert call(url, "/v1/health") == (200, {"status": "ok", "version": "0.1.0", "available": 2, "served": 4})
+    assert call(url, "/v1/health") == (200, {"status": "ok", "version": "0.1.0", "available": 2, "served": 4,
+                                             "changed": [], "reloads": []})
+    assert "<index folder>/zh-dense" in served["dense", "zh"]["error"] and "/tmp" not in json.dumps(data)
 
 
 def test_top_n_per_request_reuses_the_open_index(url, engines, monkeypatch):

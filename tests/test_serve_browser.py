@@ -1,6 +1,10 @@
 """The page of ``openqa serve`` in a real browser: headless Chromium (Debian's ``chromium`` and
 ``chromium-driver``) driven by selenium pastes a question, solves it with Ctrl+Enter, and finds the
-ranking and the highlighted evidence; also on a phone-sized screen, and the API docs offline.
+ranking and the highlighted evidence; example questions with their answer key; the verdict on a
+given correct answer; ties, options without evidence, long options; a disabled Solve that
+Ctrl+Enter cannot bypass, late replies dropped, old results cleared under an error; screen-reader
+announcements, focus, copy, keyboard help; text contrast in light and dark mode; a phone-sized
+screen, and the API docs offline. The server runs in this process, so a test can slow its scoring.
 
 A screenshot goes to ``$OPENQA_SCREENSHOT`` when set (the README's ``docs/serve.png`` is made so),
 else to the test's temporary folder. Skipped when Chromium, its driver or selenium is missing.
@@ -9,9 +13,8 @@ else to the test's temporary folder. Skipped when Chromium, its driver or seleni
 from __future__ import annotations
 
 import json
-import os
 import shutil
-from pathlib import Path
+import time
 from typing import Iterator
 
 import pytest
@@ -19,6 +22,7 @@ import pytest
 from openqa.serve.app import create_app
 from tests.helpers import QUESTIONS
 from tests.test_serve import running, tiny_engines
+from tests.test_serve_faults import slow_scoring
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -37,21 +41,23 @@ PASTED = "\n".join([QUESTIONS[0]["question"], *(f"{k}: {v}" for k, v in QUESTION
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory) -> Iterator[str]:
-    """A server whose own tuning (as ``openqa tune`` writes it) judges six paragraphs by the best hit."""
+    """ir-custom and pmi over the tiny site, whose own tuning (as ``openqa tune`` writes it) judges
+    six paragraphs by the best hit; its data folder's US test split gives the examples."""
     root = tmp_path_factory.mktemp("browser")
     (root / "tuned").mkdir()
     (root / "tuned" / "ir-custom-us.json").write_text(json.dumps({"chosen": {"top_n": 1, "aggregate": "sum", "query": "full"}}))
-    engines = tiny_engines(root, ["ir-custom"])
+    engines = tiny_engines(root, ["ir-custom", "pmi"])
     with running(create_app(engines)) as base:
         yield base
-    engines.close()
+    engines.close(wait=False)
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[webdriver.Chrome]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,1100"):
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-extensions", "--no-first-run", "--window-size=1000,1100"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
@@ -59,39 +65,192 @@ def browser() -> Iterator[webdriver.Chrome]:
     driver.quit()
 
 
-def solve(browser, url: str, text: str) -> None:
-    """Open the page, paste ``text`` and press Ctrl+Enter."""
+def open_page(browser, url: str) -> None:
     browser.get(url + "/")
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#method option"))
+
+
+def paste(browser, text: str) -> None:
     box = browser.find_element(By.ID, "text")
     box.clear()
     browser.execute_script("arguments[0].value = arguments[1];", box, text)  # what a paste leaves in the box
-    box.send_keys(Keys.CONTROL, Keys.ENTER)
+
+
+def solve(browser, url: str, text: str, method: str | None = None, key: str | None = None) -> None:
+    """Open the page, paste ``text`` (choosing the method and correct answer) and press Ctrl+Enter."""
+    open_page(browser, url)
+    if method:
+        browser.execute_script("document.getElementById('method').value = arguments[0];", method)
+    if key:
+        browser.execute_script("document.getElementById('key').value = arguments[0];", key)
+    paste(browser, text)
+    browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
+
+
+def shown(browser) -> str:
+    """The prediction heading once a result is shown."""
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "prediction").text
+                                       and b.find_element(By.ID, "solve").is_enabled())
+    return browser.find_element(By.ID, "prediction").text
+
+
+def ranking(browser) -> list[dict[str, str]]:
+    return browser.execute_script("""return [...document.querySelectorAll('#ranking li button')].map(b => ({
+        letter: b.dataset.letter, rank: b.querySelector('.rank').textContent, score: b.querySelector('.score').textContent,
+        badges: [...b.querySelectorAll('.badge')].map(x => x.textContent).join(','), width: b.querySelector('.fill').style.width}))""")
 
 
 def test_pasted_question_is_ranked_with_highlighted_evidence(browser, url, tmp_path):
     solve(browser, url, PASTED)
-    WebDriverWait(browser, WAIT).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#ranking li")) == 4)
-    assert browser.find_element(By.ID, "prediction").text.startswith("Prediction: C. Ceftriaxone")
+    assert shown(browser).startswith("Prediction: C. Ceftriaxone")
     first = browser.find_element(By.CSS_SELECTOR, "#ranking li button")
     assert first.get_attribute("aria-pressed") == "true" and "Ceftriaxone" in first.text
     marks = [m.text for m in browser.find_elements(By.CSS_SELECTOR, "#evidence mark")]
     assert {"Ceftriaxone", "cell", "wall", "synthesis"} <= set(marks)
     assert "Micro" in browser.find_element(By.CSS_SELECTOR, "#evidence .book").text
-    screenshot = Path(os.environ.get("OPENQA_SCREENSHOT") or tmp_path / "serve.png")
-    screenshot.parent.mkdir(parents=True, exist_ok=True)
-    assert browser.save_screenshot(str(screenshot))
+    rows = ranking(browser)
+    assert rows[0]["width"] == "100%" and "share of the best" in browser.find_element(By.ID, "bars").text
+    assert rows[1]["score"].endswith("%") and "−" in rows[1]["score"]  # its margin behind the best
     first.send_keys(Keys.ARROW_DOWN)  # the keyboard moves to the next option and shows its evidence
     second = browser.find_elements(By.CSS_SELECTOR, "#ranking li button")[1]
     assert second.get_attribute("aria-pressed") == "true" and browser.switch_to.active_element == second
-    assert second.text.split("\n")[1] in browser.find_element(By.ID, "evidence-title").text
+    assert f"for {second.get_attribute('data-letter')}." in browser.find_element(By.ID, "evidence-title").text
     assert [entry["message"] for entry in browser.get_log("browser") if entry["level"] != "INFO"] == []
 
 
-def test_bad_input_shows_the_servers_one_line_error(browser, url):
-    solve(browser, url, "Which drug?\nA: Aspirin")
+def test_results_are_announced_and_focused_with_the_measured_accuracy(browser, url):
+    solve(browser, url, PASTED)
+    heading = shown(browser)
+    assert browser.switch_to.active_element.get_attribute("id") == "prediction"
+    assert browser.find_element(By.ID, "announce").get_attribute("aria-live") == "polite"
+    assert heading in browser.find_element(By.ID, "announce").get_attribute("textContent")
+    accuracy = browser.find_element(By.ID, "accuracy").text
+    assert "IR-Custom:" in accuracy and "% on MedQA US test" in accuracy and "11 books" in accuracy
+    assert "not medical advice" in accuracy and "eval/results/us-test-ir-custom.json" in accuracy
+
+
+def test_examples_are_real_test_questions_with_their_answer_key(browser, url):
+    open_page(browser, url)
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".example"))
+    rule = browser.find_element(By.ID, "examples-rule").text
+    assert "first 5 questions of the MedQA US test split, in file order" in rule and "not chosen by whether" in rule
+    examples = browser.find_elements(By.CSS_SELECTOR, ".example")
+    assert [e.text.split(":")[0] for e in examples] == ["us-test-1", "us-test-2"]
+    examples[1].click()
+    shown(browser)
+    verdict = browser.find_element(By.ID, "verdict").text
+    assert verdict.startswith("Answer key (us-test-2): A. Aspirin.")
+    predicted = browser.find_element(By.ID, "prediction").text
+    assert ("matches it" in verdict) == predicted.startswith("Prediction: A.")
+    keyed = next(r for r in ranking(browser) if r["letter"] == "A")
+    assert "correct answer" in keyed["badges"]
+
+
+def test_a_given_correct_answer_is_marked_and_judged(browser, url):
+    solve(browser, url, PASTED, key="A")
+    shown(browser)
+    assert browser.find_element(By.ID, "verdict").text == "Correct answer (given): A. Gentamicin. The prediction does not match it."
+    assert [r["letter"] for r in ranking(browser) if "correct answer" in r["badges"]] == ["A"]
+
+
+def test_tied_options_are_shown_as_tied(browser, url):
+    solve(browser, url, "Which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone\nC: Ceftriaxone")
+    assert "tied with" in shown(browser)
+    rows = ranking(browser)
+    assert [r["rank"] for r in rows[:2]] == ["=1", "=1"] and all("tied best" in r["badges"] for r in rows[:2])
+    assert rows[0]["score"] == rows[1]["score"] and {rows[0]["letter"], rows[1]["letter"]} == {"B", "C"}
+
+
+def test_pmi_explains_options_without_evidence(browser, url):
+    solve(browser, url, "Which drug blocks cell wall synthesis?\nA: Ceftriaxone\nB: Zyxqvor", method="pmi")
+    shown(browser)
+    row = next(r for r in ranking(browser) if r["letter"] == "B")
+    assert row["score"] == "no evidence" and row["rank"] == "–"
+    browser.find_elements(By.CSS_SELECTOR, "#ranking li button")[-1].click()
+    assert "its PMI is undefined" in browser.find_element(By.ID, "evidence-note").text
+
+
+def test_long_options_wrap(browser, url):
+    solve(browser, url, "Which drug blocks cell wall synthesis?\nA: Ceftriaxone" + "x" * 400 + "\nB: Aspirin " * 1)
+    shown(browser)
+    assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_ctrl_enter_cannot_bypass_a_disabled_solve_and_the_page_shows_it_is_busy(browser, url, monkeypatch):
+    calls: list[str] = []
+    slow_scoring(monkeypatch, 1.5, calls, only="SLOW")
+    solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
+    WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
+    assert browser.find_element(By.ID, "ask").get_attribute("aria-busy") == "true"
+    assert browser.find_element(By.ID, "status").text.startswith("Solving with ir-custom (en)")
+    browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
+    shown(browser)
+    assert len(calls) == 1 and browser.find_element(By.ID, "status").text == ""
+
+
+def test_a_late_reply_never_replaces_a_newer_one(browser, url, monkeypatch):
+    slow_scoring(monkeypatch, 2.0, only="SLOW")
+    solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
+    WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
+    browser.find_elements(By.CSS_SELECTOR, ".example")[0].click()  # a newer request while the first is out
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "verdict").text.startswith("Answer key (us-test-1)"))
+    time.sleep(3)  # the slow reply arrives now, and must be dropped
+    assert browser.find_element(By.ID, "prediction").text.startswith("Prediction: C. Ceftriaxone")
+    assert browser.find_element(By.ID, "verdict").text.startswith("Answer key (us-test-1)")
+
+
+def test_an_error_clears_the_old_result_and_speaks_web(browser, url):
+    solve(browser, url, PASTED)
+    shown(browser)
+    paste(browser, "Which drug?\nA: Aspirin")
+    browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
     error = WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "error").text)
-    assert error.startswith("give at least two options")
+    assert error == "Give at least two options, one per line as 'A: text'" and "--" not in error
+    assert not browser.find_element(By.ID, "result").is_displayed()
+
+
+def test_copy_json_and_keyboard_help(browser, url):
+    solve(browser, url, PASTED)
+    shown(browser)
+    browser.find_element(By.ID, "copy").click()
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "copied").text)
+    assert browser.find_element(By.ID, "copied").text == "Copied."
+    browser.find_element(By.TAG_NAME, "body").send_keys("?")
+    keys = browser.find_element(By.ID, "keys")
+    assert keys.is_displayed() and "Ctrl+Enter" in keys.text.replace(" ", "")
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    assert not keys.is_displayed()
+
+
+CONTRAST = """
+function lum(rgb) { const [r, g, b] = rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b; }
+function rgba(text) { return text.match(/[\\d.]+/g).map(Number); }
+function background(node) { for (; node; node = node.parentElement) { const c = rgba(getComputedStyle(node).backgroundColor);
+  if (c.length < 4 || c[3] > 0.5) return c.slice(0, 3); } return rgba(getComputedStyle(document.body).backgroundColor).slice(0, 3); }
+const worst = [];
+for (const node of document.querySelectorAll('body *')) {
+  if (!node.offsetParent && node.tagName !== 'BODY') continue;
+  if (![...node.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+  const fg = rgba(getComputedStyle(node).color).slice(0, 3), bg = background(node);
+  const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+  worst.push([(hi + 0.05) / (lo + 0.05), node.tagName + '#' + node.id + '.' + node.className]);
+}
+return worst.sort((a, b) => a[0] - b[0]).slice(0, 3);
+"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_text_contrast_is_at_least_4_5_to_1(browser, url, scheme):
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    try:
+        solve(browser, url, "Which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone\nC: Ceftriaxone", key="A")
+        shown(browser)
+        browser.find_element(By.TAG_NAME, "body").send_keys("?")
+        worst = browser.execute_script(CONTRAST)
+        assert worst[0][0] >= 4.5, worst
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 
 
 def test_the_page_fits_a_phone(browser, url):
@@ -108,4 +267,4 @@ def test_the_api_docs_render_without_a_network(browser, url):
     browser.get(url + "/docs")
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".opblock"))
     paths = {e.text for e in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
-    assert {"/v1/answer", "/v1/parse", "/v1/methods", "/v1/health"} <= paths
+    assert {"/v1/answer", "/v1/parse", "/v1/methods", "/v1/health", "/v1/examples"} <= paths

@@ -162,7 +162,7 @@ class Index(ABC):
     tokenizer: Tokenizer
     manifest: dict[str, Any]
 
-    @classmethod
+    @classmethod  # noqa: B027  (a hook that most engines leave empty: they take any options)
     def check_options(cls, options: EngineOptions) -> None:
         """Refuse options this engine cannot use (a malformed server URL) before any work is done."""
 

@@ -3,21 +3,33 @@
 Each endpoint parses a request, calls one function (``parse_block``, ``make_question``, the
 ``Engines`` that hold the opened methods) and returns its record. Bad input gets a 4xx status and
 a one-line JSON error, ``{"error": "..."}``, never a traceback: 400 for what ``openqa answer``
-refuses (empty question, fewer than two options, a repeated letter) and for an unknown method or
-language, 404 for a method this server does not offer (the message names the ``openqa index``
-command that builds its index), 413 for a question over the size limit or an oversized body, 422
-for a request of the wrong shape. The API docs at ``/docs`` load Swagger UI from the package
-``fastapi-offline``, so they work without a network, as does the page.
+refuses (empty question, fewer than two options, a repeated letter), for an unknown method or
+language and for a body that is empty, not JSON, not UTF-8 or holds a lone surrogate; 403 for a
+Host header that does not name this server (DNS rebinding); 404 for a method this server does
+not offer (the message names the ``openqa index`` command that builds its index); 408 for a body
+that does not arrive in time; 413 for a question over its method's size limit or an oversized
+body; 422 for a request of the wrong shape; 503 for a request over its method's time limit or
+whose index is being rebuilt. The event loop only moves bytes: parsing and scoring run in
+threads. The API docs at ``/docs`` load Swagger UI from the package ``fastapi-offline``, so they
+work without a network, as does the page.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ipaddress
 import json
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Iterator
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
@@ -31,8 +43,9 @@ from openqa import __version__
 from openqa.data import Question
 from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
 from openqa.errors import OpenQAError
+from openqa.serve.engines import Engines, RequestError, limits, overtime
+from openqa.serve.examples import examples
 from openqa.workspace import Context
-from openqa.serve.engines import Engines, RequestError
 
 STATIC = Path(__file__).parent / "static"
 #: The most paragraphs per option a request may ask for, and the largest top-N it may set.
@@ -41,8 +54,18 @@ MAX_TOP_N = 100
 #: Request bodies over this many bytes are refused (413) unread: a question at ``MAX_CHARS`` with
 #: every character JSON-escaped as ``\\uXXXX`` (6 bytes) still fits.
 MAX_BODY = 6 * MAX_CHARS + 16 * 1024
+#: Seconds a request body may take to arrive in full (a client trickling bytes gets a 408).
+BODY_SECONDS = 20.0
+#: How often a request waiting for its answer looks whether its client is still there (seconds).
+POLL_SECONDS = 0.2
+#: Seconds the server waits for requests in flight after Ctrl-C or SIGTERM before closing them.
+GRACE_SECONDS = 5
 #: Option letters, as ``openqa answer`` takes them (A-J).
 LETTERS = "ABCDEFGHIJ"[:MAX_OPTIONS]
+#: Host names every server answers to when bound to loopback.
+LOOPBACK = ("localhost", "127.0.0.1", "::1")
+#: Wording of ``openqa answer``'s messages that names its flags, as a web client reads it.
+WEB_WORDS = {" (or --option A=text)": ""}
 
 
 class AnswerRequest(BaseModel):
@@ -118,7 +141,7 @@ class Error(BaseModel):
     error: str
 
 
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Error} for code in (400, 404, 413, 422)}
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Error} for code in (400, 403, 404, 408, 413, 422, 503)}
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -126,11 +149,15 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def _checked(build: Callable[..., Question], *args: Any) -> Question:
-    """A question from ``make_question`` or ``parse_block``, whose refusals become request errors."""
+    """A question from ``make_question`` or ``parse_block``, whose refusals become request errors
+    worded for a web client."""
     try:
         return build(*args)
     except OpenQAError as exc:
-        raise RequestError(str(exc), 413 if isinstance(exc, TooLongError) else 400) from None
+        message = str(exc)
+        for cli, web in WEB_WORDS.items():
+            message = message.replace(cli, web)
+        raise RequestError(message, 413 if isinstance(exc, TooLongError) else 400) from None
 
 
 def _lettered(options: dict[str, str]) -> dict[str, str]:
@@ -156,9 +183,25 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-async def no_repeated_keys(request: Request) -> None:
-    """Refuse a body that gives a key twice, such as an option letter."""
-    json.loads(await request.body(), object_pairs_hook=_unique_keys)
+def check_json(body: bytes) -> None:
+    """Refuse (400) a body that is empty, not UTF-8, not JSON, gives a key twice or holds a lone
+    surrogate (``"\\ud800"`` parses, but is no character and cannot be written back as UTF-8)."""
+    if not body.strip():
+        raise RequestError('empty request body: send a JSON object, such as {"text": "..."} or {"question": "...", "options": {...}}')
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RequestError(f"the request body is not UTF-8 (byte {exc.start})") from None
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise RequestError(f"the request body is not valid JSON ({exc.msg} at character {exc.pos}); "
+                           "send a JSON object with Content-Type: application/json") from None
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RequestError(f"the request holds a lone surrogate ({exc.object[exc.start:exc.end]!r}): "
+                           "text must be valid Unicode") from None
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
@@ -170,30 +213,75 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
     return 422, f"{where}: {first['msg']}"
 
 
-class BodyLimit:
-    """ASGI middleware that refuses a request body over ``limit`` bytes with a one-line JSON 413
-    before the app parses it: at once when its Content-Length says so, else as soon as the bytes
-    received pass the limit (a body within it is handed on as received)."""
+def host_name(header: str) -> str:
+    """The name in a Host header, without port, brackets or trailing dot, lower-cased."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:header.find("]")] if "]" in header else header
+    name = header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+    return name.rstrip(".")
 
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+class Guard:
+    """ASGI middleware in front of the app: refuses a Host header that names no address of this
+    server (403: a page elsewhere whose name was rebound to this address must not reach the API),
+    answers HEAD as GET without the body, and reads a request body before the app sees it, refusing
+    one over ``limit`` bytes (413: at once when its Content-Length says so, else as soon as the bytes
+    received pass it), one that does not arrive within ``BODY_SECONDS`` (408) and, for ``/v1`` POSTs,
+    one that is not a JSON text (``check_json``). A JSON body is handed on labelled as JSON, so a
+    client that sent JSON as a form (``curl -d``) is understood."""
+
+    def __init__(self, app: ASGIApp, limit: int, hosts: Iterable[str], any_ip: bool) -> None:
         self.app = app
         self.limit = limit
+        self.hosts = {host_name(host) for host in hosts}
+        self.any_ip = any_ip
+
+    def host_allowed(self, header: str | None) -> bool:
+        if header is None:
+            return True  # HTTP/1.0 without a Host: no browser sends that
+        name = host_name(header)
+        return name in self.hosts or (self.any_ip and _is_ip(name))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        too_large = _error(413, f"request body too large (at most {self.limit} bytes)")
-        length = Headers(scope=scope).get("content-length", "0")
-        if length.isdigit() and int(length) > self.limit:
-            return await too_large(scope, receive, send)
-        body, message = b"", {"more_body": True}
-        while message.get("more_body"):
-            message = await receive()
-            body += message.get("body", b"")
-            if len(body) > self.limit:
-                return await too_large(scope, receive, send)
-        if message["type"] == "http.disconnect":
+        try:
+            await self.guarded(scope, receive, send)
+        except asyncio.CancelledError:  # the server stops (its grace period is over): no traceback for that
             return None
+
+    async def guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = Headers(scope=scope)
+        host = headers.get("host")
+        if not self.host_allowed(host):
+            names = ", ".join(sorted(self.hosts))
+            return await _error(403, f"host {host!r} is not served here: this server answers to {names}"
+                                     " (its operator can add names with --allow-host)")(scope, receive, send)
+        if scope["method"] == "HEAD":
+            scope, send = {**scope, "method": "GET"}, _without_body(send)
+        if scope["method"] in ("GET", "HEAD", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        try:
+            body = await asyncio.wait_for(self.read(headers, receive), BODY_SECONDS)
+            if body is None:
+                return None  # the client went away
+            if scope["path"].startswith("/v1/"):
+                check_json(body)
+                scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+                         + [(b"content-type", b"application/json")]}
+        except asyncio.TimeoutError:
+            return await _error(408, f"the request body did not arrive within {BODY_SECONDS:g} s")(scope, receive, send)
+        except RequestError as exc:
+            return await _error(exc.status, str(exc))(scope, receive, send)
         received = [{"type": "http.request", "body": body, "more_body": False}]
 
         async def replay() -> Message:
@@ -201,9 +289,55 @@ class BodyLimit:
 
         return await self.app(scope, replay, send)
 
+    async def read(self, headers: Headers, receive: Receive) -> bytes | None:
+        """The whole body (None if the client disconnected), or a 413 past ``limit`` bytes."""
+        too_large = RequestError(f"request body too large (at most {self.limit} bytes)", 413)
+        length = headers.get("content-length", "0")
+        if length.isdigit() and int(length) > self.limit:
+            raise too_large
+        chunks, size, message = [], 0, {"more_body": True}
+        while message.get("more_body"):
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            if size > self.limit:
+                raise too_large
+        return b"".join(chunks)
 
-def create_app(engines: Engines) -> FastAPI:
-    """The API and the page over ``engines`` (opened methods)."""
+
+def _without_body(send: Send) -> Send:
+    """``send`` for a HEAD request: the GET's status and headers, no body bytes."""
+
+    async def head(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            message = {**message, "body": b""}
+        await send(message)
+
+    return head
+
+
+async def _answered(future: Future[dict[str, Any]], request: Request, deadline: float, what: str) -> dict[str, Any]:
+    """The result of a scoring job, waited for without blocking the event loop; a 503 past the
+    deadline, a 499 once the client has disconnected (the job is then abandoned by the caller)."""
+    waiting = asyncio.wrap_future(future)
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=POLL_SECONDS)
+            if done:
+                return waiting.result()
+            if await request.is_disconnected():
+                raise RequestError("the client closed the connection", 499)
+            if time.monotonic() > deadline:
+                raise overtime(what)
+    finally:
+        waiting.cancel()  # a job that ends later sets no result here
+
+
+def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool = False) -> FastAPI:
+    """The API and the page over ``engines`` (opened methods), answering requests whose Host header
+    names one of ``hosts`` (or, with ``any_ip``, any IP address)."""
     app = FastAPIOffline(
         title="openqa", version=__version__,
         description="Solve medical licensing exam questions with evidence from the MedQA textbooks. "
@@ -211,11 +345,11 @@ def create_app(engines: Engines) -> FastAPI:
         swagger_ui_parameters={"validatorUrl": None},
     )
 
-    app.add_middleware(BodyLimit, limit=MAX_BODY)
+    app.add_middleware(Guard, limit=MAX_BODY, hosts=hosts, any_ip=any_ip)
 
     @app.exception_handler(OpenQAError)
     async def _refused(request: Request, exc: OpenQAError) -> JSONResponse:
-        return _error(getattr(exc, "status", 400), str(exc))
+        return _error(getattr(exc, "status", 400), engines.public(str(exc)))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -237,48 +371,129 @@ def create_app(engines: Engines) -> FastAPI:
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
-    @app.get("/v1/health", summary="Whether the server is up and how many methods it serves")
+    @app.get("/v1/health", summary="Whether the server is up, how many methods it serves, and indexes changed on disk")
     async def health() -> dict[str, Any]:
-        served = engines.describe()
-        return {"status": "ok", "version": __version__,
-                "available": sum(offer["available"] for offer in served), "served": len(served)}
+        served = await run_in_threadpool(engines.describe)
+        changed = [f"{o['method']} ({o['lang']}): {o['changed']}" for o in served if "changed" in o]
+        return {"status": "ok" if not changed else "changed", "version": __version__,
+                "available": sum(offer["available"] for offer in served), "served": len(served),
+                "changed": changed, "reloads": engines.reloads[-5:]}
 
-    @app.get("/v1/methods", summary="Methods and languages served, each with its index and settings or why it is not available")
+    @app.get("/v1/methods", summary="Methods and languages served, each with its index, settings and limits or why it is not available")
     async def methods() -> dict[str, Any]:
         return {
             "languages": engines.langs, "methods": engines.methods,
             "default": {"method": engines.methods[0], "lang": engines.langs[0]},
-            "served": engines.describe(),
+            "served": await run_in_threadpool(engines.describe),
             "limits": {"max_chars": MAX_CHARS, "max_options": MAX_OPTIONS, "max_top_n": MAX_TOP_N,
                        "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY},
         }
 
+    @app.get("/v1/examples", summary="Real MedQA questions with their answer keys, chosen by a stated rule (none without a data folder)")
+    async def example_questions(lang: str | None = None) -> dict[str, Any]:
+        lang = lang or engines.langs[0]
+        if lang not in engines.langs:
+            raise RequestError(f"unknown language {lang!r}: choose one of {', '.join(engines.langs)}")
+        return await run_in_threadpool(examples, engines.ctx.settings.data_dir, lang)
+
     @app.post("/v1/parse", response_model=ParsedQuestion, responses=ERRORS,
               summary="Turn a pasted question (question lines, then option lines) into an answer request")
     async def parse(body: ParseRequest) -> ParsedQuestion:
-        question = _checked(parse_block, body.text)
+        question = await run_in_threadpool(_checked, parse_block, body.text)
         return ParsedQuestion(question=question.question, options=question.options)
 
-    @app.post("/v1/answer", response_model=Answer, responses=ERRORS, dependencies=[Depends(no_repeated_keys)],
+    @app.post("/v1/answer", response_model=Answer, responses=ERRORS,
               summary="Rank a question's options, with evidence paragraphs and the spans of their matched words")
-    async def answer(body: AnswerRequest) -> dict[str, Any]:
-        question = _checked(make_question, body.question, _lettered(body.options))
-        return await asyncio.wrap_future(engines.answer(question, body.method, body.lang, body.top_n, body.evidence))
+    async def answer(body: AnswerRequest, request: Request) -> dict[str, Any]:
+        method, lang = engines.offer(body.method, body.lang)
+        limit = limits(method)
+        deadline = time.monotonic() + limit.seconds
+        question = await run_in_threadpool(_checked, make_question, body.question, _lettered(body.options))
+        size = len(question.question) + sum(map(len, question.options.values()))
+        if size > limit.max_chars:
+            raise RequestError(f"question too long for {method}: {size} characters with its options "
+                               f"(at most {limit.max_chars} per request)", 413)
+        abandoned = threading.Event()
+        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline)
+        try:
+            return await _answered(future, request, deadline, f"{method} ({lang})")
+        finally:
+            abandoned.set()  # a job still queued or waiting for its index never starts
+            future.cancel()
 
     return app
 
 
-def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: int) -> None:
-    """Open the methods once, then serve the page and the API on ``host:port`` until Ctrl-C."""
-    import uvicorn
-
-    engines = Engines(ctx, langs, methods)
-    for offer in engines.describe():
-        state = "ready" if offer["available"] else f"not available: {offer['error']}"
-        ctx.notify(f"{offer['method']} ({offer['lang']}) {state}")
-    ctx.notify(f"page at http://{host}:{port}/ and API docs at http://{host}:{port}/docs"
-               + ("" if host in ("127.0.0.1", "localhost", "::1") else "; no authentication: anyone who reaches this address can use it"))
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, or a one-line error when the port is taken (before any
+    index is opened or any address printed)."""
     try:
-        uvicorn.run(create_app(engines), host=host, port=port, log_level="info")
-    finally:
-        engines.close()
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise OpenQAError(f"cannot listen on {host!r}: {exc.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port left in TIME_WAIT by a stopped server
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise OpenQAError(f"cannot listen on {host}:{port}: {exc.strerror} (another server there? "
+                          "stop it or choose another --port)") from None
+    return sock
+
+
+class _Server:
+    """uvicorn's server whose first Ctrl-C or SIGTERM stops it gracefully (requests in flight get
+    ``GRACE_SECONDS``) and whose second one stops it at once; the signals are not raised again
+    after the stop, so the caller decides the exit status (``forced``)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+                try:
+                    yield
+                finally:
+                    for sig, handler in originals.items():
+                        signal.signal(sig, handler)
+
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                self.force_exit = self.should_exit
+                self.should_exit = True
+
+        self.server = Server(uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS))
+
+    def run(self, sock: socket.socket) -> bool:
+        """Serve on ``sock`` until stopped; whether the stop was forced (a second signal)."""
+        self.server.run(sockets=[sock])
+        return self.server.force_exit
+
+
+def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: int,
+          allow_hosts: list[str] | None = None) -> None:
+    """Open the methods once, then serve the page and the API on ``host:port`` until Ctrl-C (a
+    second Ctrl-C stops at once and raises ``KeyboardInterrupt``). Requests must name this server
+    in their Host header: ``host`` (any IP address when it is a wildcard), loopback names when it
+    is loopback, or one of ``allow_hosts``."""
+    sock = listen(host, port)
+    wildcard = host in ("0.0.0.0", "::", "")
+    hosts = [host, *(LOOPBACK if wildcard or host in LOOPBACK else ()), *(allow_hosts or [])]
+    forced = False
+    with sock:
+        engines = Engines(ctx, langs, methods)
+        try:
+            for offer in engines.describe():
+                state = "ready" if offer["available"] else f"not available: {offer['error']}"
+                ctx.notify(f"{offer['method']} ({offer['lang']}) {state}")
+            shown = f"[{host}]" if ":" in host else host
+            ctx.notify(f"page at http://{shown}:{port}/ and API docs at http://{shown}:{port}/docs"
+                       + ("" if host in LOOPBACK else "; no authentication: anyone who reaches this address can use it"))
+            forced = _Server(create_app(engines, hosts, any_ip=wildcard)).run(sock)
+        finally:
+            engines.close(wait=not forced)
+    if forced:
+        raise KeyboardInterrupt

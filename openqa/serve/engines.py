@@ -1,27 +1,45 @@
-"""The methods a server offers, each opened once, and the one thread per language that uses them.
+"""The methods a server offers, each opened once, the worker threads that use them, and the checks
+that keep a request from stalling the others or reading an index that changed on disk.
 
-Every index is opened once at start-up and shared by all requests. Engines keep per-query state
-(IR-Custom fits its average query length to each question's option queries; the Lucene engine of
-ir-es calls into a JVM, whose threads must be attached), so all the work of one language runs in
-that language's own worker thread, one question at a time: no request sees another's state, the
-JVM sees one long-lived thread, and English and Chinese questions are solved in parallel. A
-request's ``top_n`` builds a new scorer over the already-open index (``open_method`` over a
-context that hands back the open index), never a reload.
+Every index is opened once at start-up and shared by all requests. Scorers and engines take
+their query settings per call, so one opened index serves many threads: questions are scored on
+a pool of ``WORKERS`` threads. A method whose engine calls into a JVM (ir-es over Lucene, whose
+threads must be attached) keeps one long-lived thread of its own.
+
+Limits: each method has a size limit (characters of question and options) and a time limit per
+request (waiting and working). A request that goes over its time, or whose client disconnects,
+is abandoned: a job still queued never starts; one already scoring finishes its (size-bounded)
+work and its answer is dropped.
+
+An index rebuilt or deleted while serving is noticed by its manifest's stamp (inode, size and
+modification time of ``manifest.json``: one ``stat`` per index per request). The next request
+reopens it (the methods over it are swapped in whole), or gets a 503 naming the rebuild when it
+cannot be opened yet; an answer whose index changed while it was scored is thrown away and
+scored again, so no answer mixes old and new files. A request's ``top_n`` builds a new scorer
+over the already-open index (``open_method`` over a context that hands back the open index).
 """
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
+import openqa
 from openqa.answer import no_match_message
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.languages import LANGS
+from openqa.languages import DEFAULT_LANG, LANGS
 from openqa.methods import METHODS, Opened, Overrides, Request, open_method
 from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index, SearchEngine
+from openqa.retrieval.manifest import MANIFEST
+from openqa.retrieval.registry import index_folder, open_index
+from openqa.serve.examples import measured_accuracy
 from openqa.workspace import Context, Exam
 
 #: ``--method all``: every registered method (a missing index that builds in seconds is built first,
@@ -29,6 +47,33 @@ from openqa.workspace import Context, Exam
 ALL = "all"
 #: How the CLI's flag for a per-request setting is named in the API (settings sources name their flag).
 REQUEST_FIELDS = {"--top-n": "request top_n", "--lang": "lang"}
+#: Threads scoring questions (beside the JVM's own thread): more than the cores, so a few large questions
+#: cannot hold every thread while small ones wait.
+WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
+#: Engines that call into a JVM: the methods over them run on one long-lived thread.
+JVM_ENGINES = frozenset({"lucene"})
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request to a method may ask for: characters of question and options together, and
+    seconds from arriving to answered (queueing included)."""
+
+    max_chars: int
+    seconds: float
+
+
+#: Limits per method. PMI counts co-occurrences of every question term with every option term in
+#: windows of the positional index: 4 Chinese options of 4,000 characters took 2.9 s here (MedQA's
+#: longest question with its options has 3,637 characters, US test). The others search an inverted
+#: or vector index once per option and stay under half a second at 20,000 characters.
+LIMITS = {"pmi": Limits(6_000, 15.0)}
+DEFAULT_LIMITS = Limits(20_000, 15.0)
+
+
+def limits(method: str) -> Limits:
+    """The per-request limits of ``method``."""
+    return LIMITS.get(method, DEFAULT_LIMITS)
 
 
 class RequestError(OpenQAError):
@@ -39,24 +84,59 @@ class RequestError(OpenQAError):
         self.status = status
 
 
+class Abandoned(Exception):
+    """The request of a job went away (its client disconnected or its time ran out)."""
+
+
+Stamp = tuple[int, int, int] | None
+
+
+def stamp(folder: Path) -> Stamp:
+    """Inode, size and modification time of an index's manifest (None: no manifest): a rebuild
+    swaps in a new folder with a new manifest, a deletion removes it."""
+    try:
+        info = os.stat(folder / MANIFEST)
+    except OSError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def index_keys(method: str, lang: str) -> tuple[tuple[str, str], ...]:
+    """The (language, engine) indexes a method reads (both parts' for a fused method; none for a reader)."""
+    m = METHODS[method]
+    parts = getattr(m, "parts", ())
+    if parts:
+        return tuple(sorted({key for part in parts for key in index_keys(part, lang)}))
+    return ((lang, m.engine),) if m.engine else ()
+
+
 @dataclass(frozen=True)
 class _OpenOnce(Context):
-    """A context that opens each index once and hands the same open index to every later scorer."""
+    """A context that opens each index once and hands the same open index to every later scorer;
+    after start-up (``build_missing`` off) a missing index is an error, never built inside a request."""
 
     opened: dict[tuple[str, str], Index] = field(default_factory=dict, compare=False)
+    build_missing: bool = True
 
     def open(self, lang: str, engine: str) -> Index:
         if (lang, engine) not in self.opened:
-            self.opened[lang, engine] = super().open(lang, engine)
+            if self.build_missing:
+                self.opened[lang, engine] = super().open(lang, engine)
+            else:
+                s = self.settings
+                self.opened[lang, engine] = open_index(s.index_dir, lang, engine, self.tokenizer(lang, engine),
+                                                       s.data_dir, self.options, self.corpus)
         return self.opened[lang, engine]
 
 
 @dataclass(frozen=True)
 class Offer:
-    """One method in one language: opened with its dev-tuned settings, or why it cannot be."""
+    """One method in one language: opened with its dev-tuned settings, or why it cannot be; the
+    stamps of its indexes' manifests when it was opened."""
 
     method: str
     lang: str
+    stamps: dict[tuple[str, str], Stamp]
     opened: Opened | None = None
     error: str | None = None
 
@@ -83,6 +163,28 @@ def relabel(value: Any) -> Any:
     return value
 
 
+class Public:
+    """Text sent to clients with the server's folders named, never given as absolute paths."""
+
+    def __init__(self, ctx: Context) -> None:
+        s = ctx.settings
+        folders = [(s.index_dir, "<index folder>"), (s.data_dir, "<data folder>"), (s.settings_dir, "<settings folder>"),
+                   (s.models_dir, "<models folder>"), (Path(openqa.__file__).parent, "<openqa package>")]
+        pairs = {str(Path(p).resolve()): label for p, label in folders if p is not None}
+        pairs.update({str(p): label for p, label in folders if p is not None and Path(p).is_absolute()})
+        self.pairs = sorted(pairs.items(), key=lambda pair: -len(pair[0]))  # longest (innermost) first
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: self(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self(item) for item in value]
+        if isinstance(value, str):
+            for path, label in self.pairs:
+                value = value.replace(path, label)
+        return value
+
+
 def pick(items: list[str], known: tuple[str, ...], what: str) -> list[str]:
     """Items of a comma-separated flag, stripped and once each, each one of ``known`` (one-line error otherwise)."""
     chosen = list(dict.fromkeys(item.strip() for item in items if item.strip()))
@@ -92,39 +194,100 @@ def pick(items: list[str], known: tuple[str, ...], what: str) -> list[str]:
     return chosen
 
 
+def overtime(what: str) -> RequestError:
+    """The 503 of a request over its method's time limit."""
+    method = what.split(" ")[0]
+    return RequestError(f"{what} did not answer within its limit of {limits(method).seconds:g} s per request "
+                        "(the server is busy or the question is large); try again", 503)
+
+
 class Engines:
-    """The methods a server offers per language, opened once, and a worker thread per language."""
+    """The methods a server offers per language, opened once, and the worker threads that use them."""
 
     def __init__(self, ctx: Context, langs: list[str], methods: list[str]) -> None:
         """Open every method in every language (``methods`` may be ``["all"]``); one that cannot be
         opened is kept with its error, so requests for it say which command builds its index."""
         self.ctx = _OpenOnce(**{f.name: getattr(ctx, f.name) for f in fields(Context)})
+        self.public = Public(ctx)
         self.langs = pick(langs, LANGS, "language")
-        self.methods = list(METHODS) if methods == [ALL] else pick(methods, tuple(METHODS), "method")
-        self.workers = {lang: ThreadPoolExecutor(1, thread_name_prefix=f"openqa-{lang}") for lang in self.langs}
+        servable = tuple(name for name in METHODS if index_keys(name, DEFAULT_LANG))  # not a reader: it needs --model
+        self.methods = list(servable) if methods == [ALL] else pick(methods, servable, "method")
+        self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="openqa-score")
+        self.jvm = ThreadPoolExecutor(1, thread_name_prefix="openqa-jvm")
+        self._reload = threading.Lock()
+        self.reloads: list[dict[str, Any]] = []
         self.offers = {
-            (lang, name): self.workers[lang].submit(self._open, name, lang).result()
+            (lang, name): self._worker(name, lang).submit(self._open, name, lang).result()
             for lang in self.langs
             for name in self.methods
         }
+        self.ctx = replace(self.ctx, build_missing=False)  # shares the cache of open indexes
+        self.accuracy = {key: measured_accuracy(ctx.settings, key[1], key[0], ctx.corpus) for key in self.offers}
         if not any(offer.opened for offer in self.offers.values()):
             first = next(iter(self.offers.values()))
             raise OpenQAError(f"nothing to serve: {first.error}")
 
+    def _worker(self, method: str, lang: str) -> ThreadPoolExecutor:
+        """The JVM's thread for a method over a JVM engine, else the pool."""
+        return self.jvm if any(engine in JVM_ENGINES for _, engine in index_keys(method, lang)) else self.pool
+
+    def _folder(self, key: tuple[str, str]) -> Path:
+        return index_folder(self.ctx.settings.index_dir, *key, self.ctx.corpus)
+
+    def _stamps(self, method: str, lang: str) -> dict[tuple[str, str], Stamp]:
+        return {key: stamp(self._folder(key)) for key in index_keys(method, lang)}
+
     def _open(self, name: str, lang: str) -> Offer:
-        """Open one method (in the language's worker thread) and read its paragraphs now, so that
-        the first request does not pay for it."""
+        """Open one method (in its worker thread) and read its paragraphs now, so that the first
+        request does not pay for it. The stamps are taken first, so a change while opening is seen
+        later (but for an index that was missing, which the opening built)."""
+        stamps = self._stamps(name, lang)
         try:
             opened = open_method(self.ctx, name, Exam.resolve(lang=lang))
         except OpenQAError as exc:
-            return Offer(name, lang, error=str(exc))
+            return Offer(name, lang, stamps, error=self.public(str(exc)))
         if isinstance(opened.index, SearchEngine):  # PMI's positional index keeps no paragraphs
             opened.index.paragraphs[0]  # reads the paragraph store
         opened.index.tokenizer.prepare_query("")  # loads the Chinese script converter
-        return Offer(name, lang, opened)
+        built = {key: stamp(self._folder(key)) for key, was in stamps.items() if was is None}  # built first, at start-up
+        return Offer(name, lang, {**stamps, **built}, opened)
 
-    def offer(self, method: str | None, lang: str | None) -> Offer:
-        """The opened method a request asks for (default: the first of each list), or a one-line
+    def changed(self, offer: Offer) -> list[tuple[str, str]]:
+        """The indexes of ``offer`` whose manifest changed on disk (rebuilt, deleted, or built since)."""
+        return [key for key, was in offer.stamps.items() if stamp(self._folder(key)) != was]
+
+    def _fresh(self, method: str, lang: str) -> Offer:
+        """The offer for ``method``/``lang``, reopened first if one of its indexes changed on disk
+        (in the calling worker thread; reloads take turns). A changed index that cannot be opened
+        now is a 503 naming the rebuild; the offer is swapped in whole, never half-updated."""
+        offer = self.offers[lang, method]
+        if not self.changed(offer):
+            if offer.opened is None:
+                raise RequestError(f"{method} ({lang}) is not available: {offer.error}", 404)
+            return offer
+        with self._reload:
+            offer = self.offers[lang, method]
+            changed = self.changed(offer)
+            if not changed:  # another request reopened it meanwhile
+                return offer
+            for key in changed:
+                self.ctx.opened.pop(key, None)
+            offer = self._open(method, lang)
+            if offer.opened is not None:
+                self.offers[lang, method] = offer
+            names = ", ".join(f"{lang}-{engine}" for lang, engine in changed)
+            self.reloads.append({"method": method, "lang": lang, "indexes": names, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                 "ok": offer.opened is not None, **({"error": offer.error} if offer.error else {})})
+            del self.reloads[:-20]
+        if offer.opened is None:
+            missing = any(stamp(self._folder(key)) is None for key in changed)
+            what = "was deleted or is being rebuilt" if missing else "changed on disk and cannot be opened"
+            raise RequestError(f"the {names} index of {method} ({lang}) {what} since the server opened it: "
+                               f"{offer.error}; try again once the rebuild has finished", 503)
+        return offer
+
+    def offer(self, method: str | None, lang: str | None) -> tuple[str, str]:
+        """The method and language a request asks for (default: the first of each list), or a one-line
         error: 400 for a name openqa does not know, 404 for one this server does not offer."""
         method, lang = method or self.methods[0], lang or self.langs[0]
         if lang not in LANGS:
@@ -135,31 +298,63 @@ class Engines:
         if offer is None:
             raise RequestError(f"{method} ({lang}) is not served here: start the server with "
                                f"--method {method} --lang {lang}", 404)
-        if offer.opened is None:
+        if offer.opened is None and not self.changed(offer):
             raise RequestError(f"{method} ({lang}) is not available: {offer.error}", 404)
-        return offer
+        return method, lang
 
-    def answer(self, question: Question, method: str | None, lang: str | None, top_n: int | None,
-               evidence: int) -> Future[dict[str, Any]]:
-        """Solve ``question`` in its language's worker thread: the record of ``answer_record`` with
-        the method and language used; ``top_n`` replaces the tuned top-N over the open index."""
-        offer = self.offer(method, lang)
+    def answer(self, question: Question, method: str | None = None, lang: str | None = None, top_n: int | None = None,
+               evidence: int = 3, abandoned: threading.Event | None = None, deadline: float | None = None,
+               ) -> Future[dict[str, Any]]:
+        """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
+        language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
+        index. The job stops before scoring once ``abandoned`` is set or ``deadline``
+        (``time.monotonic``; default: the method's time limit from now) has passed."""
+        method, lang = self.offer(method, lang)
+        abandoned = abandoned or threading.Event()
+        deadline = deadline if deadline is not None else time.monotonic() + limits(method).seconds
+        what = f"{method} ({lang})"
 
         def work() -> dict[str, Any]:
-            opened = offer.opened if top_n is None else open_method(
-                self.ctx, offer.method, Exam.resolve(lang=offer.lang), Request(Overrides(top_n=top_n)))
-            record = answer_record(opened, question, evidence)
-            message = None if record["matched"] else no_match_message(offer.lang, switch='"lang": "{}"')
-            return {**record, "message": message, "method": offer.method, "lang": offer.lang,
-                    "settings": relabel(record["settings"])}
+            for _ in range(3):  # an index swapped while scoring: score again on the new one
+                if abandoned.is_set():
+                    raise Abandoned
+                if time.monotonic() > deadline:
+                    raise overtime(what)
+                offer = self._fresh(method, lang)
+                opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
+                record = answer_record(opened, question, evidence)
+                if not self.changed(offer):
+                    message = None if record["matched"] else no_match_message(lang, switch='"lang": "{}"')
+                    return {**record, "message": message, "method": method, "lang": lang,
+                            "settings": self.public(relabel(record["settings"]))}
+            raise RequestError(f"the index of {what} kept changing while answering; try again", 503)
 
-        return self.workers[offer.lang].submit(work)
+        return self._worker(method, lang).submit(work)
+
+    def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
+        """The method with the request's top-N over its open index (a 503 if that index just went away)."""
+        try:
+            return open_method(self.ctx, method, Exam.resolve(lang=lang), Request(Overrides(top_n=top_n)))
+        except OpenQAError as exc:
+            raise RequestError(f"{method} ({lang}) cannot be opened now: {self.public(str(exc))}", 503) from None
 
     def describe(self) -> list[dict[str, Any]]:
-        """Every method in every language served, available or not."""
-        return [offer.describe() for offer in self.offers.values()]
+        """Every method in every language served, available or not, with its limits and whether its
+        index changed on disk since it was opened (it is reopened on the next request)."""
+        out = []
+        for offer in self.offers.values():
+            record = {**offer.describe(), "limits": {"max_chars": limits(offer.method).max_chars,
+                                                     "seconds": limits(offer.method).seconds},
+                      "accuracy": self.accuracy[offer.lang, offer.method]}
+            changed = self.changed(offer)
+            if changed:
+                gone = [f"{lang}-{engine}" for lang, engine in changed if stamp(self._folder((lang, engine))) is None]
+                record["changed"] = (f"index {', '.join(gone)} deleted or being rebuilt" if gone else
+                                     "index rebuilt since opened: reopened on the next request")
+            out.append(record)
+        return out
 
-    def close(self) -> None:
-        """Stop the worker threads (after the requests in flight)."""
-        for worker in self.workers.values():
-            worker.shutdown()
+    def close(self, wait: bool = True) -> None:
+        """Stop the worker threads: after the requests in flight, or (``wait`` off) dropping the queued ones."""
+        for worker in (self.pool, self.jvm):
+            worker.shutdown(wait=wait, cancel_futures=not wait)

@@ -1,21 +1,42 @@
-// openqa's page: paste a question, solve it through the JSON API (/v1/parse, then /v1/answer),
-// show the options ranked with a score bar and the chosen option's evidence with its matched
-// words marked. Text from the server is only ever inserted as text (never as HTML).
+// openqa's page: paste a question (or pick a real MedQA example), solve it through the JSON API
+// (/v1/parse, then /v1/answer), show the options ranked with score bars, the answer key when known,
+// the method's measured accuracy, and the chosen option's evidence with its matched words marked.
+// Text from the server is only ever inserted as text (never as HTML).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/;
-let served = { languages: ["en"], default: { lang: "en" } };
-let answer = null;
+const LANG_NAMES = { en: "English", zh: "Chinese" };
+let served = { languages: ["en"], default: { lang: "en" }, served: [] };
+let answer = null;      // the answer shown
+let latest = 0;         // the number of the newest request; replies to older ones are dropped
+let busy = false;       // a request is in flight (Solve is disabled)
+let example = null;     // the example loaded into the box, while its text is unchanged
 
-// A JSON request to the API; a refusal becomes an Error carrying the server's one-line message.
+// A JSON request to the API; a refusal becomes an Error carrying a message for a reader of the page.
 async function api(path, body) {
-  const response = await fetch(path, body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
-  });
-  const data = await response.json().catch(() => ({ error: `${response.status} ${response.statusText}` }));
-  if (!response.ok) throw new Error(data.error || `${response.status} ${response.statusText}`);
+  let response;
+  try {
+    response = await fetch(path, body === undefined ? {} : {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+    });
+  } catch {
+    throw new Error("Cannot reach the openqa server: is it still running?");
+  }
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(webMessage(response.status, data.error));
   return data;
+}
+
+// The server's one-line error, said for the page (the server's wording is kept; HTTP codes are explained).
+function webMessage(status, error) {
+  const why = {
+    413: "The question is too long for this method",
+    503: "The server cannot answer this now",
+    408: "The question took too long to arrive",
+  }[status];
+  const text = error || `the server answered ${status}`;
+  return why ? `${why}: ${text}` : text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 function element(tag, props = {}, children = []) {
@@ -24,16 +45,39 @@ function element(tag, props = {}, children = []) {
   return node;
 }
 
-// Fill the method and language choices with what the server offers.
+// Fill the method and language choices with what the server offers; then load its examples.
 async function loadMethods() {
   served = await api("v1/methods");
   const available = served.served.filter((offer) => offer.available);
   const methods = [...new Set(available.map((offer) => offer.method))];
   $("method").replaceChildren(...methods.map((name) => element("option", { value: name, textContent: name })));
-  $("method").value = served.default.method;
-  $("lang").append(...served.languages.map((lang) => element("option", { value: lang, textContent: lang })));
+  $("method").value = methods.includes(served.default.method) ? served.default.method : methods[0];
+  $("lang").append(...served.languages.map((lang) => element("option", { value: lang, textContent: `${lang} (${LANG_NAMES[lang] || lang})` })));
   const missing = served.served.filter((offer) => !offer.available);
-  if (missing.length) $("status").textContent = `Not available here: ${missing.map((o) => `${o.method} (${o.lang})`).join(", ")}.`;
+  if (missing.length) $("status").textContent = `Not available on this server: ${missing.map((o) => `${o.method} (${o.lang})`).join(", ")}.`;
+  await Promise.all(served.languages.map(loadExamples));
+}
+
+// Real MedQA questions from the server's data folder, with the rule that chose them.
+async function loadExamples(lang) {
+  const data = await api(`v1/examples?lang=${encodeURIComponent(lang)}`);
+  if (!data.questions.length) return;
+  $("examples").hidden = false;
+  $("examples-rule").append(element("span", { textContent: `${LANG_NAMES[lang] || lang}: ${data.rule}. ` }));
+  $("example-list").append(...data.questions.map((q) => {
+    const button = element("button", { type: "button", className: "example", textContent: `${q.id}: ${q.question}` });
+    button.addEventListener("click", () => useExample(q, lang));
+    return element("li", { lang }, [button]);
+  }));
+}
+
+// Put an example in the box with its answer key, and solve it.
+function useExample(q, lang) {
+  $("text").value = [q.question, ...Object.entries(q.options).map(([letter, text]) => `${letter}: ${text}`)].join("\n");
+  $("key").value = q.answer;
+  $("lang").value = lang;
+  example = { id: q.id, text: $("text").value };
+  run();  // an example replaces a question still being solved: the older reply will be dropped
 }
 
 // The language to ask for: the one chosen, else Chinese for text in Chinese script if served.
@@ -44,23 +88,42 @@ function language(text) {
   return served.languages.includes(wanted) ? wanted : served.default.lang;
 }
 
-async function solve(event) {
+function setBusy(on, message = "") {
+  busy = on;
+  $("solve").disabled = on;
+  $("ask").setAttribute("aria-busy", String(on));
+  $("result").classList.toggle("stale", on && !$("result").hidden);
+  $("status").textContent = message;
+}
+
+function solve(event) {
   event.preventDefault();
+  if (!busy) run();  // Ctrl+Enter (or a second click) cannot bypass a disabled Solve
+}
+
+// Parse and answer the box's question; only the newest request's reply (or error) is shown.
+async function run() {
+  const number = ++latest;
   const text = $("text").value;
+  const method = $("method").value, lang = language(text);
+  if (example && example.text !== text) example = null;
   $("error").hidden = true;
-  $("solve").disabled = true;
-  $("status").textContent = "Solving…";
+  setBusy(true, `Solving with ${method} (${lang})…`);
   try {
     const request = await api("v1/parse", { text });
-    answer = await api("v1/answer", { ...request, method: $("method").value, lang: language(text), evidence: 5 });
-    show(answer);
-    $("status").textContent = "";
+    const data = await api("v1/answer", { ...request, method, lang, evidence: 5 });
+    if (number !== latest) return;  // a newer request has been made: its reply is the one to show
+    answer = data;
+    show(data, $("key").value || null);
+    setBusy(false);
+    $("prediction").focus();
   } catch (error) {
-    $("status").textContent = "";
+    if (number !== latest) return;
+    answer = null;
+    $("result").hidden = true;  // an old result must not look like the answer to this question
+    setBusy(false);
     $("error").textContent = error.message;
     $("error").hidden = false;
-  } finally {
-    $("solve").disabled = false;
   }
 }
 
@@ -73,35 +136,94 @@ function settingsLine(settings) {
   return [...groups].map(([source, items]) => `${items.join(", ")} (${source})`).join("; ");
 }
 
-// The width of each option's score bar: its share of the range of this question's scores.
-function barWidths(options) {
+// Bar lengths and what they mean: with no negative score, each option's score as a share of the best
+// one's; otherwise where it lies between the lowest and the best. Options without evidence get none.
+function bars(options) {
   const scores = options.map((o) => o.score).filter((s) => s !== null);
-  const low = Math.min(0, ...scores), high = Math.max(...scores);
-  return options.map((o) => (o.score === null || high <= low ? 0 : (100 * (o.score - low)) / (high - low)));
+  const high = Math.max(...scores), low = Math.min(...scores);
+  if (!scores.length || high <= 0 && low === high) return { widths: options.map(() => 0), meaning: "" };
+  if (low >= 0) {
+    return { widths: options.map((o) => (o.score === null ? 0 : (100 * o.score) / high)),
+      meaning: "Bars: each option's score as a share of the best option's (full bar: as good as the best); the percentage under a score is its margin behind the best. Scores are the method's evidence scores, not probabilities." };
+  }
+  return { widths: options.map((o) => (o.score === null || high === low ? 0 : (100 * (o.score - low)) / (high - low))),
+    meaning: "Bars: where each option's score lies between the lowest (empty) and the best (full). Scores are the method's evidence scores, not probabilities." };
 }
 
-function show(data) {
+// How far an option's score is behind the best one's, in percent of the best (when both are positive).
+function margin(score, best) {
+  if (score === null || best === null || best <= 0 || score < 0 || score === best) return "";
+  return `${(100 * (score - best) / best).toFixed(1).replace("-", "−")}%`;
+}
+
+// Ranks with ties sharing one (1, 1, 3, …); options without evidence come last, unranked.
+function ranks(options) {
+  return options.map((o) => (o.score === null ? null : 1 + options.filter((p) => p.score !== null && p.score > o.score).length));
+}
+
+function noEvidenceNote(method) {
+  return method === "pmi"
+    ? "no evidence: none of this option's words or word pairs occurs near the question's in the books, so its PMI is undefined"
+    : "no evidence: no paragraph of the books matches this option's words";
+}
+
+function show(data, key) {
   $("result").hidden = false;
+  const tied = data.tied.filter((l) => l !== data.prediction);
+  const predicted = data.options.find((o) => o.letter === data.prediction);
   $("prediction").textContent = data.prediction === null
-    ? `No prediction: ${data.message}`
-    : `Prediction: ${data.prediction}. ${data.options.find((o) => o.letter === data.prediction).text}`
-      + (data.tied.length ? ` (tied with ${data.tied.filter((l) => l !== data.prediction).join(", ")})` : "");
+    ? "No prediction"
+    : `Prediction: ${data.prediction}. ${predicted.text}` + (tied.length ? ` (tied with ${tied.join(", ")})` : "");
+  const keyed = key && data.options.find((o) => o.letter === key);
+  let verdict = "";
+  if (data.prediction === null) {
+    const other = served.languages.find((l) => l !== data.lang);
+    verdict = `No word of the question or its options occurs in the ${data.lang} (${LANG_NAMES[data.lang] || data.lang}) books.`
+      + (other ? ` Is it in another language? Choose ${other} (${LANG_NAMES[other] || other}) under Language.` : "");
+  } else if (key && !keyed) {
+    verdict = `The correct answer you gave, ${key}, is not one of this question's options.`;
+  } else if (keyed) {
+    const source = example ? `Answer key (${example.id})` : "Correct answer (given)";
+    verdict = `${source}: ${key}. ${keyed.text}. `
+      + (key === data.prediction ? (tied.length ? "The prediction matches it, but tied with other options." : "The prediction matches it.")
+        : data.tied.includes(key) ? "It is tied with the prediction." : "The prediction does not match it.");
+  }
+  $("verdict").textContent = verdict;
+  $("verdict").className = keyed && data.prediction !== null ? (key === data.prediction ? "verdict right" : "verdict wrong") : "verdict";
+  const offer = served.served.find((o) => o.method === data.method && o.lang === data.lang);
+  $("accuracy").textContent = offer && offer.accuracy ? `${offer.accuracy.sentence} (${offer.accuracy.record})`
+    : `${data.method}: no measured accuracy on record here; a baseline, not medical advice.`;
   $("settings").textContent = `${data.method} (${data.lang}): ${settingsLine(data.settings)}`;
-  const widths = barWidths(data.options);
-  $("ranking").replaceChildren(...data.options.map((option, rank) => {
+  const { widths, meaning } = bars(data.options);
+  $("bars").textContent = meaning;
+  const rank = ranks(data.options);
+  const topTied = new Set(data.tied.length ? data.tied : []);
+  $("ranking").replaceChildren(...data.options.map((option, i) => {
+    const isTied = rank[i] !== null && rank.filter((r) => r === rank[i]).length > 1;
+    const label = option.score === null ? "no evidence" : option.score.toFixed(2);
+    const behind = margin(option.score, data.options[0].score);
     const button = element("button", { type: "button", className: "option" }, [
+      element("span", { className: "rank", textContent: rank[i] === null ? "–" : (isTied ? `=${rank[i]}` : String(rank[i])) }),
       element("span", { className: "letter", textContent: option.letter }),
-      element("span", { className: "text", textContent: option.text }),
+      element("span", { className: "text" }, [
+        option.text,
+        ...(option.letter === key ? [element("span", { className: "badge key", textContent: "correct answer" })] : []),
+        ...(isTied ? [element("span", { className: "badge tie", textContent: topTied.has(option.letter) ? "tied best" : "tied" })] : []),
+      ]),
       element("span", { className: "bar", ariaHidden: "true" },
-        [element("span", { className: "fill", style: `width: ${widths[rank].toFixed(1)}%` })]),
-      element("span", { className: "score", textContent: option.score === null ? "no evidence" : option.score.toFixed(2) }),
+        [element("span", { className: "fill", style: `width: ${widths[i].toFixed(1)}%` })]),
+      element("span", { className: "score" }, [label, ...(behind ? [element("span", { className: "margin", textContent: behind })] : [])]),
     ]);
     button.dataset.letter = option.letter;
+    button.setAttribute("aria-label", `${rank[i] === null ? "unranked" : `rank ${isTied ? "tied " : ""}${rank[i]}`}: ${option.letter}. ${option.text}; `
+      + `score ${option.score === null ? noEvidenceNote(data.method) : label}${option.letter === key ? "; the correct answer" : ""}`);
     if (option.letter === data.prediction) button.classList.add("predicted");
+    if (option.letter === key) button.classList.add("keyed");
     button.addEventListener("click", () => choose(option.letter));
     return element("li", {}, [button]);
   }));
   choose(data.prediction || data.options[0].letter, false);
+  $("announce").textContent = `${$("prediction").textContent}. ${verdict}`;
 }
 
 // Show one option's evidence paragraphs with the matched words marked.
@@ -113,7 +235,9 @@ function choose(letter, focus = true) {
     if (chosen && focus) button.focus();
   }
   $("evidence-title").textContent = option.evidence.length
-    ? `Evidence for ${option.letter}. ${option.text}` : `No evidence found for ${option.letter}. ${option.text}`;
+    ? `Evidence for ${option.letter}. ${option.text}` : `No evidence shown for ${option.letter}. ${option.text}`;
+  $("evidence-note").textContent = option.score === null ? `${option.letter}: ${noEvidenceNote(answer.method)}.`
+    : option.evidence.length ? "" : `${answer.method} scores this option without retrieving paragraphs.`;
   $("evidence").replaceChildren(...option.evidence.map((paragraph) => element("article", { className: "paragraph" }, [
     element("header", {}, [
       element("span", { className: "book", textContent: paragraph.book.replaceAll("_", " ") }),
@@ -146,14 +270,46 @@ function moveInRanking(event) {
   choose(target.dataset.letter);
 }
 
+// The answer shown, as the API returned it, on the clipboard (a hidden text box where the Clipboard API is refused).
+async function copyJSON() {
+  const text = JSON.stringify(answer, null, 2);
+  let done = false;
+  try {
+    await navigator.clipboard.writeText(text);
+    done = true;
+  } catch {
+    const box = element("textarea", { value: text, className: "visually-hidden" });
+    document.body.append(box);
+    box.select();
+    done = document.execCommand("copy");
+    box.remove();
+  }
+  $("copied").textContent = done ? "Copied." : "Your browser refused the clipboard; the JSON API at /docs returns the same.";
+}
+
+function toggleKeys(show = $("keys").hidden) {
+  $("keys").hidden = !show;
+  $("keys-toggle").setAttribute("aria-expanded", String(show));
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   $("ask").addEventListener("submit", solve);
   $("text").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("ask").requestSubmit();
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      if (!$("solve").disabled) $("ask").requestSubmit();
+    }
   });
   $("ranking").addEventListener("keydown", moveInRanking);
+  $("copy").addEventListener("click", copyJSON);
+  $("keys-toggle").addEventListener("click", () => toggleKeys());
+  document.addEventListener("keydown", (event) => {
+    const typing = ["TEXTAREA", "INPUT", "SELECT"].includes(document.activeElement.tagName);
+    if (event.key === "?" && !typing) { event.preventDefault(); toggleKeys(); }
+    if (event.key === "Escape" && !$("keys").hidden) toggleKeys(false);
+  });
   loadMethods().catch((error) => {
-    $("error").textContent = `Cannot reach the server: ${error.message}`;
+    $("error").textContent = error.message;
     $("error").hidden = false;
   });
 });

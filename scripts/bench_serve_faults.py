@@ -1,0 +1,514 @@
+"""Fault benchmark of ``openqa serve`` on loopback; writes eval/results/bench-serve-faults.json.
+
+Starts ``openqa serve --lang en,zh --method ir-custom,pmi`` as its own process on a free loopback
+port over a scratch index folder (the English custom index copied from yours, so it can be rebuilt
+and deleted under the server; the others linked read-only), and the real MedQA data folder. While
+a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases one at a time:
+
+* oversized (bodies over the limit, announced or streamed; questions over a method's size limit),
+* a 136 KB paste whose line once made the parser quadratic, malformed bodies (empty, form-encoded,
+  lone surrogate, not UTF-8, wrong types, a repeated key), HEAD requests, a foreign Host header,
+* slow (a body trickled a byte at a time; the largest Chinese PMI questions allowed, four at once),
+  disconnecting (clients that send a large question and hang up),
+* concurrent (20 clients asking English and Chinese questions with both methods at once), and the
+  English index rebuilt, then deleted, then rebuilt again under that load,
+* the process: a second server on the same port, SIGTERM with a slow-body client connected, and a
+  second Ctrl-C.
+
+Counted per case and in total: requests, statuses, 5xx answers that the case did not expect (a 503
+is expected only where a time limit or a rebuild is the point), the longest health-probe stall
+while the case ran (target under 1 s), and tracebacks in the server's log (target 0). Then served
+answers are compared with ``openqa answer --json`` on the same questions (prediction and every
+option's score; target: 0 differ), also after the index was rebuilt. Every loop is bounded and
+every request has a timeout.
+
+    python scripts/bench_serve_faults.py                 # needs the MedQA data and OPENQA_INDEXES (en, zh: custom, pmi)
+    python scripts/bench_serve_faults.py --compare 8     # fewer `openqa answer` runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.client import HTTPConnection
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable
+
+from bench_serve import OPENQA, free_port, wait_until_up
+
+from benchlib import RESULTS, data_dir, write_record
+from openqa.data import Question, load_questions
+from openqa.serve.app import BODY_SECONDS, MAX_BODY
+
+RESULT = RESULTS / "bench-serve-faults.json"
+TARGETS = {"unexpected_5xx": 0, "tracebacks": 0, "health_stall_s": 1.0, "answers_differing": 0}
+#: Seconds one request may take before it counts as hung.
+REQUEST_TIMEOUT = 60
+METHODS = ("ir-custom", "pmi")
+DATASETS = {"en": "us", "zh": "mainland"}
+
+
+@dataclass
+class Case:
+    """One hostile or unlucky case: what it sent, what came back, how health fared meanwhile."""
+
+    name: str
+    category: str
+    expected: set[int]
+    statuses: list[int | str] = field(default_factory=list)
+    stall_s: float = 0.0
+    seconds: float = 0.0
+    note: str = ""
+
+    def record(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for status in self.statuses:
+            counts[str(status)] = counts.get(str(status), 0) + 1
+        unexpected = [s for s in self.statuses if s not in self.expected]
+        return {"case": self.name, "category": self.category, "requests": len(self.statuses), "statuses": counts,
+                "expected": sorted(self.expected, key=str), "unexpected": len(unexpected),
+                "unexpected_5xx": sum(isinstance(s, int) and s >= 500 and s not in self.expected for s in self.statuses),
+                "health_stall_s": round(self.stall_s, 3), "seconds": round(self.seconds, 2),
+                **({"note": self.note} if self.note else {})}
+
+
+class Probe(threading.Thread):
+    """``GET /v1/health`` every 50 ms on its own connection, recording (sent at, seconds taken)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(daemon=True)
+        self.port, self.samples, self.stop = port, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            sent = time.monotonic()
+            try:
+                connection = HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT)
+                connection.request("GET", "/v1/health")
+                connection.getresponse().read()
+                connection.close()
+            except OSError:
+                pass
+            self.samples.append((sent, time.monotonic() - sent))
+            self.stop.wait(0.05)
+
+    def longest(self, start: float, end: float) -> float:
+        """The longest probe sent in [start, end], counting one still out as its time so far."""
+        taken = [t for sent, t in self.samples if start <= sent <= end]
+        return max(taken, default=0.0)
+
+
+def request(port: int, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+            ) -> tuple[int, dict[str, Any] | bytes]:
+    connection = HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT)
+    try:
+        connection.request(method, path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
+        response = connection.getresponse()
+        raw = response.read()
+        try:
+            return response.status, json.loads(raw)
+        except ValueError:
+            return response.status, raw
+    finally:
+        connection.close()
+
+
+def answer_body(question: Question | SimpleNamespace, method: str, lang: str) -> bytes:
+    return json.dumps({"question": question.question, "options": question.options, "method": method,
+                       "lang": lang}).encode()
+
+
+def raw_exchange(port: int, data: bytes, trickle: float = 0.0, hang_up: bool = False) -> int | str:
+    """Send raw bytes (one a ``trickle`` seconds apart, if given); the status, or what happened."""
+    with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT) as sock:
+        if trickle:
+            head, body = data.split(b"\r\n\r\n", 1)
+            sock.sendall(head + b"\r\n\r\n")
+            deadline = time.monotonic() + 3
+            for byte in body[: int(3 / trickle)]:
+                if time.monotonic() > deadline:
+                    break
+                sock.sendall(bytes([byte]))
+                time.sleep(trickle)
+        else:
+            sock.sendall(data)
+        if hang_up:
+            return "hung up"
+        reply = sock.recv(200)
+    return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "no reply"
+
+
+class Bench:
+    """The server under test, its probe, the questions, and the cases run so far."""
+
+    def __init__(self, port: int, index_dir: Path, data_dir: Path, probe: Probe) -> None:
+        self.port, self.index_dir, self.data_dir, self.probe = port, index_dir, data_dir, probe
+        self.questions = {lang: load_questions(dataset, "test", data_dir) for lang, dataset in DATASETS.items()}
+        self.cases: list[Case] = []
+
+    def case(self, name: str, category: str, expected: set[int], run: Callable[[Case], None]) -> None:
+        case = Case(name, category, expected)
+        start = time.monotonic()
+        try:
+            run(case)
+        except Exception as exc:  # a client-side failure is a finding, not a crash of the benchmark
+            case.statuses.append(f"client error: {type(exc).__name__}")
+        case.seconds = time.monotonic() - start
+        time.sleep(0.2)  # the last probes of the case come back
+        case.stall_s = self.probe.longest(start, time.monotonic())
+        self.cases.append(case)
+        print(f"{name}: {case.record()['statuses']} stall {case.stall_s:.3f} s", flush=True)
+
+    def post(self, case: Case, path: str, body: bytes, content_type: str = "application/json") -> dict[str, Any] | bytes:
+        status, data = request(self.port, "POST", path, body, {"Content-Type": content_type})
+        case.statuses.append(status)
+        return data
+
+    def many(self, case: Case, bodies: list[bytes], workers: int) -> list[tuple[int, Any]]:
+        with ThreadPoolExecutor(workers) as pool:
+            results = list(pool.map(lambda b: request(self.port, "POST", "/v1/answer", b), bodies))
+        case.statuses += [status for status, _ in results]
+        return results
+
+
+def hostile_cases(bench: Bench) -> None:
+    port, en, zh = bench.port, bench.questions["en"], bench.questions["zh"]
+    q = en[0]
+    ok = {"question": q.question, "options": q.options}
+
+    def oversized(case: Case) -> None:
+        case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                                b"application/json\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY + 1)))
+        chunk = b" " * (MAX_BODY + 1)
+        case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked"
+                                                b"\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(chunk), chunk)))
+        bench.post(case, "/v1/answer", json.dumps({**ok, "question": "x " * 10_001}).encode())
+        bench.post(case, "/v1/answer", json.dumps({**ok, "question": "肺" * 6_001, "method": "pmi", "lang": "zh"}).encode())
+
+    bench.case("oversized bodies and questions", "oversized", {413}, oversized)
+
+    def long_paste(case: Case) -> None:
+        line = "A: x" + " " * 136_000 + "y"
+        bench.post(case, "/v1/parse", json.dumps({"text": f"Which drug?\n{line}\nB: Heparin"}).encode())
+        bench.post(case, "/v1/parse", json.dumps({"text": "Which drug?\nA: x" + " " * 19_000 + "y\nB: Heparin"}).encode())
+
+    bench.case("136 KB paste with a long space run (once quadratic)", "oversized", {200, 413}, long_paste)
+
+    malformed = [
+        (b"", "application/json"), (b"question=Why&options=A", "application/x-www-form-urlencoded"),
+        (b'{"question": "Why \\ud800?", "options": {"A": "x", "B": "y"}}', "application/json"),
+        (b'{"question": "\xff\xfe", "options": {"A": "x", "B": "y"}}', "application/json"),
+        (b'{"question": 5, "options": {"A": "x", "B": "y"}}', "application/json"),
+        (b'{"question": "Why?", "options": ["x", "y"]}', "application/json"),
+        (b'{"question": "Why?", "options": {"A": "x", "B": "y"}, "top_n": "many"}', "application/json"),
+        (b'{"question": "Why?", "options": {"A": "x", "A": "y"}}', "application/json"),
+        (b'["Why?"]', "application/json"), (b"null", "application/json"), (b'{"question": "Why?", "options": {',
+                                                                            "application/json"),
+        (b'{"question": "Why?", "options": {"A": "x", "B": "y"}, "lang": "fr"}', "application/json"),
+    ]
+
+    def malformed_bodies(case: Case) -> None:
+        for body, content_type in malformed:
+            bench.post(case, "/v1/answer", body, content_type)
+        bench.post(case, "/v1/parse", b'{"text": "\\udfff"}')
+
+    bench.case("malformed bodies (empty, form, lone surrogate, not UTF-8, wrong types, repeated key)", "malformed",
+               {400, 422}, malformed_bodies)
+
+    def head(case: Case) -> None:
+        for path in ("/", "/v1/health", "/v1/methods", "/static/app.js"):
+            status, body = request(port, "HEAD", path)
+            case.statuses.append(status if body in (b"", {}) else "body sent")
+
+    bench.case("HEAD where GET works", "malformed", {200}, head)
+
+    def foreign_host(case: Case) -> None:
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example"):
+            case.statuses.append(request(port, "GET", "/v1/health", headers={"Host": host})[0])
+
+    bench.case("foreign Host header (DNS rebinding)", "malformed", {403}, foreign_host)
+
+    def paths(case: Case) -> None:
+        status, data = request(port, "GET", "/v1/methods")
+        text = json.dumps(data)
+        case.statuses.append(status if str(bench.index_dir) not in text and str(bench.data_dir) not in text else "path leaked")
+
+    bench.case("no absolute paths in /v1/methods", "malformed", {200}, paths)
+
+    def trickle(case: Case) -> None:
+        body = json.dumps(ok).encode()
+        case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                                                b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body), trickle=0.1,
+                                          hang_up=True))
+
+    bench.case("slow body: a byte every 0.1 s for 3 s, then gone", "slow", {"hung up"}, trickle)
+
+    def slow_body_408(case: Case) -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT) as sock:
+            sock.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
+            reply = sock.recv(200)
+        case.statuses.append(int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "no reply")
+
+    bench.case(f"slow body that never ends (answered 408 after {BODY_SECONDS:g} s)", "slow", {408}, slow_body_408)
+
+    big_zh = [SimpleNamespace(question="".join(x.question for x in zh[i * 40:(i + 1) * 40])[:5_000],
+                              options={k: v * 20 for k, v in zh[i].options.items()}) for i in range(4)]
+
+    def largest_pmi(case: Case) -> None:
+        bench.many(case, [answer_body(question, "pmi", "zh") for question in big_zh], 4)
+
+    bench.case("slow: four Chinese PMI questions at the size limit at once", "slow", {200, 503}, largest_pmi)
+
+    def disconnecting(case: Case) -> None:
+        for question in big_zh:
+            body = answer_body(question, "pmi", "zh")
+            case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                                    b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+                                              hang_up=True))
+        time.sleep(1)
+        case.statuses.append(request(port, "POST", "/v1/answer", answer_body(zh[0], "pmi", "zh"))[0])
+
+    bench.case("disconnecting: four large PMI questions, clients hang up", "disconnecting", {"hung up", 200}, disconnecting)
+
+    def concurrent(case: Case) -> None:
+        bodies = [answer_body(qs[n], method, lang) for n in range(25) for lang, qs in bench.questions.items()
+                  for method in METHODS]
+        alone = {b: request(port, "POST", "/v1/answer", b) for b in bodies[:20]}
+        together = bench.many(case, bodies * 2, 20)
+        differ = sum(result != alone[b] for b, result in zip(bodies * 2, together, strict=True) if b in alone)
+        case.note = f"{len(bodies) * 2} requests by 20 clients; {differ} of those also asked alone answered differently"
+        if differ:
+            case.statuses.append("differs from alone")
+
+    bench.case("concurrent: 20 clients, en and zh, ir-custom and pmi", "concurrent", {200}, concurrent)
+
+
+def swap_cases(bench: Bench, env: dict[str, str]) -> None:
+    """The English custom index rebuilt, deleted and rebuilt again while clients ask questions."""
+    port, en = bench.port, bench.questions["en"]
+    bodies = [answer_body(en[n], "ir-custom", "en") for n in range(40)]
+
+    def under_load(case: Case, action: Callable[[], None]) -> None:
+        stop, statuses = threading.Event(), []
+
+        def client(k: int) -> None:
+            deadline = time.monotonic() + 600
+            for n in range(100_000):  # bounded: until the action is done (or 10 minutes)
+                if stop.is_set() or time.monotonic() > deadline:
+                    return
+                statuses.append(request(port, "POST", "/v1/answer", bodies[(k * 7 + n) % len(bodies)])[0])
+
+        threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(6)]
+        for thread in threads:
+            thread.start()
+        try:
+            action()
+            time.sleep(1)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=REQUEST_TIMEOUT)
+        case.statuses += statuses
+
+    def rebuild() -> None:
+        subprocess.run([OPENQA, "index", "--lang", "en", "--engine", "custom", "--index-dir", str(bench.index_dir)],
+                       env=env, check=True, capture_output=True, timeout=600)
+
+    def rebuilt(case: Case) -> None:
+        under_load(case, rebuild)
+        reloads = request(port, "GET", "/v1/health")[1].get("reloads", [])
+        case.note = f"reloads seen by /v1/health: {[(r['method'], r['lang'], r['ok']) for r in reloads]}"
+
+    bench.case("index swapped under load: openqa index --lang en rebuilds it", "index swapped", {200}, rebuilt)
+
+    def deleted(case: Case) -> None:
+        def delete() -> None:
+            shutil.rmtree(bench.index_dir / "en-custom")
+            time.sleep(1)
+            status, data = request(port, "GET", "/v1/health")
+            case.note = f"health while deleted: {data.get('status')}: {'; '.join(data.get('changed', []))}"
+        under_load(case, delete)
+
+    bench.case("index deleted under load (503 naming the rebuild)", "index swapped", {200, 503}, deleted)
+
+    def back(case: Case) -> None:
+        rebuild()
+        case.statuses.append(request(port, "POST", "/v1/answer", bodies[0])[0])
+
+    bench.case("index rebuilt after deletion: answered again", "index swapped", {200}, back)
+
+
+def compare_with_cli(bench: Bench, env: dict[str, str], per_lang_method: int) -> dict[str, Any]:
+    """Served answers against ``openqa answer --json`` for the same questions: prediction and scores."""
+    differing, compared, examples = 0, 0, []
+    for lang, questions in bench.questions.items():
+        for method in METHODS:
+            for question in questions[:per_lang_method]:
+                status, served = request(bench.port, "POST", "/v1/answer", answer_body(question, method, lang))
+                cli = subprocess.run([OPENQA, "answer", "--json", "--lang", lang, "--method", method,
+                                      "--index-dir", str(bench.index_dir), f"--question={question.question}",
+                                      *[f"--option={k}={v}" for k, v in question.options.items()]],
+                                     env=env, capture_output=True, text=True, timeout=600)
+                compared += 1
+                try:
+                    expected = json.loads(cli.stdout)
+                except ValueError:
+                    expected = {"error": cli.stderr.strip()[-200:]}
+                served = served if isinstance(served, dict) else {}
+                same = status == 200 and expected.get("prediction") == served["prediction"] and \
+                    [(o["letter"], o["score"]) for o in expected.get("options", [])] == \
+                    [(o["letter"], o["score"]) for o in served["options"]]
+                if not same:
+                    differing += 1
+                    examples.append({"lang": lang, "method": method, "qid": question.qid,
+                                     "served": served.get("prediction") if status == 200 else status,
+                                     "cli": expected.get("prediction", expected.get("error"))})
+    return {"compared": compared, "differing": differing, "first_differing": examples[:5]}
+
+
+def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path) -> list[Case]:
+    """Cases of the process itself, each with a server of its own (but the busy-port one)."""
+    cases = []
+
+    def second_on_busy_port(case: Case) -> None:
+        result = subprocess.run(serve, env=env, capture_output=True, text=True, timeout=120)
+        printed_url = "http://" in result.stdout + result.stderr
+        case.statuses.append(result.returncode if not printed_url else "printed a URL")
+        case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+
+    def stop(signals: list[int], slow_client: bool) -> Callable[[Case], None]:
+        def run(case: Case) -> None:
+            port = free_port()
+            args = [*serve[:serve.index("--port") + 1], str(port), *serve[serve.index("--port") + 2:]]
+            with open(log, "a") as out:
+                server = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            try:
+                wait_until_up(port, server)
+                client = socket.create_connection(("127.0.0.1", port)) if slow_client else None
+                if client:
+                    client.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
+                    time.sleep(0.3)
+                started = time.monotonic()
+                for sig in signals:
+                    server.send_signal(sig)
+                    time.sleep(0.5)
+                server.wait(timeout=60)
+                case.note = f"exited {server.returncode} {time.monotonic() - started:.1f} s after the first signal"
+                case.statuses.append(server.returncode)
+                if client:
+                    client.close()
+            except subprocess.TimeoutExpired:
+                case.statuses.append("still running after 60 s")
+            finally:
+                server.kill()
+        return run
+
+    for name, run, expected in (
+        ("a second openqa serve on the busy port fails before printing a URL", second_on_busy_port, {2}),
+        ("SIGTERM with a slow-body client connected", stop([signal.SIGTERM], True), {0}),
+        ("a second Ctrl-C stops at once (exit 130)", stop([signal.SIGINT, signal.SIGINT], True), {130}),
+    ):
+        case = Case(name, "process", expected)
+        start = time.monotonic()
+        run(case)
+        case.seconds = time.monotonic() - start
+        cases.append(case)
+        print(f"{name}: {case.statuses} {case.note}", flush=True)
+    return cases
+
+
+def scratch_indexes(source: Path, scratch: Path) -> None:
+    """en-custom copied (it is rebuilt and deleted), the other indexes linked."""
+    for lang in DATASETS:
+        for engine in ("custom", "pmi"):
+            name = f"{lang}-{engine}"
+            if not (source / name / "manifest.json").is_file():
+                raise SystemExit(f"no {name} index in {source}: build it with `openqa index --lang {lang} --engine {engine}`")
+            if name == "en-custom":
+                shutil.copytree(source / name, scratch / name)
+            else:
+                (scratch / name).symlink_to((source / name).resolve())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compare", type=int, default=6, help="questions per language and method compared with openqa answer (default: 6)")
+    parser.add_argument("--output", type=Path, default=RESULT, help="result file")
+    args = parser.parse_args()
+    data = data_dir()
+    source = Path(os.environ.get("OPENQA_INDEXES", "indexes")).resolve()
+    with tempfile.TemporaryDirectory(prefix="openqa-faults-") as tmp:
+        scratch, log = Path(tmp) / "indexes", Path(tmp) / "server.log"
+        scratch.mkdir()
+        scratch_indexes(source, scratch)
+        env = {**os.environ, "OPENQA_DATA": str(data), "OPENQA_INDEXES": str(scratch)}
+        port = free_port()
+        serve = [OPENQA, "serve", "--lang", "en,zh", "--method", ",".join(METHODS), "--port", str(port)]
+        started = time.time()
+        with open(log, "w") as out:
+            server = subprocess.Popen(serve, env=env, stdout=out, stderr=subprocess.STDOUT)
+        probe = Probe(port)
+        try:
+            wait_until_up(port, server)
+            probe.start()
+            bench = Bench(port, scratch, data, probe)
+            hostile_cases(bench)
+            before = compare_with_cli(bench, env, args.compare)
+            swap_cases(bench, env)
+            after = compare_with_cli(bench, env, max(1, args.compare // 2))
+            process = process_cases(bench, serve, env, log)
+        finally:
+            probe.stop.set()
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        text = log.read_text(errors="replace")
+    cases = [case.record() for case in bench.cases + process]
+    totals = {
+        "cases": len(cases),
+        "requests": sum(c["requests"] for c in cases),
+        "5xx": sum(int(s) >= 500 for c in cases for s, n in c["statuses"].items() for _ in range(n) if s.isdigit()),
+        "unexpected_5xx": sum(c["unexpected_5xx"] for c in cases),
+        "unexpected_outcomes": sum(c["unexpected"] for c in cases),
+        "tracebacks": text.count("Traceback"),
+        "health_stall_s": max(c["health_stall_s"] for c in cases),
+        "answers_compared": before["compared"] + after["compared"],
+        "answers_differing": before["differing"] + after["differing"],
+        "server_exit": server.returncode,
+    }
+    record = {
+        "dataset": "us+mainland", "split": "test", "method": "openqa serve fault benchmark (ir-custom, pmi)",
+        "n": totals["cases"], "accuracy": None,
+        "totals": totals, "targets": TARGETS,
+        "met": {"unexpected_5xx": totals["unexpected_5xx"] <= 0, "tracebacks": totals["tracebacks"] <= 0,
+                "health_stall_s": totals["health_stall_s"] < TARGETS["health_stall_s"],
+                "answers_differing": totals["answers_differing"] <= 0},
+        "cases": cases, "answers_before_swap": before, "answers_after_swap": after,
+        "server": " ".join(["openqa", *serve[1:-2]]), "seconds": round(time.time() - started, 1),
+        "notes": "5xx counts every 5xx answer; unexpected_5xx leaves out the 503s a case asks for (a time limit, an "
+                 "index being rebuilt). health_stall_s: the longest GET /v1/health while any case ran, the probe "
+                 f"sharing this machine's {os.cpu_count()} cores with server and clients. accuracy: not applicable.",
+        "data": str(data),
+    }
+    path = write_record(args.output.name, record, " ".join(["python", "scripts/bench_serve_faults.py", *sys.argv[1:]]),
+                        args.output.parent)
+    print(json.dumps(totals), "->", path)
+
+
+if __name__ == "__main__":
+    main()

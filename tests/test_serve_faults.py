@@ -1,0 +1,349 @@
+"""``openqa serve`` under hostile and unlucky use: a real uvicorn server on a free loopback port
+(``tests.test_serve.running``) over tiny indexes built here. No request may stall the others (per-
+method size and time limits, a pool of workers, jobs of gone clients never start), an index
+rebuilt or deleted under the server is noticed (reopened, or a 503 naming the rebuild, never a
+mix of old and new files), bad bodies and hosts get one-line JSON errors, and the process stops
+as asked (second Ctrl-C, SIGTERM with a slow client, a port already taken)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from http.client import HTTPConnection
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from openqa.config import Settings
+from openqa.pipeline import Context
+from openqa.retrieval.registry import build_index
+from openqa.serve import engines as engines_module
+from openqa.serve.app import create_app
+from openqa.serve.engines import Engines, Limits
+from tests.test_serve import EN, TOP1, ZH_BLOCK, ask, call, free_port, running, tiny_site
+
+#: Generous bound for what must be quick (the event loop stays free): far below the stalls it guards against.
+QUICK_S = 5.0
+
+
+@pytest.fixture()
+def site(tmp_path):
+    """A fresh tiny site (data and indexes) with ir-custom and pmi served in both languages."""
+    data, indexes = tiny_site(tmp_path)
+    settings = Settings.resolve(data_dir=data, index_dir=indexes, settings_dir=tmp_path / "tuned")
+    engines = Engines(Context(settings), ["en", "zh"], ["ir-custom", "pmi"])
+    with running(create_app(engines)) as url:
+        yield url, engines, data, indexes
+    engines.close(wait=False)
+
+
+def timed(fn, *args, **kwargs) -> tuple[float, Any]:
+    started = time.monotonic()
+    result = fn(*args, **kwargs)
+    return time.monotonic() - started, result
+
+
+def slow_scoring(monkeypatch, seconds: float, calls: list[str] | None = None, only: str | None = None) -> None:
+    """Make scoring take ``seconds`` (for questions containing ``only``, if given), counting calls."""
+    real = engines_module.answer_record
+
+    def slow(opened, question, evidence):
+        if only is None or only in question.question:
+            if calls is not None:
+                calls.append(question.question)
+            time.sleep(seconds)
+        return real(opened, question, evidence)
+
+    monkeypatch.setattr(engines_module, "answer_record", slow)
+
+
+def test_a_long_paste_is_parsed_quickly_and_refused_by_size(site):
+    url = site[0]
+    block = "Which drug?\nA: x" + " " * 100_000 + "y\nB: Heparin"  # minutes with the old pattern
+    took, (status, data) = timed(call, url, "/v1/parse", {"text": block})
+    assert status == 413 and "question too long" in data["error"] and took < QUICK_S
+
+
+def test_each_method_has_a_size_limit_named_in_a_413(site):
+    url = site[0]
+    body = {"question": "x " * 3500, "options": {"A": "Aspirin", "B": "Heparin"}, "method": "pmi"}
+    status, data = call(url, "/v1/answer", body)
+    assert status == 413 and "question too long for pmi" in data["error"] and "at most 6000" in data["error"]
+    status, _ = call(url, "/v1/answer", {**body, "method": "ir-custom"})
+    assert status == 200
+    status, methods = call(url, "/v1/methods")
+    assert {o["method"]: o["limits"]["max_chars"] for o in methods["served"]} == {"ir-custom": 20000, "pmi": 6000}
+
+
+def test_a_slow_request_gets_a_503_naming_its_time_limit_while_others_are_answered(site, monkeypatch):
+    url = site[0]
+    monkeypatch.setitem(engines_module.LIMITS, "ir-custom", Limits(20_000, 1.0))
+    slow_scoring(monkeypatch, 3.0, only="SLOW")
+    slow = {"question": "SLOW which drug?", "options": EN["options"]}
+    results: list[Any] = []
+    thread = threading.Thread(target=lambda: results.append(call(url, "/v1/answer", slow)))
+    thread.start()
+    time.sleep(0.3)
+    took, health = timed(call, url, "/v1/health")
+    assert health[0] == 200 and took < QUICK_S
+    status, zh = call(url, "/v1/parse", {"text": ZH_BLOCK})
+    took, data = timed(ask, url, zh, lang="zh", **TOP1)  # another index: not queued behind the slow one
+    assert data["prediction"] == "B" and took < 2.5
+    thread.join(timeout=30)
+    status, error = results[0]
+    assert status == 503 and "within its limit of 1 s per request" in error["error"]
+
+
+def test_a_job_whose_client_went_away_never_starts(site, monkeypatch):
+    url = site[0]
+    calls: list[str] = []
+    slow_scoring(monkeypatch, 2.0, calls)
+    busy = [threading.Thread(target=call, args=(url, "/v1/answer", {"question": f"BUSY {n} drug?", "options": EN["options"]}))
+            for n in range(engines_module.WORKERS)]
+    for thread in busy:
+        thread.start()
+    time.sleep(0.5)  # every worker is scoring
+    connection = HTTPConnection(url.removeprefix("http://"), timeout=10)
+    body = json.dumps({"question": "GONE drug?", "options": EN["options"]})
+    connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": "application/json"})
+    time.sleep(0.3)
+    connection.sock.shutdown(socket.SHUT_RDWR)
+    connection.close()
+    for thread in busy:
+        thread.join(timeout=30)
+    time.sleep(1.0)  # the gone request's job would start now, if it were still queued
+    assert len(calls) == engines_module.WORKERS and "GONE drug?" not in calls
+
+
+def test_concurrent_requests_across_indexes_run_in_parallel(site, monkeypatch):
+    url = site[0]
+    slow_scoring(monkeypatch, 1.0)
+    status, zh = call(url, "/v1/parse", {"text": ZH_BLOCK})
+    jobs = [({**EN, "lang": "en"}), ({**zh, "lang": "zh"}), ({**EN, "lang": "en", "method": "pmi"})]
+    threads = [threading.Thread(target=call, args=(url, "/v1/answer", {k: v for k, v in job.items() if k != "answer"}))
+               for job in jobs]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert time.monotonic() - started < 2.9  # one at a time would take 3 s or more
+
+
+def add_book(data: Path) -> None:
+    (data / "textbooks" / "en" / "Pharm.txt").write_text(
+        "Ceftriaxone is a third generation cephalosporin that inhibits bacterial cell wall synthesis.\n")
+
+
+def test_an_index_rebuilt_under_the_server_is_reopened(site):
+    url, engines, data, indexes = site
+    assert ask(url, EN, **TOP1)["prediction"] == "C"
+    add_book(data)
+    build_index(data, indexes, "en", "custom")
+    health = call(url, "/v1/health")[1]
+    assert health["status"] == "changed" and any("ir-custom (en): index rebuilt" in c for c in health["changed"])
+    answer = ask(url, EN, evidence=3, top_n=3)
+    assert answer["prediction"] == "C"
+    books = {p["book"] for option in answer["options"] for p in option["evidence"]}
+    assert "Pharm" in books
+    health = call(url, "/v1/health")[1]
+    assert health["status"] == "ok" and health["reloads"][-1]["ok"] and health["reloads"][-1]["indexes"] == "en-custom", json.dumps(health)
+    served = {(o["method"], o["lang"]): o for o in call(url, "/v1/methods")[1]["served"]}
+    assert served["ir-custom", "en"]["index"]["books"] == ["Cardio", "Micro", "Pharm"]
+
+
+def test_a_deleted_index_is_a_503_until_it_is_rebuilt(site):
+    url, engines, data, indexes = site
+    import shutil
+
+    shutil.rmtree(indexes / "en-custom")
+    status, error = call(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]})
+    assert status == 503 and "en-custom index of ir-custom (en) was deleted or is being rebuilt" in error["error"]
+    assert "<index folder>/en-custom" in error["error"] and str(indexes) not in error["error"]
+    health = call(url, "/v1/health")[1]
+    assert health["status"] == "changed" and "deleted or being rebuilt" in health["changed"][0]
+    assert ask(url, EN, lang="en", method="pmi")["method"] == "pmi"  # the other indexes still serve
+    build_index(data, indexes, "en", "custom")
+    assert ask(url, EN, **TOP1)["prediction"] == "C"
+
+
+def test_an_index_swapped_while_scoring_is_scored_again_never_mixed(site, monkeypatch):
+    url, engines, data, indexes = site
+    real = engines_module.answer_record
+    swapped: list[bool] = []
+
+    def swap_then_score(opened, question, evidence):
+        if not swapped:  # the first scoring reads the old index while the new one is swapped in
+            swapped.append(True)
+            add_book(data)
+            build_index(data, indexes, "en", "custom")
+        return real(opened, question, evidence)
+
+    monkeypatch.setattr(engines_module, "answer_record", swap_then_score)
+    answer = ask(url, EN, evidence=3, top_n=3)
+    assert "Pharm" in {p["book"] for option in answer["options"] for p in option["evidence"]}
+    assert engines.reloads[-1]["ok"]
+
+
+SURROGATE = b'{"question": "Why \\ud800?", "options": {"A": "Aspirin", "B": "Heparin"}}'
+
+
+@pytest.mark.parametrize("body, content_type, status, message", [
+    (b"", "application/json", 400, "empty request body"),
+    (b"question=Why&options=A", "application/x-www-form-urlencoded", 400, "not valid JSON"),
+    (SURROGATE, "application/json", 400, "lone surrogate"),
+    (b'{"text": "\xff\xfe"}', "application/json", 400, "not UTF-8"),
+    (b'{"question": 5, "options": {"A": "x", "B": "y"}}', "application/json", 422, "question: Input should be a valid string"),
+    (b'{"question": "Why?", "options": {"A": 1, "B": "y"}}', "application/json", 422, "options.A: Input should be a valid string"),
+    (b'["Why?"]', "application/json", 422, "Input should be a valid dictionary"),
+    (b'null', "application/json", 422, "Input should be a valid dictionary"),
+    (b'{"question": "Why?", "options": {"A": "x", "B": "y"}, "top_n": "many"}', "application/json", 422, "top_n"),
+])
+def test_malformed_bodies_get_a_json_4xx_never_a_500(site, body, content_type, status, message):
+    url = site[0]
+    connection = HTTPConnection(url.removeprefix("http://"), timeout=30)
+    connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": content_type})
+    response = connection.getresponse()
+    data = json.loads(response.read())
+    assert response.status == status and list(data) == ["error"] and message in data["error"], data
+
+
+def test_json_sent_as_a_form_is_understood(site):
+    url = site[0]
+    body = json.dumps({"question": EN["question"], "options": EN["options"], **TOP1}).encode()
+    connection = HTTPConnection(url.removeprefix("http://"), timeout=30)
+    connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    response = connection.getresponse()
+    assert response.status == 200 and json.loads(response.read())["prediction"] == "C"
+
+
+@pytest.mark.parametrize("path", ["/", "/v1/health", "/v1/methods", "/static/app.js", "/docs"])
+def test_head_works_where_get_does(site, path):
+    connection = HTTPConnection(site[0].removeprefix("http://"), timeout=30)
+    connection.request("HEAD", path)
+    response = connection.getresponse()
+    assert response.status == 200 and response.read() == b"" and int(response.getheader("content-length")) > 0
+
+
+def test_a_foreign_host_header_is_refused(site):
+    url = site[0]
+    port = url.rsplit(":", 1)[1]
+    for host, status in ((f"evil.example:{port}", 403), (f"localhost:{port}", 200), (f"[::1]:{port}", 200)):
+        request = urllib.request.Request(url + "/v1/health", headers={"Host": host})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                got, data = response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            got, data = error.code, json.loads(error.read())
+        assert got == status, (host, data)
+    assert "host 'evil.example:" in data.get("error", "") or got == 200
+
+
+def test_allowed_names_and_wildcard_addresses(site):
+    engines = site[1]
+    with running(create_app(engines, ["127.0.0.1", "qa.lab"], any_ip=True)) as url:
+        port = url.rsplit(":", 1)[1]
+        for host, status in (("qa.lab", 200), ("192.168.1.9", 200), ("evil.example", 403)):
+            request = urllib.request.Request(url + "/v1/health", headers={"Host": f"{host}:{port}"})
+            try:
+                got = urllib.request.urlopen(request, timeout=30).status
+            except urllib.error.HTTPError as error:
+                got = error.code
+            assert got == status, host
+
+
+# -- the process: ports, signals, slow clients -------------------------------------------------
+
+
+def start_server(tmp_path: Path, port: int) -> subprocess.Popen:
+    data, indexes = tiny_site(tmp_path)
+    openqa = str(Path(sys.executable).with_name("openqa"))
+    return subprocess.Popen(
+        [openqa, "serve", "--lang", "en", "--port", str(port), "--data-dir", str(data), "--index-dir", str(indexes)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def wait_up(process: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None and time.monotonic() < deadline, "openqa serve did not start"
+        try:
+            call(f"http://127.0.0.1:{port}", "/v1/health")
+            return
+        except (urllib.error.URLError, ConnectionError):
+            time.sleep(0.1)
+
+
+def slow_body_client(port: int) -> socket.socket:
+    """A client that announces a body and sends one byte of it."""
+    client = socket.create_connection(("127.0.0.1", port), timeout=30)
+    client.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                   b"Content-Length: 1000\r\n\r\n{")
+    return client
+
+
+def test_a_second_serve_on_a_busy_port_fails_before_printing_a_url(tmp_path):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        openqa = str(Path(sys.executable).with_name("openqa"))
+        result = subprocess.run([openqa, "serve", "--lang", "en", "--port", str(port), "--index-dir", str(tmp_path)],
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "http://" not in result.stderr + result.stdout
+    assert result.stderr.startswith(f"openqa: error: cannot listen on 127.0.0.1:{port}") and result.stderr.count("\n") == 1
+
+
+def test_sigterm_stops_the_server_despite_a_slow_body_client(tmp_path):
+    port = free_port()
+    process = start_server(tmp_path, port)
+    try:
+        wait_up(process, port)
+        client = slow_body_client(port)
+        time.sleep(0.3)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)  # the grace period is 5 s
+        client.close()
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "Traceback" not in err
+
+
+def test_a_second_ctrl_c_stops_at_once_with_exit_130(tmp_path):
+    port = free_port()
+    process = start_server(tmp_path, port)
+    try:
+        wait_up(process, port)
+        client = slow_body_client(port)  # keeps the first Ctrl-C waiting for it
+        time.sleep(0.3)
+        process.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        assert process.poll() is None
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+        client.close()
+    finally:
+        process.kill()
+    assert process.returncode == 130 and err.rstrip().endswith("openqa: interrupted") and "Traceback" not in err
+
+
+def test_no_absolute_path_reaches_a_client(site, tmp_path):
+    url, engines, data, indexes = site
+    tuned = tmp_path / "tuned"
+    tuned.mkdir(exist_ok=True)
+    (tuned / "ir-custom-us.json").write_text(json.dumps({"chosen": {"top_n": 1, "aggregate": "sum", "query": "full"}}))
+    answer = ask(url, EN, top_n=2)  # a request's top-N re-reads the settings: yours now
+    sources = json.dumps(answer["settings"]["sources"])
+    assert "your openqa tune" in sources and str(tmp_path) not in json.dumps(answer)
+    for path in ("/v1/methods", "/v1/health", "/v1/examples"):
+        assert str(tmp_path) not in json.dumps(call(url, path)[1])
