@@ -301,14 +301,17 @@ def swap_cases(bench: Bench, env: dict[str, str]) -> None:
     bodies = [answer_body(en[n], "ir-custom", "en") for n in range(40)]
 
     def under_load(case: Case, action: Callable[[], None]) -> None:
-        stop, statuses = threading.Event(), []
+        stop, statuses, errors = threading.Event(), [], []
 
         def client(k: int) -> None:
             deadline = time.monotonic() + 600
             for n in range(100_000):  # bounded: until the action is done (or 10 minutes)
                 if stop.is_set() or time.monotonic() > deadline:
                     return
-                statuses.append(request(port, "POST", "/v1/answer", bodies[(k * 7 + n) % len(bodies)])[0])
+                status, data = request(port, "POST", "/v1/answer", bodies[(k * 7 + n) % len(bodies)])
+                statuses.append(status)
+                if status not in case.expected and isinstance(data, dict) and len(errors) < 3:
+                    errors.append(f"{status}: {data.get('error')}")
 
         threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(6)]
         for thread in threads:
@@ -321,6 +324,8 @@ def swap_cases(bench: Bench, env: dict[str, str]) -> None:
             for thread in threads:
                 thread.join(timeout=REQUEST_TIMEOUT)
         case.statuses += statuses
+        if errors:
+            case.note = "; ".join(filter(None, [case.note, f"first unexpected: {' | '.join(errors)}"]))
 
     def rebuild() -> None:
         subprocess.run([OPENQA, "index", "--lang", "en", "--engine", "custom", "--index-dir", str(bench.index_dir)],

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from openqa.config import Settings
+from openqa.errors import IndexDamagedError
 from openqa.pipeline import Context
 from openqa.retrieval.registry import build_index
 from openqa.serve import engines as engines_module
@@ -193,6 +194,37 @@ def test_an_index_swapped_while_scoring_is_scored_again_never_mixed(site, monkey
     assert engines.reloads[-1]["ok"]
 
 
+def test_an_index_deleted_while_scoring_is_a_503_not_a_damaged_400(site, monkeypatch):
+    url, engines, data, indexes = site
+    import shutil
+
+    def delete_then_fail(opened, question, evidence):  # what a file read finds once the folder is gone
+        shutil.rmtree(indexes / "en-custom", ignore_errors=True)
+        raise IndexDamagedError("index at <folder> is damaged: paragraphs.jsonl is missing")
+
+    monkeypatch.setattr(engines_module, "answer_record", delete_then_fail)
+    status, error = call(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]})
+    assert status == 503 and "was deleted or is being rebuilt" in error["error"]
+
+
+def test_an_index_file_gone_under_a_manifest_is_a_503_and_recovers(site, monkeypatch):
+    url, engines, data, indexes = site
+    real = engines_module.answer_record
+    store = indexes / "en-custom" / "paragraphs.jsonl"
+    kept = store.read_bytes()
+
+    def lose_the_store(opened, question, evidence):  # a deletion under way that has not reached the manifest
+        store.unlink(missing_ok=True)
+        raise IndexDamagedError("index at <folder> is damaged: paragraphs.jsonl is missing")
+
+    monkeypatch.setattr(engines_module, "answer_record", lose_the_store)
+    status, error = call(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]})
+    assert status == 503 and "changed on disk and cannot be opened" in error["error"]
+    monkeypatch.setattr(engines_module, "answer_record", real)
+    store.write_bytes(kept)  # the file is back: the index reopens
+    assert ask(url, EN, **TOP1)["prediction"] == "C"
+
+
 SURROGATE = b'{"question": "Why \\ud800?", "options": {"A": "Aspirin", "B": "Heparin"}}'
 
 
@@ -231,6 +263,16 @@ def test_head_works_where_get_does(site, path):
     connection.request("HEAD", path)
     response = connection.getresponse()
     assert response.status == 200 and response.read() == b"" and int(response.getheader("content-length")) > 0
+
+
+def test_head_where_get_does_not_work_is_a_bodiless_405(site):
+    connection = HTTPConnection(site[0].removeprefix("http://"), timeout=30)
+    connection.request("HEAD", "/v1/answer")
+    response = connection.getresponse()
+    assert response.status == 405 and response.read() == b""
+    connection = HTTPConnection(site[0].removeprefix("http://"), timeout=30)
+    connection.request("GET", "/v1/answer")
+    assert json.loads(connection.getresponse().read()) == {"error": "GET is not allowed on /v1/answer"}
 
 
 def test_a_foreign_host_header_is_refused(site):
@@ -347,3 +389,22 @@ def test_no_absolute_path_reaches_a_client(site, tmp_path):
     assert "your openqa tune" in sources and str(tmp_path) not in json.dumps(answer)
     for path in ("/v1/methods", "/v1/health", "/v1/examples"):
         assert str(tmp_path) not in json.dumps(call(url, path)[1])
+
+
+def test_examples_come_from_the_data_folder_by_a_stated_rule(site, monkeypatch):
+    url, engines, data, indexes = site
+    monkeypatch.delenv("OPENQA_DATA", raising=False)
+    status, en = call(url, "/v1/examples?lang=en")
+    assert status == 200 and en["rule"].startswith("the first 5 questions of the MedQA US test split, in file order")
+    assert [(q["id"], q["answer"]) for q in en["questions"]] == [("us-test-1", "C"), ("us-test-2", "A")]
+    assert en["questions"][0]["options"] == EN["options"]
+    status, zh = call(url, "/v1/examples?lang=zh")  # the tiny data folder has no Mainland questions
+    assert status == 200 and zh["questions"] == [] and "no readable MedQA Mainland (MCMLE) test split" in zh["note"]
+    assert call(url, "/v1/examples?lang=fr")[0] == 400
+    settings = Settings.resolve(data_dir=None, index_dir=indexes, settings_dir=indexes / "none")
+    bare = Engines(Context(settings), ["en"], ["ir-custom"])
+    try:
+        with running(create_app(bare)) as other:
+            assert call(other, "/v1/examples?lang=en")[1]["note"] == "the server was started without a MedQA data folder"
+    finally:
+        bare.close()

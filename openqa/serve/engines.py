@@ -32,7 +32,7 @@ from typing import Any
 import openqa
 from openqa.answer import no_match_message
 from openqa.data import Question
-from openqa.errors import OpenQAError
+from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
 from openqa.languages import DEFAULT_LANG, LANGS
 from openqa.methods import METHODS, Opened, Overrides, Request, open_method
 from openqa.pipeline import answer_record
@@ -256,18 +256,19 @@ class Engines:
         """The indexes of ``offer`` whose manifest changed on disk (rebuilt, deleted, or built since)."""
         return [key for key, was in offer.stamps.items() if stamp(self._folder(key)) != was]
 
-    def _fresh(self, method: str, lang: str) -> Offer:
+    def _fresh(self, method: str, lang: str, failed: Offer | None = None) -> Offer:
         """The offer for ``method``/``lang``, reopened first if one of its indexes changed on disk
-        (in the calling worker thread; reloads take turns). A changed index that cannot be opened
-        now is a 503 naming the rebuild; the offer is swapped in whole, never half-updated."""
+        (or it is still ``failed``, an offer a file of which could not be read; in the calling
+        worker thread; reloads take turns). A changed index that cannot be opened now is a 503 naming the rebuild; the
+        offer is swapped in whole, never half-updated."""
         offer = self.offers[lang, method]
-        if not self.changed(offer):
+        if offer is not failed and not self.changed(offer):
             if offer.opened is None:
                 raise RequestError(f"{method} ({lang}) is not available: {offer.error}", 404)
             return offer
         with self._reload:
             offer = self.offers[lang, method]
-            changed = self.changed(offer)
+            changed = self.changed(offer) or (list(offer.stamps) if offer is failed else [])
             if not changed:  # another request reopened it meanwhile
                 return offer
             for key in changed:
@@ -315,19 +316,25 @@ class Engines:
         what = f"{method} ({lang})"
 
         def work() -> dict[str, Any]:
+            failed, failure = None, "it kept changing"
             for _ in range(3):  # an index swapped while scoring: score again on the new one
                 if abandoned.is_set():
                     raise Abandoned
                 if time.monotonic() > deadline:
                     raise overtime(what)
-                offer = self._fresh(method, lang)
-                opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
-                record = answer_record(opened, question, evidence)
+                offer = self._fresh(method, lang, failed)
+                try:
+                    opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
+                    record = answer_record(opened, question, evidence)
+                except (IndexDamagedError, IndexMissingError) as exc:  # a file went away under the open index
+                    failed, failure = offer, self.public(str(exc))  # (a deletion may remove the manifest last)
+                    continue
                 if not self.changed(offer):
                     message = None if record["matched"] else no_match_message(lang, switch='"lang": "{}"')
                     return {**record, "message": message, "method": method, "lang": lang,
                             "settings": self.public(relabel(record["settings"]))}
-            raise RequestError(f"the index of {what} kept changing while answering; try again", 503)
+            raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "
+                               "has finished", 503)
 
         return self._worker(method, lang).submit(work)
 
