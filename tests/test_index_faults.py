@@ -315,7 +315,7 @@ def test_openqa_index_says_at_once_whose_lock_it_waits_for(tmp_path):
     """Another process holds the index folder's lock: the build names it and waits, then finishes."""
     data, indexes = make_data_dir(tmp_path), tmp_path / "indexes"
     indexes.mkdir()
-    hold = "import fcntl, os, sys, time; fcntl.flock(os.open(sys.argv[1], os.O_RDONLY), fcntl.LOCK_EX); time.sleep(600)"
+    hold = "import fcntl, os, sys, time\nfcntl.flock(os.open(sys.argv[1], os.O_RDONLY), fcntl.LOCK_EX)\ntime.sleep(600)"
     holder = subprocess.Popen([sys.executable, "-c", hold, str(indexes)])
     try:
         deadline = time.monotonic() + 60

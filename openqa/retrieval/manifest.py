@@ -261,7 +261,7 @@ def lock_holder(folder: Path) -> str:
             args = [Path(a).name if i == 0 else a for i, a in enumerate(handle.read().decode(errors="replace").split("\0")[:-1])]
     except OSError:
         args = []
-    command = f" ({' '.join(args)[:120]})" if args else ""
+    command = f" ({' '.join(' '.join(args).split())[:120]})" if args else ""  # one line, even for `python -c` code
     return f"process {pids[0]} on {socket.gethostname()}{command}"
 
 

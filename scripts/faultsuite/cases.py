@@ -299,8 +299,32 @@ def full_disk_case(loc: list[str], tiny: Path) -> Case:
                 check=nothing_left)
 
 
-#: How long the lock case's other process holds the index folder's lock.
-LOCK_HELD_S = 3
+#: The lock case's other process: it takes the index folder's lock, says so (a line on stdout), and
+#: lets go once another process has had the folder open (``openqa index`` waiting for the lock) for
+#: ``GRACE`` seconds, or after a minute: never sooner, however slowly the machine starts openqa.
+HOLDER = """
+import fcntl, os, sys, time
+folder, grace = os.path.realpath(sys.argv[1]), float(sys.argv[2])
+fcntl.flock(os.open(folder, os.O_RDONLY), fcntl.LOCK_EX)
+print(flush=True)
+
+def waited_for():
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd") if int(pid) != os.getpid() else []
+            if any(os.readlink(f"/proc/{pid}/fd/{fd}") == folder for fd in fds):
+                return True
+        except OSError:
+            pass
+    return False
+
+deadline = time.monotonic() + 60
+while not waited_for() and time.monotonic() < deadline:
+    time.sleep(0.1)
+time.sleep(grace)
+"""
+#: How long the holder keeps the lock once ``openqa index`` waits for it.
+GRACE_S = 2
 #: Lock holders started, waited for by ``run_suite`` at the end.
 HOLDERS: list[subprocess.Popen] = []
 
@@ -310,16 +334,15 @@ def lock_case(root: Path, data: Path) -> Case:
     holds it and that it waits, then builds."""
     index_dir = root / "ix-locked"
     index_dir.mkdir()
-    hold = ("import fcntl, os, sys, time; fcntl.flock(os.open(sys.argv[1], os.O_RDONLY), fcntl.LOCK_EX); "
-            "print(flush=True); time.sleep(float(sys.argv[2]))")
 
     def hold_lock() -> None:
-        holder = subprocess.Popen([sys.executable, "-c", hold, str(index_dir), str(LOCK_HELD_S)], stdout=subprocess.PIPE)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(index_dir), str(GRACE_S)], stdout=subprocess.PIPE)
         holder.stdout.readline()  # it holds the lock now
         HOLDERS.append(holder)
 
     def said_at_once(out: str, err: str) -> bool:
-        return err.startswith(f"openqa: {index_dir} is locked by process ") and "waiting up to" in err.splitlines()[0]
+        return any(line.startswith(f"openqa: {index_dir} is locked by process ") and "waiting up to" in line
+                   for line in err.splitlines())
 
     return Case("index waits for a held lock", "lock", ["index", "--lang", "en", "--data-dir", str(data), "--index-dir", str(index_dir)],
                 expect="ok", check=said_at_once, setup=hold_lock)
