@@ -82,6 +82,8 @@ class Method(ABC):
     retrieves: bool = False
     #: The engine whose index it reads unless ``--engine`` says otherwise (None: it reads no one index).
     engine: str | None = None
+    #: The methods whose option scores it fuses (a fused method; none otherwise).
+    parts: tuple[str, ...] = ()
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:

@@ -14,7 +14,7 @@ import re
 import unicodedata
 from collections import Counter
 
-from openqa.languages import LANGS
+from openqa.languages import LANGS, LANGUAGES
 
 #: A short line seen at least this often in one book is a running header or footer.
 HEADER_MIN_REPEATS = 5
@@ -63,7 +63,7 @@ def clean_book(text: str, lang: str) -> str:
     # a round that changes anything removes a line, so this ends.
     while True:
         kept = _drop_running_headers(lines)
-        if lang == "en":
+        if LANGUAGES[lang].spaced:  # words broken at a line end with a hyphen
             kept = _join_hyphenated(kept, lang)
         if kept == lines:
             return "\n".join(lines)

@@ -104,9 +104,8 @@ def stamp(folder: Path) -> Stamp:
 def index_keys(method: str, lang: str) -> tuple[tuple[str, str], ...]:
     """The (language, engine) indexes a method reads (both parts' for a fused method; none for a reader)."""
     m = METHODS[method]
-    parts = getattr(m, "parts", ())
-    if parts:
-        return tuple(sorted({key for part in parts for key in index_keys(part, lang)}))
+    if m.parts:
+        return tuple(sorted({key for part in m.parts for key in index_keys(part, lang)}))
     return ((lang, m.engine),) if m.engine else ()
 
 
