@@ -106,15 +106,21 @@ def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) 
     return questions
 
 
-def _medmcqa(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
-    questions = []
+def json_records(path: Path) -> Iterator[tuple[int, Any]]:
+    """The JSON value of each line of a JSON-lines file that is not blank, with its line number; a
+    line that is not JSON is a ``file:line`` error."""
     for line_no, line in _lines(path):
         if not line.strip():
             continue
         try:
-            record = decode(line)
+            yield line_no, decode(line)
         except ValueError as exc:
             raise DataError(f"{path}:{line_no}: invalid JSON ({exc})") from None
+
+
+def _medmcqa(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    questions = []
+    for line_no, record in json_records(path):
         try:
             questions.append(_parse_record(_medmcqa_record(record), f"{prefix}-{line_no}", n_options))
         except ValueError as exc:

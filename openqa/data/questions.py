@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines
 from openqa.languages import LANGUAGES
 
 #: Split names a dataset can be asked for, in the order of the original release.
@@ -220,23 +219,13 @@ def read_question_file(
     """
     path = Path(path)
     prefix = path.stem if qid_prefix is None else qid_prefix
-    from openqa.data.formats import detect, read_other
+    from openqa.data.formats import detect, json_records, read_other
 
     fmt = detect(path)
     if fmt != "medqa" or subset is not None:
         return read_other(path, fmt, prefix, n_options, subset)
     questions: list[Question] = []
-    for line_no, raw in numbered_lines(path, MAX_LINE_BYTES, "a question file"):
-        try:
-            line = raw.decode("utf-8-sig" if line_no == 1 else "utf-8")  # a byte-order mark may open the file
-        except UnicodeDecodeError:
-            raise DataError(f"{path}:{line_no}: not valid UTF-8") from None
-        if not line.strip():
-            continue
-        try:
-            record = decode(line)
-        except ValueError as exc:
-            raise DataError(f"{path}:{line_no}: invalid JSON ({exc})") from None
+    for line_no, record in json_records(path):  # a byte-order mark may open the file
         try:
             questions.append(_parse_record(record, f"{prefix}-{line_no}", n_options))
         except ValueError as exc:

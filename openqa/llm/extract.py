@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
 _OBJECT = re.compile(r"\{.*\}", re.S)
@@ -23,10 +23,9 @@ _LISTED = re.compile(r"^\s*[\(\[*]*([A-Z])[\)\]*.:]", re.M)
 _VALUE = re.compile(r"^\s*[\(\[*]*([A-Z])(?:$|[\)\]*.:\s])")
 
 
-def _json_answer(text: str) -> tuple[bool, Any]:
-    """(found, value) of the ``answer`` field of a JSON object in the reply (fenced or bare)."""
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for chunk in candidates:
+def _json_objects(text: str) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a reply: the first in each fenced block, then the first in the whole reply."""
+    for chunk in [m.group(1) for m in _FENCE.finditer(text)] + [text]:
         match = _OBJECT.search(chunk)
         if not match:
             continue
@@ -34,7 +33,14 @@ def _json_answer(text: str) -> tuple[bool, Any]:
             data = json.loads(match.group(0))
         except ValueError:
             continue
-        if isinstance(data, dict) and "answer" in data:
+        if isinstance(data, dict):
+            yield data
+
+
+def _json_answer(text: str) -> tuple[bool, Any]:
+    """(found, value) of the ``answer`` field of a JSON object in the reply (fenced or bare)."""
+    for data in _json_objects(text):
+        if "answer" in data:
             return True, data["answer"]
     return False, None
 
@@ -62,15 +68,7 @@ def extract_letter(reply: str, letters: Sequence[str]) -> str | None:
 
 def cited_ids(reply: str) -> list[str]:
     """The paragraph ids a reply's JSON ``cited`` field lists (empty when there is none)."""
-    candidates = [m.group(1) for m in _FENCE.finditer(reply)] + [reply]
-    for chunk in candidates:
-        match = _OBJECT.search(chunk)
-        if not match:
-            continue
-        try:
-            data = json.loads(match.group(0))
-        except ValueError:
-            continue
-        if isinstance(data, dict) and isinstance(data.get("cited"), list):
+    for data in _json_objects(reply):
+        if isinstance(data.get("cited"), list):
             return [str(c) for c in data["cited"]]
     return []
