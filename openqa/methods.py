@@ -27,8 +27,9 @@ from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
 from openqa.scorers.base import OptionScorer
 from openqa.scorers.hybrid import HybridScorer
-from openqa.scorers.ir import TUNED_QUERY_MODES, IRScorer, IRSettings
+from openqa.scorers.ir import IRScorer, IRSettings
 from openqa.scorers.pmi import PMIScorer
+from openqa.scorers.query import TUNED_QUERY_MODES
 from openqa.tuning import resolve_settings, tune_fusion, tune_ir, tune_query_mode
 from openqa.workspace import Context, Exam
 
@@ -299,9 +300,15 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     return method(name).open(ctx, target, request)
 
 
-def open_retriever(ctx: Context, name: str, target: Exam, query: str | None = None) -> IRScorer:
-    """An IR scorer (dev-tuned; ``query`` overrides its query mode) whose retrieval feeds a reader."""
+def open_retrieving(ctx: Context, name: str, target: Exam, query: str | None = None) -> Opened:
+    """The method ``name`` opened to find evidence (dev-tuned; ``query`` overrides its query mode):
+    its ``retriever`` searches each option's paragraphs; a method that retrieves none is refused."""
     if not method(name).retrieves:
         raise OpenQAError(f"{name} does not retrieve paragraphs; use one of "
                           f"{', '.join(n for n, m in METHODS.items() if m.retrieves)} as the retriever")
-    return open_method(ctx, name, target, Request(Overrides(query=query))).retriever
+    return open_method(ctx, name, target, Request(Overrides(query=query)))
+
+
+def open_retriever(ctx: Context, name: str, target: Exam, query: str | None = None) -> IRScorer:
+    """An IR scorer (dev-tuned; ``query`` overrides its query mode) whose retrieval feeds a reader."""
+    return open_retrieving(ctx, name, target, query).retriever

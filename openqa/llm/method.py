@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from openqa.errors import OpenQAError
 from openqa.llm.settings import LLMSettings
-from openqa.methods import METHODS, Opened, open_method
+from openqa.methods import Opened, open_retrieving
 
 if TYPE_CHECKING:
     from openqa.workspace import Context, Exam
@@ -45,11 +45,8 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings | None) -> "Opened
                           "the server's model name)")
     retriever, query, retrieval = None, "full", {}
     if llm.evidence != "none":
-        opened = open_method(ctx, llm.retriever, target)
+        opened = open_retrieving(ctx, llm.retriever, target)
         retriever = opened.retriever
-        if retriever is None:
-            raise OpenQAError(f"--retriever {llm.retriever} does not retrieve paragraphs; use one of "
-                              f"{', '.join(name for name, m in METHODS.items() if m.retrieves)}")
         query = retriever.settings.query
         query = "full" if query == "option" else query
         retrieval = {"retriever_settings": {k: v for k, v in opened.settings.items() if k != "sources"}}

@@ -66,9 +66,8 @@ class ParagraphStore:
 
     def __getitem__(self, index: int) -> Paragraph:
         if self._offsets is None and self._items is None:
-            if self.path.with_name(OFFSETS).is_file():
-                self._offsets = self._read_offsets()
-            else:
+            self.check()
+            if self._offsets is None:
                 self._items = self._read()
         if self._items is not None:
             return self._items[index]

@@ -123,6 +123,8 @@ class ElasticBM25(SearchEngine):
 
     name = "elasticsearch"
     summary = "an Elasticsearch cluster (with --es-url), for ir-es"
+    #: Queries sent in one multi-search request.
+    query_batch = 64
 
     def __init__(self, folder: Path, manifest: dict[str, Any], client: Any, url: str | None, paragraphs: ParagraphStore) -> None:
         self.folder = folder
@@ -195,7 +197,7 @@ class ElasticBM25(SearchEngine):
         return cls(at.folder, at.manifest, client, url, at.store)
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        """One multi-search request for the batch (a question's options)."""
+        """One multi-search request for the batch (up to ``query_batch`` queries)."""
         tok = self.tokenizer
         searches: list[dict[str, Any]] = []
         for q in queries:

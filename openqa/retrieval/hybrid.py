@@ -70,7 +70,6 @@ class FusedEngine(SearchEngine):
 
     name = "hybrid"
     summary = "custom and dense searched together (not built: build both parts)"
-    query_batch = 128
 
     def __init__(self, first: SearchEngine, second: SearchEngine, fusion: Fusion = Fusion()) -> None:
         for key in ("corpus_checksum", "paragraphs"):

@@ -61,10 +61,10 @@ class LuceneBM25(SearchEngine):
         self.manifest = manifest
         self.tokenizer = make_tokenizer(manifest["tokenizer"])
         self.paragraphs = paragraphs
-        self.params = LuceneParams()
         self.searcher = java_class("io.anserini.search.SimpleSearcher")(str(folder / LUCENE_DIR))
         self.searcher.set_analyzer(java_class("org.apache.lucene.analysis.core.WhitespaceAnalyzer")())
-        self.searcher.set_bm25(float(self.params.k1), float(self.params.b))
+        params = LuceneParams()
+        self.searcher.set_bm25(float(params.k1), float(params.b))
         #: Calls into the JVM go one at a time (a thread's first call attaches it to the JVM).
         self._jvm = threading.Lock()
 

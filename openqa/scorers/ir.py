@@ -13,7 +13,7 @@ from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import Hit, SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
-from openqa.scorers.query import QUERY_MODES, TUNED_QUERY_MODES  # noqa: F401  (TUNED_QUERY_MODES: re-exported)
+from openqa.scorers.query import QUERY_MODES
 from openqa.text.medical_filter import filter_question
 
 #: How an option's top-N paragraph scores become one number.
@@ -80,10 +80,6 @@ class IRScorer(OptionScorer):
         self.settings = settings
         self.params = params
         self.lang = engine.manifest["lang"]
-
-    def with_settings(self, settings: IRSettings) -> "IRScorer":
-        """The same scorer with other settings (top-N, aggregate, query mode)."""
-        return IRScorer(self.engine, settings, self.params)
 
     def search(self, queries: Sequence[str], k: int, progress: Callable[[int], None] | None = None) -> list[list[Hit]]:
         """The engine's top-``k`` hits for each query text, with this scorer's query-side parameters."""
