@@ -8,8 +8,10 @@ import json
 import logging
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
+from types import FrameType
 
 from openqa.config import DEFAULT_RESULTS, ENV_RESULTS, Settings
 from openqa.errors import OpenQAError
@@ -453,6 +455,37 @@ def _interrupt(signum: int, frame: object) -> None:
     raise _Terminated
 
 
+#: An interruption a finalizer swallowed, waiting to be raised in the code it interrupted, and the
+#: profile function to put back then.
+_swallowed: tuple[KeyboardInterrupt, object] | None = None
+
+
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """``sys.unraisablehook``: a Ctrl-C (or SIGTERM) whose handler ran inside a finalizer (numba's
+    llvmlite objects are deleted while a kernel loads, tqdm's bars while they close) would be printed
+    as "Exception ignored in ..." and lost, and the command would run to its end. It is raised
+    instead at the next call or return of the interrupted code (a one-shot profile function, which
+    lets a finalizer it lands in swallow it and come back here); anything else is reported as usual."""
+    global _swallowed
+    exc = unraisable.exc_value
+    if isinstance(exc, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+        if _swallowed is None:
+            _swallowed = exc, sys.getprofile()
+        sys.setprofile(_raise_swallowed)
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
+def _raise_swallowed(frame: FrameType, event: str, arg: object) -> None:
+    """The one-shot profile function of ``_unraisable``: the swallowed interruption, raised afresh."""
+    global _swallowed
+    if frame.f_code is _unraisable.__code__ or _swallowed is None:
+        return
+    (exc, previous), _swallowed = _swallowed, None
+    sys.setprofile(previous)
+    raise type(exc)()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script: one-line errors and a non-zero exit on bad input; SIGTERM
     stops like Ctrl-C, so builds remove their scratch folders. As the console script (no ``argv``),
@@ -479,6 +512,7 @@ def _run(argv: list[str] | None) -> int:
     """Parse and run one command; its exit status. Building the parser imports the registries
     (numpy, scipy): a Ctrl-C then is an interruption like any other."""
     signal.signal(signal.SIGTERM, _interrupt)
+    sys.unraisablehook = _unraisable
     logger = logging.getLogger("openqa")
     if not any(isinstance(handler, _Notes) for handler in logger.handlers):
         logger.addHandler(_Notes())

@@ -5,15 +5,18 @@ full disk while result files are written, and what a tied prediction says it ass
 from __future__ import annotations
 
 import errno
+import gc
 import json
 import os
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from openqa import cli
 from openqa.answer import written_in
 from openqa.cli import main
 from openqa.evaluate import results as results_module
@@ -252,3 +255,29 @@ def test_results_module_holds_no_signal_outside_the_main_thread(tmp_path):
     thread.start()
     thread.join()
     assert errors == [None] and (tmp_path / "r.json").read_text() == "{}"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interruption_that_lands_in_a_finalizer_still_stops_the_command(monkeypatch, capsys, ctrl_c, signum):
+    """numba deletes llvmlite objects while a kernel loads: a Ctrl-C whose handler ran in such a
+    finalizer was printed as "Exception ignored in ..." and the command ran on to exit 0."""
+    ran_on = []
+
+    class Cycle:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            signal.raise_signal(signum)
+
+    def command(args: object) -> None:
+        Cycle()
+        gc.collect()
+        ran_on.append(args)
+
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
+    monkeypatch.setitem(cli.COMMANDS, "serve", command)
+    assert main(["serve"]) == 130
+    err = capsys.readouterr().err
+    assert ran_on == [] and err == "openqa: interrupted\n"
+    assert sys.getprofile() is None
