@@ -82,9 +82,9 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", help="folder of the reply cache: a rerun makes no model calls, an interrupted run resumes (default: llm-cache/ in the index folder)")
 
 
-def _llm_settings(args: argparse.Namespace):
-    """The ``LLMSettings`` of ``--method llm`` (None for other methods)."""
-    if args.method != "llm":
+def _llm_settings(args: argparse.Namespace, wanted: bool):
+    """The ``LLMSettings`` of ``--method llm`` when ``wanted`` (None otherwise)."""
+    if not wanted:
         return None
     from openqa.llm.settings import LLMSettings
 
@@ -198,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 opens it to your network: there is no authentication)")
     sv.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     sv.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="a host name clients may reach the server by, beside its address (and localhost when on loopback); repeat for more. Requests naming another host are refused (a guard against DNS rebinding)")
+    sv.add_argument("--model", help="with --method llm (or all): the model, as for openqa eval (a folder, hub id, .gguf file, or with --endpoint the server's model name); with --method reader: a run folder or checkpoint written by openqa train")
+    sv.add_argument("--top-n", type=int, help="with --method llm: evidence paragraphs (default: 10 for the question, 3 per option); the other methods use their dev-tuned top-N, which a request may replace")
+    _llm_flags(sv)
     _tokenizer_flags(sv)
     _corpus_flag(sv)
     _common(sv)
@@ -302,7 +305,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     request = EvalRequest(
         method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
         lang=args.lang, exam=args.exam, limit=args.limit, engine=args.engine, model=args.model, overrides=_overrides(args),
-        llm=_llm_settings(args), subset=args.subset,
+        llm=_llm_settings(args, args.method == "llm"), subset=args.subset,
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
@@ -365,7 +368,7 @@ def cmd_answer(args: argparse.Namespace) -> None:
     if interactive:
         _note(f"loading {args.method} and its index...")
     opened = open_method(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam),
-                         Request(_overrides(args), args.engine, args.model, _llm_settings(args)))
+                         Request(_overrides(args), args.engine, args.model, _llm_settings(args, args.method == "llm")))
     print(settings_line(opened.settings), file=sys.stderr if args.json or interactive else sys.stdout)
     if interactive:
         _answer_typed(opened, args)
@@ -428,11 +431,15 @@ def cmd_filter_agreement(args: argparse.Namespace) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> None:
     """Open the methods once and serve the page and the API until Ctrl-C."""
+    from openqa.methods import Request
     from openqa.serve.app import serve
 
     if not 1 <= args.port <= 65535:
         raise OpenQAError(f"--port must be between 1 and 65535, not {args.port}")
-    serve(_context(args), args.lang.split(","), args.method.split(","), args.host, args.port, args.allow_host)
+    methods = args.method.split(",")
+    llm = _llm_settings(args, "llm" in methods or (methods == ["all"] and args.model is not None))
+    serve(_context(args), args.lang.split(","), methods, args.host, args.port, args.allow_host,
+          Request(model=args.model, llm=llm))
 
 
 COMMANDS = {

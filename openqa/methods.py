@@ -85,6 +85,8 @@ class Method(ABC):
     engine: str | None = None
     #: The methods whose option scores it fuses (a fused method; none otherwise).
     parts: tuple[str, ...] = ()
+    #: What a ``Request`` must give before the method can be opened (said when it is missing).
+    needs: str = ""
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
@@ -99,6 +101,21 @@ class Method(ABC):
     def variant(self, request: Request) -> list[str]:
         """What a result file of this method run with ``request`` adds to its name (beyond flags)."""
         return []
+
+    def ready(self, request: Request) -> bool:
+        """Whether ``request`` gives all the method needs to be opened (see ``needs``)."""
+        return True
+
+    def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
+        """The (language, engine) indexes the method reads when opened with ``request`` (a fused
+        method: its parts'; a reader: none it can name before its checkpoint is read)."""
+        if self.parts:
+            return tuple(sorted({key for part in self.parts for key in method(part).reads(lang, request)}))
+        return ((lang, request.engine or self.engine),) if self.engine else ()
+
+    def takes(self, setting: str) -> bool:
+        """Whether an override of ``setting`` (top_n, aggregate, query) changes what the method does."""
+        return False
 
     def settings(self, ctx: Context, target: Exam, overrides: Overrides, keep: Callable[[str], bool]) -> tuple[IRSettings, dict[str, Any], dict[str, str]]:
         """The tuned settings for ``target`` with ``overrides``, and the record of those ``keep``
@@ -124,6 +141,9 @@ class IndexMethod(Method):
     retrieves: bool = True
     #: The settings its scorer reads (PMI reads only the query mode), which its records show.
     uses: tuple[str, ...] = ("top_n", "aggregate", "query")
+
+    def takes(self, setting: str) -> bool:
+        return setting in self.uses
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         chosen, record, sources = self.settings(ctx, target, request.overrides, lambda key: key in self.uses)
@@ -157,6 +177,9 @@ class FusedMethod(Method):
     parts: tuple[str, str]
     retrieves: bool = True
 
+    def takes(self, setting: str) -> bool:
+        return any(method(part).takes(setting) for part in self.parts)
+
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         if request.engine:
             raise OpenQAError(f"--engine does not apply to {self.name}: it reads each part's own index ({', '.join(self.parts)})")
@@ -184,12 +207,16 @@ class ReaderMethod(Method):
 
     name: str
     summary: str
+    needs: str = "--model: a run folder or checkpoint written by openqa train"
+
+    def ready(self, request: Request) -> bool:
+        return bool(request.model)
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         from openqa.readers.registry import ReaderScorer, load_reader
 
         if not request.model:
-            raise OpenQAError(f"--method {self.name} needs --model: a run folder or checkpoint written by openqa train")
+            raise OpenQAError(f"--method {self.name} needs {self.needs}")
         reader = load_reader(Path(request.model))
         trained = reader.settings
         if trained.get("corpus") != ctx.corpus:
@@ -214,10 +241,21 @@ class LLMMethod(Method):
 
     name: str
     summary: str
+    needs: str = "--model: a local folder, hub id or .gguf file (or, with --endpoint, the server's model name)"
+
+    def ready(self, request: Request) -> bool:
+        return request.llm is not None
+
+    def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
+        """Its retriever's indexes (none for a closed book)."""
+        llm = request.llm
+        return method(llm.retriever).reads(lang) if llm is not None and llm.evidence != "none" else ()
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         from openqa.llm.method import open_llm
 
+        if request.llm is None:
+            raise OpenQAError(f"--method {self.name} needs {self.needs}")
         return open_llm(ctx, target, request.llm)
 
     def variant(self, request: Request) -> list[str]:

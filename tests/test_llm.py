@@ -193,6 +193,41 @@ def test_in_process_faults_are_one_line_errors(root, capsys, args, message):
     assert not list((root / "results").glob("*no-template*")) and "Traceback" not in err
 
 
+# --- openqa serve ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("evidence", ["question", "none"])
+def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
+    from openqa.config import Settings
+    from openqa.llm.settings import LLMSettings
+    from openqa.methods import Request
+    from openqa.serve.app import create_app
+    from openqa.serve.engines import Engines
+    from openqa.workspace import Context
+    from tests.test_serve import call, running
+
+    settings = Settings.resolve(data_dir=root / "data_clean", index_dir=root / "indexes", settings_dir=root / "tuned")
+    llm = LLMSettings(model=str(root / "tiny"), evidence=evidence, cache_dir=root / f"cache-serve-{evidence}")
+    engines = Engines(Context(settings), ["en"], ["ir-custom", "llm"], Request(llm=llm))
+    try:
+        offered = {offer["method"]: offer for offer in engines.describe()}
+        assert offered["llm"]["available"] and offered["llm"]["limits"]["seconds"] == 600
+        assert offered["llm"]["settings"]["evidence"] == evidence
+        assert engines.methods == ["ir-custom", "llm"]
+        with running(create_app(engines)) as url:
+            question = {"question": QUESTIONS[0]["question"], "options": QUESTIONS[0]["options"]}
+            status, data = call(url, "/v1/answer", {**question, "method": "llm"})
+            assert status == 200, data
+            assert data["method"] == "llm" and data["prediction"] in "ABCD"
+            assert set(data["details"]["probabilities"]) == set("ABCD")
+            assert bool(data["details"]["evidence_ids"]) == (evidence != "none")
+            assert call(url, "/v1/answer", {**question, "method": "llm"})[1] == data  # the cached reply, same answer
+            status, refused = call(url, "/v1/answer", {**question, "method": "llm", "top_n": 2})
+            assert status == 400 and "top_n does not apply to llm" in refused["error"]
+            assert call(url, "/v1/answer", {**question, "method": "ir-custom", "top_n": 2})[0] == 200
+    finally:
+        engines.close()
+
+
 # --- a real OpenAI-compatible server: transformers serve ------------------------------------------
 
 def free_port() -> int:

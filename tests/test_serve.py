@@ -347,6 +347,8 @@ def test_openqa_serve_starts_answers_and_stops_on_ctrl_c(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--lang", "fr"], "unknown language 'fr'"),
     (["--method", "magic"], "unknown method 'magic'"),
+    (["--method", "llm"], "--method llm needs --model"),
+    (["--method", "reader"], "--method reader needs --model"),
     (["--port", "0"], "--port must be between 1 and 65535"),
 ])
 def test_openqa_serve_refuses_bad_flags_in_one_line(tmp_path, args, message):

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from openqa.errors import OpenQAError
 from openqa.llm.settings import LLMSettings
 from openqa.methods import Opened, open_retrieving
 
@@ -32,17 +31,17 @@ class ClosedBook:
         self.manifest = {"lang": self.lang, "corpus": "none (closed book)", "corpus_kind": "no evidence",
                          "paragraphs": 0, "corpus_checksum": "none", "engine": "none"}
 
+    def warm(self) -> None:
+        """Nothing to load (``Index.warm``)."""
 
-def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings | None) -> "Opened":
+
+def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings) -> "Opened":
     """An LLM reader over ``llm.retriever``'s evidence (none for a closed book), with its settings
     and their sources for the record."""
     from openqa.llm.backends import open_backend
     from openqa.llm.cache import ReplyCache
     from openqa.llm.scorer import LLMScorer
 
-    if llm is None:
-        raise OpenQAError("--method llm needs --model: a local folder, hub id or .gguf file (or, with --endpoint, "
-                          "the server's model name)")
     retriever, query, retrieval = None, "full", {}
     if llm.evidence != "none":
         opened = open_retrieving(ctx, llm.retriever, target)

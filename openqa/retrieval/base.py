@@ -161,6 +161,11 @@ class Index(ABC):
     tokenizer: Tokenizer
     manifest: dict[str, Any]
 
+    def warm(self) -> None:
+        """Load now what the first query would load (the Chinese script converter), so that a
+        server's first request does not pay for it."""
+        self.tokenizer.prepare_query("")
+
     @classmethod  # noqa: B027  (a hook that most engines leave empty: they take any options)
     def check_options(cls, options: EngineOptions) -> None:
         """Refuse options this engine cannot use (a malformed server URL) before any work is done."""
@@ -264,6 +269,11 @@ class SearchEngine(Index):
     #: How many queries one batch of ``search`` handles best (one question's options for sparse
     #: engines, many for an encoder that batches).
     query_batch: ClassVar[int] = 1
+
+    def warm(self) -> None:
+        """Also read the paragraph store, which the first hit would."""
+        super().warm()
+        self.paragraphs[0]
 
     def search(
         self, queries: Sequence[str], k: int, params: Any = None, progress: Callable[[int], None] | None = None,

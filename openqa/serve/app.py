@@ -43,6 +43,7 @@ from openqa import __version__
 from openqa.data import Question
 from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
 from openqa.errors import OpenQAError
+from openqa.methods import Request as MethodRequest
 from openqa.serve.engines import Engines, RequestError, limits, overtime
 from openqa.serve.examples import examples
 from openqa.workspace import Context
@@ -122,7 +123,9 @@ class RankedOption(BaseModel):
 
 class Answer(BaseModel):
     """The options best first, the prediction (null with a ``message`` when no word of the question
-    is in the index), the letters tied with it, and the settings used with each one's source."""
+    is in the index), the letters tied with it, and the settings used with each one's source; an
+    LLM reader adds its ``details``: the raw reply, the letter read from it, the letter probabilities
+    and the cited paragraph ids."""
 
     question: str
     prediction: str | None
@@ -133,6 +136,7 @@ class Answer(BaseModel):
     lang: str
     settings: dict[str, Any]
     options: list[RankedOption]
+    details: dict[str, Any] | None = None
 
 
 class Error(BaseModel):
@@ -474,17 +478,18 @@ class _Server:
 
 
 def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: int,
-          allow_hosts: list[str] | None = None) -> None:
+          allow_hosts: list[str] | None = None, request: MethodRequest = MethodRequest()) -> None:
     """Open the methods once, then serve the page and the API on ``host:port`` until Ctrl-C (a
     second Ctrl-C stops at once and raises ``KeyboardInterrupt``). Requests must name this server
     in their Host header: ``host`` (any IP address when it is a wildcard), loopback names when it
-    is loopback, or one of ``allow_hosts``."""
+    is loopback, or one of ``allow_hosts``. ``request`` gives the methods what they need beyond
+    an index (the LLM reader's model and settings)."""
     sock = listen(host, port)
     wildcard = host in ("0.0.0.0", "::", "")
     hosts = [host, *(LOOPBACK if wildcard or host in LOOPBACK else ()), *(allow_hosts or [])]
     forced = False
     with sock:
-        engines = Engines(ctx, langs, methods)
+        engines = Engines(ctx, langs, methods, request)
         try:
             for offer in engines.describe():
                 state = "ready" if offer["available"] else f"not available: {offer['error']}"

@@ -33,10 +33,10 @@ import openqa
 from openqa.answer import no_match_message
 from openqa.data import Question
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
-from openqa.languages import DEFAULT_LANG, LANGS
+from openqa.languages import LANGS
 from openqa.methods import METHODS, Opened, Overrides, Request, open_method
 from openqa.pipeline import answer_record
-from openqa.retrieval.base import Index, SearchEngine
+from openqa.retrieval.base import Index
 from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.registry import index_folder, open_index
 from openqa.serve.examples import measured_accuracy
@@ -65,9 +65,11 @@ class Limits:
 
 #: Limits per method. PMI counts co-occurrences of every question term with every option term in
 #: windows of the positional index: 4 Chinese options of 4,000 characters took 2.9 s here (MedQA's
-#: longest question with its options has 3,637 characters, US test). The others search an inverted
-#: or vector index once per option and stay under half a second at 20,000 characters.
-LIMITS = {"pmi": Limits(6_000, 15.0)}
+#: longest question with its options has 3,637 characters, US test). An LLM reads one prompt per
+#: order of the options: a 1.5B GGUF model on one CPU thread takes 10-30 s a prompt with evidence
+#: (requests queue behind each other there), a GPU server about a second. The others search an
+#: inverted or vector index once per option and stay under half a second at 20,000 characters.
+LIMITS = {"pmi": Limits(6_000, 15.0), "llm": Limits(20_000, 600.0)}
 DEFAULT_LIMITS = Limits(20_000, 15.0)
 
 
@@ -99,14 +101,6 @@ def stamp(folder: Path) -> Stamp:
     except OSError:
         return None
     return info.st_ino, info.st_size, info.st_mtime_ns
-
-
-def index_keys(method: str, lang: str) -> tuple[tuple[str, str], ...]:
-    """The (language, engine) indexes a method reads (both parts' for a fused method; none for a reader)."""
-    m = METHODS[method]
-    if m.parts:
-        return tuple(sorted({key for part in m.parts for key in index_keys(part, lang)}))
-    return ((lang, m.engine),) if m.engine else ()
 
 
 @dataclass(frozen=True)
@@ -203,14 +197,18 @@ def overtime(what: str) -> RequestError:
 class Engines:
     """The methods a server offers per language, opened once, and the worker threads that use them."""
 
-    def __init__(self, ctx: Context, langs: list[str], methods: list[str]) -> None:
-        """Open every method in every language (``methods`` may be ``["all"]``); one that cannot be
-        opened is kept with its error, so requests for it say which command builds its index."""
+    def __init__(self, ctx: Context, langs: list[str], methods: list[str], request: Request = Request()) -> None:
+        """Open every method in every language (``methods`` may be ``["all"]``: every method that
+        ``request`` gives what it needs) with ``request`` (the LLM reader's settings); one that
+        cannot be opened is kept with its error, so requests for it say which command builds its index."""
         self.ctx = _OpenOnce(**{f.name: getattr(ctx, f.name) for f in fields(Context)})
         self.public = Public(ctx)
+        self.request = request
         self.langs = pick(langs, LANGS, "language")
-        servable = tuple(name for name in METHODS if index_keys(name, DEFAULT_LANG))  # not a reader: it needs --model
-        self.methods = list(servable) if methods == [ALL] else pick(methods, servable, "method")
+        self.methods = [n for n, m in METHODS.items() if m.ready(request)] if methods == [ALL] else pick(methods, tuple(METHODS), "method")
+        for name in self.methods:
+            if not METHODS[name].ready(request):
+                raise OpenQAError(f"--method {name} needs {METHODS[name].needs}")
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="openqa-score")
         self.jvm = ThreadPoolExecutor(1, thread_name_prefix="openqa-jvm")
         self._reload = threading.Lock()
@@ -228,13 +226,13 @@ class Engines:
 
     def _worker(self, method: str, lang: str) -> ThreadPoolExecutor:
         """The JVM's thread for a method over a JVM engine, else the pool."""
-        return self.jvm if any(engine in JVM_ENGINES for _, engine in index_keys(method, lang)) else self.pool
+        return self.jvm if any(engine in JVM_ENGINES for _, engine in METHODS[method].reads(lang, self.request)) else self.pool
 
     def _folder(self, key: tuple[str, str]) -> Path:
         return index_folder(self.ctx.settings.index_dir, *key, self.ctx.corpus)
 
     def _stamps(self, method: str, lang: str) -> dict[tuple[str, str], Stamp]:
-        return {key: stamp(self._folder(key)) for key in index_keys(method, lang)}
+        return {key: stamp(self._folder(key)) for key in METHODS[method].reads(lang, self.request)}
 
     def _open(self, name: str, lang: str) -> Offer:
         """Open one method (in its worker thread) and read its paragraphs now, so that the first
@@ -242,12 +240,10 @@ class Engines:
         later (but for an index that was missing, which the opening built)."""
         stamps = self._stamps(name, lang)
         try:
-            opened = open_method(self.ctx, name, Exam.resolve(lang=lang))
+            opened = open_method(self.ctx, name, Exam.resolve(lang=lang), self.request)
         except OpenQAError as exc:
             return Offer(name, lang, stamps, error=self.public(str(exc)))
-        if isinstance(opened.index, SearchEngine):  # PMI's positional index keeps no paragraphs
-            opened.index.paragraphs[0]  # reads the paragraph store
-        opened.index.tokenizer.prepare_query("")  # loads the Chinese script converter
+        opened.index.warm()
         built = {key: stamp(self._folder(key)) for key, was in stamps.items() if was is None}  # built first, at start-up
         return Offer(name, lang, {**stamps, **built}, opened)
 
@@ -310,6 +306,8 @@ class Engines:
         index. The job stops before scoring once ``abandoned`` is set or ``deadline``
         (``time.monotonic``; default: the method's time limit from now) has passed."""
         method, lang = self.offer(method, lang)
+        if top_n is not None and not METHODS[method].takes("top_n"):
+            raise RequestError(f"top_n does not apply to {method}: leave it out (the server's settings choose its evidence)")
         abandoned = abandoned or threading.Event()
         deadline = deadline if deadline is not None else time.monotonic() + limits(method).seconds
         what = f"{method} ({lang})"
@@ -340,7 +338,7 @@ class Engines:
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""
         try:
-            return open_method(self.ctx, method, Exam.resolve(lang=lang), Request(Overrides(top_n=top_n)))
+            return open_method(self.ctx, method, Exam.resolve(lang=lang), replace(self.request, overrides=Overrides(top_n=top_n)))
         except OpenQAError as exc:
             raise RequestError(f"{method} ({lang}) cannot be opened now: {self.public(str(exc))}", 503) from None
 
