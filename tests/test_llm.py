@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.request import urlopen
@@ -214,6 +215,11 @@ def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
         assert offered["llm"]["settings"]["evidence"] == evidence
         assert engines.methods == ["ir-custom", "llm"]
         with running(create_app(engines)) as url:
+            asked = [{"question": q["question"], "options": q["options"], "method": "llm"} for q in QUESTIONS] * 2
+            with ThreadPoolExecutor(6) as pool:  # the model's first replies, on several threads at once
+                together = list(pool.map(lambda body: call(url, "/v1/answer", body), asked))
+            assert all(status == 200 for status, _ in together), together
+            assert [call(url, "/v1/answer", body) for body in asked] == together  # then each alone, from the cache
             question = {"question": QUESTIONS[0]["question"], "options": QUESTIONS[0]["options"]}
             status, data = call(url, "/v1/answer", {**question, "method": "llm"})
             assert status == 200, data

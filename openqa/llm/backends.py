@@ -144,6 +144,9 @@ class TransformersBackend(Backend):
         self.token_count = "the model's own tokenizer"
         self.runs_on = f"transformers, {self.device}, {str(self.dtype).removeprefix('torch.')}"
         self._torch = torch
+        #: One thread at a time uses the tokenizer and the weights (a fast tokenizer shared between
+        #: threads fails with "Already borrowed"; the server scores on several threads).
+        self._lock = threading.RLock()
 
     @property
     def model(self) -> Any:
@@ -161,7 +164,8 @@ class TransformersBackend(Backend):
         return {"kind": self.kind, "model": self.source}
 
     def count(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        with self._lock:
+            return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _encode(self, messages: Messages) -> Any:
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -169,7 +173,8 @@ class TransformersBackend(Backend):
         return ids["input_ids"].to(self.device), ids["attention_mask"].to(self.device)
 
     def prompt_tokens(self, messages: Messages) -> int:
-        return int(self._encode(messages)[0].shape[1])
+        with self._lock:
+            return int(self._encode(messages)[0].shape[1])
 
     def _letter_ids(self, letter: str) -> list[int]:
         ids = {enc[0] for variant in (letter, f" {letter}")
@@ -180,6 +185,10 @@ class TransformersBackend(Backend):
         return sorted(ids)
 
     def _reply(self, messages: Messages, request: Request) -> dict[str, Any]:
+        with self._lock:
+            return self._locked_reply(messages, request)
+
+    def _locked_reply(self, messages: Messages, request: Request) -> dict[str, Any]:
         torch = self._torch
         input_ids, mask = self._encode(messages)
         with torch.inference_mode():
@@ -422,6 +431,7 @@ class LlamaCppBackend(ChatBackend):
         self.token_count = ("the GGUF file's own tokenizer (via transformers and gguf)" if self.tokenizer
                             else f"estimated: 1 token per {CHARS_PER_TOKEN} characters (the file's tokenizer could not be read)")
         self._lock = threading.Lock()
+        self._tokens = threading.Lock()  # the tokenizer, one thread at a time ("Already borrowed")
 
     def _tokenizer(self) -> Any:
         """The file's tokenizer through transformers' GGUF reader, or None when it cannot be read."""
@@ -438,12 +448,14 @@ class LlamaCppBackend(ChatBackend):
     def count(self, text: str) -> int:
         if self.tokenizer is None:
             return math.ceil(len(text) / CHARS_PER_TOKEN)
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        with self._tokens:
+            return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def prompt_tokens(self, messages: Messages) -> int:
         if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
             return sum(self.count(m["content"]) + 4 for m in messages) + 2
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        with self._tokens:
+            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return self.count(text)
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:

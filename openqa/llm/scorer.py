@@ -51,6 +51,22 @@ def option_orders(question: Question, k: int, seed: int) -> list[tuple[str, ...]
     return orders
 
 
+class Tally:
+    """The counts of one ``score`` call (cached replies, tokens, model time, cut evidence, orders
+    that disagreed, unreadable replies), added to from its request threads."""
+
+    def __init__(self, calls_before: int) -> None:
+        self.counts: dict[str, Any] = {"calls_before": calls_before, "cached": 0, "tokens_in": 0, "tokens_out": 0,
+                                       "model_seconds": 0.0, "evidence_cut_budget": 0, "evidence_cut_context": 0,
+                                       "orders_disagreed": 0, "replies_unreadable": 0, "seconds": 0.0}
+        self._lock = threading.Lock()
+
+    def add(self, **counts: float) -> None:
+        with self._lock:
+            for key, value in counts.items():
+                self.counts[key] += value
+
+
 def interleave(per_option: Sequence[Sequence[Hit]]) -> list[Hit]:
     """The options' hits merged rank by rank (every option's first paragraph, then every second...),
     each paragraph once: no option's evidence crowds out another's under a budget."""
@@ -79,7 +95,8 @@ class LLMScorer(OptionScorer):
         self.query = query
         self.lang = lang
         self.instruction = "letters" if settings.scoring == "letters" else settings.prompt
-        self._stats_lock = threading.Lock()
+        #: The counts of the last finished ``score`` call, which ``report`` describes (each call
+        #: counts into its own ``Tally``, so calls from several threads never mix their counts).
         self.stats: dict[str, Any] = {}
 
     def _ranked(self, questions: Sequence[Question], progress: bool) -> tuple[list[list[Hit]], list[dict[str, list[Hit]]]]:
@@ -126,23 +143,20 @@ class LLMScorer(OptionScorer):
                                   reply_key(backend.identity(), messages, request.as_dict())))
         return prompts, [p.pid for p in kept], cut_level
 
-    def _ask(self, prompt: Prompt) -> dict[str, Any]:
+    def _ask(self, prompt: Prompt, tally: Tally) -> dict[str, Any]:
         """The reply to ``prompt``: from the cache, else from the model (then cached)."""
         cached = self.cache.get(prompt.key)
         if cached is not None:
-            with self._stats_lock:
-                self.stats["cached"] += 1
+            tally.add(cached=1)
             return cached
         start = time.perf_counter()
         reply = self.backend.reply(prompt.messages, prompt.request)
-        with self._stats_lock:
-            self.stats["model_seconds"] += time.perf_counter() - start
-            self.stats["tokens_in"] += reply.get("tokens_in") or 0
-            self.stats["tokens_out"] += reply.get("tokens_out") or 0
+        tally.add(model_seconds=time.perf_counter() - start, tokens_in=reply.get("tokens_in") or 0,
+                  tokens_out=reply.get("tokens_out") or 0)
         self.cache.put(prompt.key, reply)
         return reply
 
-    def _run(self, prompts: list[Prompt], n_questions: int, progress: bool) -> list[dict[str, Any]]:
+    def _run(self, prompts: list[Prompt], n_questions: int, progress: bool, tally: Tally) -> list[dict[str, Any]]:
         """Every prompt's reply, in order; ``--concurrency`` requests at a time to an endpoint."""
         replies: list[dict[str, Any] | None] = [None] * len(prompts)
         left = [0] * n_questions
@@ -157,16 +171,16 @@ class LLMScorer(OptionScorer):
                 if not left[prompts[i].question]:
                     bar.update(1)
                     elapsed = max(time.perf_counter() - start, 1e-9)
-                    bar.set_postfix(tok_s=f"{(self.stats['tokens_in'] + self.stats['tokens_out']) / elapsed:.0f}",
+                    bar.set_postfix(tok_s=f"{(tally.counts['tokens_in'] + tally.counts['tokens_out']) / elapsed:.0f}",
                                     calls=self.backend.calls, refresh=False)
 
             if self.settings.concurrency == 1:
                 for i, prompt in enumerate(prompts):
-                    done(i, self._ask(prompt))
+                    done(i, self._ask(prompt, tally))
             else:
                 pool = ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="openqa-llm")
                 try:
-                    futures = {pool.submit(self._ask, prompt): i for i, prompt in enumerate(prompts)}
+                    futures = {pool.submit(self._ask, prompt, tally): i for i, prompt in enumerate(prompts)}
                     for future in as_completed(futures):
                         done(futures[future], future.result())
                 finally:
@@ -189,9 +203,7 @@ class LLMScorer(OptionScorer):
         return {o: float(o == shown[letter]) for o in prompt.order}, shown[letter]
 
     def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
-        self.stats = {"calls_before": self.backend.calls, "cached": 0, "tokens_in": 0, "tokens_out": 0,
-                      "model_seconds": 0.0, "evidence_cut_budget": 0, "evidence_cut_context": 0, "orders_disagreed": 0,
-                      "replies_unreadable": 0}
+        tally = Tally(self.backend.calls)
         start = time.perf_counter()
         ranked, option_hits = self._ranked(questions, progress)
         prompts, shown_ids = [], []
@@ -199,26 +211,25 @@ class LLMScorer(OptionScorer):
             own, ids, cut = self._prompts(q, qi, hits)
             prompts += own
             shown_ids.append(ids)
-            self.stats["evidence_cut_budget"] += cut >= 1
-            self.stats["evidence_cut_context"] += cut == 2
-        replies = self._run(prompts, len(questions), progress)
+            tally.add(evidence_cut_budget=cut >= 1, evidence_cut_context=cut == 2)
+        replies = self._run(prompts, len(questions), progress, tally)
         by_question: list[list[tuple[Prompt, dict[str, Any]]]] = [[] for _ in questions]
         for prompt, reply in zip(prompts, replies):
             by_question[prompt.question].append((prompt, reply))
-        out = [self._combine(q, by_question[qi], shown_ids[qi], option_hits[qi]) for qi, q in enumerate(questions)]
-        self.stats["seconds"] = time.perf_counter() - start
+        out = [self._combine(q, by_question[qi], shown_ids[qi], option_hits[qi], tally) for qi, q in enumerate(questions)]
+        tally.add(seconds=time.perf_counter() - start)
+        self.stats = tally.counts
         return out
 
     def _combine(self, question: Question, answered: list[tuple[Prompt, dict[str, Any]]], ids: list[str],
-                 hits: dict[str, list[Hit]]) -> OptionScores:
+                 hits: dict[str, list[Hit]], tally: Tally) -> OptionScores:
         """One question's scores from its orders' replies, with what the predictions file keeps."""
         read = [self._read(p, r) for p, r in answered]
         good = [(probs, letter) for probs, letter in read if probs is not None]
-        self.stats["replies_unreadable"] += len(read) - len(good)
+        tally.add(replies_unreadable=len(read) - len(good))
         scores = {o: sum(probs[o] for probs, _ in good) / len(good) if good else 0.0 for o in question.options}
         letters = [letter for _, letter in read]
-        if len({letter for _, letter in good}) > 1:
-            self.stats["orders_disagreed"] += 1
+        tally.add(orders_disagreed=len({letter for _, letter in good}) > 1)
         replies = [r.get("text") for _, r in answered]
         details: dict[str, Any] = {
             "reply": replies[0] if len(replies) == 1 else replies,
