@@ -27,6 +27,7 @@ import uvicorn
 from openqa.config import Settings
 from openqa.data.pasted import MAX_CHARS, parse_block
 from openqa.errors import OpenQAError
+from openqa.methods import Request
 from openqa.pipeline import Context
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.registry import build_index
@@ -61,11 +62,11 @@ def tiny_site(root: Path) -> tuple[Path, Path]:
     return data, indexes
 
 
-def tiny_engines(root: Path, methods: list[str]) -> Engines:
+def tiny_engines(root: Path, methods: list[str], request: Request = Request()) -> Engines:
     """English and Chinese engines over the tiny site (your tuned settings of the repo never leak in)."""
     data, indexes = tiny_site(root)
     settings = Settings.resolve(data_dir=data, index_dir=indexes, settings_dir=root / "tuned")
-    return Engines(Context(settings), ["en", "zh"], methods)
+    return Engines(Context(settings), ["en", "zh"], methods, request)
 
 
 @contextmanager

@@ -19,8 +19,11 @@ from typing import Iterator
 
 import pytest
 
+from openqa.llm.settings import LLMSettings
+from openqa.methods import Request
 from openqa.serve.app import create_app
 from tests.helpers import QUESTIONS
+from tests.llm_fixtures import make_tiny_llm
 from tests.test_serve import running, tiny_engines
 from tests.test_serve_faults import slow_scoring
 
@@ -41,12 +44,13 @@ PASTED = "\n".join([QUESTIONS[0]["question"], *(f"{k}: {v}" for k, v in QUESTION
 
 @pytest.fixture(scope="module")
 def url(tmp_path_factory) -> Iterator[str]:
-    """ir-custom and pmi over the tiny site, whose own tuning (as ``openqa tune`` writes it) judges
+    """ir-custom, pmi and a tiny random LLM (closed book) over the tiny site, whose own tuning (as ``openqa tune`` writes it) judges
     six paragraphs by the best hit; its data folder's US test split gives the examples."""
     root = tmp_path_factory.mktemp("browser")
     (root / "tuned").mkdir()
     (root / "tuned" / "ir-custom-us.json").write_text(json.dumps({"chosen": {"top_n": 1, "aggregate": "sum", "query": "full"}}))
-    engines = tiny_engines(root, ["ir-custom", "pmi"])
+    llm = LLMSettings(model=str(make_tiny_llm(root / "tiny-llm")), evidence="none", cache_dir=root / "llm-cache")
+    engines = tiny_engines(root, ["ir-custom", "pmi", "llm"], Request(llm=llm))
     with running(create_app(engines)) as base:
         yield base
     engines.close(wait=False)
@@ -268,3 +272,14 @@ def test_the_api_docs_render_without_a_network(browser, url):
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".opblock"))
     paths = {e.text for e in browser.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")}
     assert {"/v1/answer", "/v1/parse", "/v1/methods", "/v1/health", "/v1/examples"} <= paths
+
+
+def test_an_llm_answer_shows_the_model_reply_and_says_its_scores_are_probabilities(browser, url):
+    solve(browser, url, PASTED, method="llm")
+    assert shown(browser).startswith("Prediction: ")
+    reply = browser.find_element(By.ID, "reply")
+    assert reply.is_displayed() and reply.text.startswith("Model reply: ") and "No paragraphs were shown" in reply.text
+    assert "probabilities of each option's letter" in browser.find_element(By.ID, "bars").text
+    solve(browser, url, PASTED, method="ir-custom")
+    shown(browser)
+    assert not browser.find_element(By.ID, "reply").is_displayed()

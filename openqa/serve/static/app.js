@@ -138,16 +138,27 @@ function settingsLine(settings) {
 
 // Bar lengths and what they mean: with no negative score, each option's score as a share of the best
 // one's; otherwise where it lies between the lowest and the best. Options without evidence get none.
-function bars(options) {
+function bars(options, method) {
+  const what = method === "llm" ? "Scores are the model's probabilities of each option's letter (votes with generated answers)."
+    : "Scores are the method's evidence scores, not probabilities.";
   const scores = options.map((o) => o.score).filter((s) => s !== null);
   const high = Math.max(...scores), low = Math.min(...scores);
   if (!scores.length || high <= 0 && low === high) return { widths: options.map(() => 0), meaning: "" };
   if (low >= 0) {
     return { widths: options.map((o) => (o.score === null ? 0 : (100 * o.score) / high)),
-      meaning: "Bars: each option's score as a share of the best option's (full bar: as good as the best); the percentage under a score is its margin behind the best. Scores are the method's evidence scores, not probabilities." };
+      meaning: "Bars: each option's score as a share of the best option's (full bar: as good as the best); the percentage under a score is its margin behind the best. " + what };
   }
   return { widths: options.map((o) => (o.score === null || high === low ? 0 : (100 * (o.score - low)) / (high - low))),
-    meaning: "Bars: where each option's score lies between the lowest (empty) and the best (full). Scores are the method's evidence scores, not probabilities." };
+    meaning: "Bars: where each option's score lies between the lowest (empty) and the best (full). " + what };
+}
+
+// What an LLM reader adds: its raw reply, the letter read from it and the paragraphs it was shown.
+function replyLine(details) {
+  if (!details) return "";
+  const reply = Array.isArray(details.reply) ? details.reply.join(" | ") : details.reply;
+  const letter = Array.isArray(details.letter) ? details.letter.join(", ") : details.letter;
+  const shown = details.evidence_ids && details.evidence_ids.length ? ` Paragraphs shown to the model: ${details.evidence_ids.join(", ")}.` : " No paragraphs were shown to the model.";
+  return `Model reply: ${JSON.stringify(reply)}; letter read from it: ${letter || "none (counted as no answer)"}.${shown}`;
 }
 
 // How far an option's score is behind the best one's, in percent of the best (when both are positive).
@@ -194,7 +205,9 @@ function show(data, key) {
   $("accuracy").textContent = offer && offer.accuracy ? `${offer.accuracy.sentence} (${offer.accuracy.record})`
     : `${data.method}: no measured accuracy on record here; a baseline, not medical advice.`;
   $("settings").textContent = `${data.method} (${data.lang}): ${settingsLine(data.settings)}`;
-  const { widths, meaning } = bars(data.options);
+  $("reply").textContent = replyLine(data.details);
+  $("reply").hidden = !data.details;
+  const { widths, meaning } = bars(data.options, data.method);
   $("bars").textContent = meaning;
   const rank = ranks(data.options);
   const topTied = new Set(data.tied.length ? data.tied : []);
