@@ -194,7 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sv = sub.add_parser("serve", help="a web page and an HTTP JSON API that solve questions with evidence")
     sv.add_argument("--lang", default="en,zh", help="languages to serve, comma-separated (default: en,zh)")
-    sv.add_argument("--method", default="ir-custom", help="methods to serve, comma-separated, or all; a missing quick index (custom, pmi) is built first, a missing slow one is reported with the command that builds it (default: ir-custom)")
+    sv.add_argument("--method", default="ir-custom", help="methods to serve, comma-separated, or all (every index method, and llm when --model is given); a missing quick index (custom, pmi) is built first, a missing slow one is reported with the command that builds it; llm takes the --method llm flags below (default: ir-custom)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1, this machine only; 0.0.0.0 opens it to your network: there is no authentication)")
     sv.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     sv.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="a host name clients may reach the server by, beside its address (and localhost when on loopback); repeat for more. Requests naming another host are refused (a guard against DNS rebinding)")
@@ -439,7 +439,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     methods = args.method.split(",")
     llm = _llm_settings(args, "llm" in methods or (methods == ["all"] and args.model is not None))
     serve(_context(args), args.lang.split(","), methods, args.host, args.port, args.allow_host,
-          Request(model=args.model, llm=llm))
+          Request(model=args.model if "reader" in methods else None, llm=llm))
 
 
 COMMANDS = {

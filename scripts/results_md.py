@@ -115,12 +115,14 @@ def main() -> None:
                        f"over {fa['n']} questions (`{fa['command']}`).")
     out += ["", "## Reader training", "", "Readers train on a seeded 80/20 split of dev (`--train-split dev:0.8`, `../shared/medqa/TRAIN.md`); "
             "the selection part picks the checkpoint that the test rows above evaluate.", "", *training_table()]
-    llm = load("bench-llm.json")
-    if llm:
+    llms = [load(path.name) for path in sorted(RESULTS.glob("bench-llm*.json"))]
+    if llms:
         from bench_llm import table
 
-        out += ["", "## LLM reader", "", f"`{llm['command']}` ({llm['date']}), model {llm['model']}, "
-                f"the first {llm['n']} of {llm['n_available']} US test questions in every cell. {llm['note']}", "", table(llm)]
+        out += ["", "## LLM reader"]
+        for llm in llms:
+            out += ["", f"`{llm['command']}` ({llm['date']}), model {llm['model']}, the first {llm['n']} of "
+                    f"{llm['n_available']} US test questions in every cell. {llm['note']}", "", table(llm)]
     out += ["", "## Speed", ""]
     for name in ("bench-core.json", "bench-engines.json", "bench-encoder.json", "bench-dense.json", "bench-serve.json"):
         b = load(name)
