@@ -65,8 +65,9 @@ def interrupt(argv: list[str], cwd: Path, after: float, sig: signal.Signals) -> 
         return "killed", ""
     if proc.returncode == 0 and "Traceback" not in err:
         return "finished", ""  # the signal came as the work ended
-    if "Traceback" in err:
-        return "traceback", err[-400:]
+    if "Traceback" in err:  # from the line before it (an "Exception ignored in" names the finalizer)
+        start = err.rfind("\n", 0, max(err.find("Traceback") - 1, 0)) + 1
+        return "traceback", err[start:start + 1200]
     return ("clean-stop" if proc.returncode == 130 and "interrupted" in err else "wrong-exit"), f"rc {proc.returncode}: {err[-300:]}"
 
 
