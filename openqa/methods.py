@@ -117,6 +117,11 @@ class Method(ABC):
         """Whether an override of ``setting`` (top_n, aggregate, query) changes what the method does."""
         return False
 
+    def one_at_a_time(self, request: Request) -> bool:
+        """Whether the method, opened with ``request``, answers one question at a time whatever
+        the threads (a model in process), so a server queues its requests on a thread of their own."""
+        return False
+
     def settings(self, ctx: Context, target: Exam, overrides: Overrides, keep: Callable[[str], bool]) -> tuple[IRSettings, dict[str, Any], dict[str, str]]:
         """The tuned settings for ``target`` with ``overrides``, and the record of those ``keep``
         selects (with the exam) and their sources."""
@@ -245,6 +250,9 @@ class LLMMethod(Method):
 
     def ready(self, request: Request) -> bool:
         return request.llm is not None
+
+    def one_at_a_time(self, request: Request) -> bool:
+        return request.llm is not None and request.llm.endpoint is None
 
     def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
         """Its retriever's indexes (none for a closed book)."""

@@ -4,7 +4,7 @@ indexes, and what questions are scored as (``Exam``)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Hashable, TypeVar
 
 from openqa.config import Settings
 from openqa.data import DEFAULT_EXAMS, dataset_spec, exam_dataset
@@ -12,6 +12,8 @@ from openqa.errors import IndexMissingError
 from openqa.languages import DEFAULT_LANG
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.registry import build_index, engine_class, open_index, tokenizer_config
+
+T = TypeVar("T")
 
 
 def _silent(message: str) -> None:
@@ -36,6 +38,11 @@ class Context:
         applies to the tokenizers that have a mode)."""
         has_mode = "mode" in tokenizer_config(lang, engine)
         return tokenizer_config(lang, engine, ngram=self.ngram, mode=self.zh_mode if has_mode else None)
+
+    def shared(self, key: Hashable, make: Callable[[], T]) -> T:
+        """What ``make`` makes (a model backend): a new one per call here; a server's context, which
+        opens everything once, hands the first one made under ``key`` to every later caller."""
+        return make()
 
     def open(self, lang: str, engine: str) -> Index:
         """The ``lang``/``engine`` index, refused if built with other settings or corpus.

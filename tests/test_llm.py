@@ -234,6 +234,41 @@ def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
         engines.close()
 
 
+def test_serve_opens_the_model_once_and_queues_its_requests_off_the_pool(root, monkeypatch):
+    """Two languages share one model; requests to a model in process wait on a thread of their own,
+    so a queue of them never holds the threads that the index methods score on."""
+    from openqa.config import Settings
+    from openqa.data.pasted import make_question
+    from openqa.llm.scorer import LLMScorer
+    from openqa.llm.settings import LLMSettings
+    from openqa.methods import Request
+    from openqa.serve.engines import WORKERS, Engines
+    from openqa.workspace import Context
+
+    settings = Settings.resolve(data_dir=root / "data_clean", index_dir=root / "indexes", settings_dir=root / "tuned")
+    llm = LLMSettings(model=str(root / "tiny"), evidence="none", cache_dir=root / "cache-serve-queue")
+    engines = Engines(Context(settings), ["en", "zh"], ["ir-custom", "llm"], Request(llm=llm))
+    try:
+        assert engines.offers["en", "llm"].opened.scorer.backend is engines.offers["zh", "llm"].opened.scorer.backend
+        release, started, real = threading.Event(), threading.Event(), LLMScorer.score
+
+        def held(self, questions, progress=True):
+            started.set()
+            release.wait(120)
+            return real(self, questions, progress)
+
+        monkeypatch.setattr(LLMScorer, "score", held)
+        question = make_question(QUESTIONS[0]["question"], QUESTIONS[0]["options"])
+        waiting = [engines.answer(question, "llm", "en") for _ in range(WORKERS + 2)]
+        assert started.wait(120)
+        assert engines.answer(question, "ir-custom", "en").result(timeout=120)["method"] == "ir-custom"
+        release.set()
+        assert [job.result(timeout=300)["method"] for job in waiting] == ["llm"] * len(waiting)
+    finally:
+        release.set()
+        engines.close()
+
+
 # --- a real OpenAI-compatible server: transformers serve ------------------------------------------
 
 def free_port() -> int:

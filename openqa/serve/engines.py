@@ -4,7 +4,9 @@ that keep a request from stalling the others or reading an index that changed on
 Every index is opened once at start-up and shared by all requests. Scorers and engines take
 their query settings per call, so one opened index serves many threads: questions are scored on
 a pool of ``WORKERS`` threads. A method whose engine calls into a JVM (ir-es over Lucene, whose
-threads must be attached) keeps one long-lived thread of its own.
+threads must be attached) keeps one long-lived thread of its own, and so does an LLM run in process
+(it answers one prompt at a time: its queue must not hold the pool's threads). A model is opened
+once for every language served.
 
 Limits: each method has a size limit (characters of question and options) and a time limit per
 request (waiting and working). A request that goes over its time, or whose client disconnects,
@@ -27,7 +29,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Hashable, TypeVar
 
 import openqa
 from openqa.answer import no_match_message
@@ -41,6 +43,8 @@ from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.registry import index_folder, open_index
 from openqa.serve.examples import measured_accuracy
 from openqa.workspace import Context, Exam
+
+T = TypeVar("T")
 
 #: ``--method all``: every registered method (a missing index that builds in seconds is built first,
 #: as ``openqa answer`` does; one that takes longer is reported with the command that builds it).
@@ -109,7 +113,13 @@ class _OpenOnce(Context):
     after start-up (``build_missing`` off) a missing index is an error, never built inside a request."""
 
     opened: dict[tuple[str, str], Index] = field(default_factory=dict, compare=False)
+    made: dict[Hashable, Any] = field(default_factory=dict, compare=False)
     build_missing: bool = True
+
+    def shared(self, key: Hashable, make: Callable[[], T]) -> T:
+        if key not in self.made:  # offers are opened one at a time (at start-up, then under the reload lock)
+            self.made[key] = make()
+        return self.made[key]
 
     def open(self, lang: str, engine: str) -> Index:
         if (lang, engine) not in self.opened:
@@ -211,6 +221,7 @@ class Engines:
                 raise OpenQAError(f"--method {name} needs {METHODS[name].needs}")
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="openqa-score")
         self.jvm = ThreadPoolExecutor(1, thread_name_prefix="openqa-jvm")
+        self.alone = ThreadPoolExecutor(1, thread_name_prefix="openqa-model")
         self._reload = threading.Lock()
         self.reloads: list[dict[str, Any]] = []
         self.offers = {
@@ -225,8 +236,13 @@ class Engines:
             raise OpenQAError(f"nothing to serve: {first.error}")
 
     def _worker(self, method: str, lang: str) -> ThreadPoolExecutor:
-        """The JVM's thread for a method over a JVM engine, else the pool."""
-        return self.jvm if any(engine in JVM_ENGINES for _, engine in METHODS[method].reads(lang, self.request)) else self.pool
+        """The JVM's thread for a method over a JVM engine; the model's thread for a model in process
+        (its requests wait there, never on the pool's threads, and one whose client left never
+        starts); else the pool."""
+        m = METHODS[method]
+        if any(engine in JVM_ENGINES for _, engine in m.reads(lang, self.request)):
+            return self.jvm
+        return self.alone if m.one_at_a_time(self.request) else self.pool
 
     def _folder(self, key: tuple[str, str]) -> Path:
         return index_folder(self.ctx.settings.index_dir, *key, self.ctx.corpus)
@@ -360,5 +376,5 @@ class Engines:
 
     def close(self, wait: bool = True) -> None:
         """Stop the worker threads: after the requests in flight, or (``wait`` off) dropping the queued ones."""
-        for worker in (self.pool, self.jvm):
+        for worker in (self.pool, self.jvm, self.alone):
             worker.shutdown(wait=wait, cancel_futures=not wait)
