@@ -106,6 +106,11 @@ class Method(ABC):
         """Whether ``request`` gives all the method needs to be opened (see ``needs``)."""
         return True
 
+    def require(self, request: Request) -> None:
+        """Refuse in one line a ``request`` that lacks what the method needs."""
+        if not self.ready(request):
+            raise OpenQAError(f"--method {self.name} needs {self.needs}")
+
     def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
         """The (language, engine) indexes the method reads when opened with ``request`` (a fused
         method: its parts'; a reader: none it can name before its checkpoint is read)."""
@@ -220,8 +225,6 @@ class ReaderMethod(Method):
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         from openqa.readers.registry import ReaderScorer, load_reader
 
-        if not request.model:
-            raise OpenQAError(f"--method {self.name} needs {self.needs}")
         reader = load_reader(Path(request.model))
         trained = reader.settings
         if trained.get("corpus") != ctx.corpus:
@@ -262,8 +265,6 @@ class LLMMethod(Method):
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         from openqa.llm.method import open_llm
 
-        if request.llm is None:
-            raise OpenQAError(f"--method {self.name} needs {self.needs}")
         return open_llm(ctx, target, request.llm)
 
     def variant(self, request: Request) -> list[str]:
@@ -342,8 +343,11 @@ def method(name: str) -> Method:
 
 
 def open_method(ctx: Context, name: str, target: Exam, request: Request = Request()) -> Opened:
-    """The method ``name`` opened for ``target`` (see ``Method.open``)."""
-    return method(name).open(ctx, target, request)
+    """The method ``name`` opened for ``target`` (see ``Method.open``); refused in one line when
+    ``request`` lacks what it needs (``Method.needs``)."""
+    m = method(name)
+    m.require(request)
+    return m.open(ctx, target, request)
 
 
 def open_retrieving(ctx: Context, name: str, target: Exam, query: str | None = None) -> Opened:

@@ -50,10 +50,10 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings) -> "Opened":
         query = "full" if query == "option" else query
         retrieval = {"retriever_settings": {k: v for k, v in opened.settings.items() if k != "sources"}}
     cache = ReplyCache(llm.cache_dir or ctx.settings.index_dir / "llm-cache")
-    made = (llm.model, llm.endpoint, ctx.settings.models_dir, llm.context, llm.timeout, llm.retries, llm.threads)
-    backend = ctx.shared(("llm backend", *made), lambda: open_backend(  # one model for every language a server offers
-        llm.model, llm.endpoint, models_dir=ctx.settings.models_dir, context=llm.context, timeout=llm.timeout,
-        retries=llm.retries, threads=llm.threads))
+    how = {"models_dir": ctx.settings.models_dir, "context": llm.context, "timeout": llm.timeout,
+           "retries": llm.retries, "threads": llm.threads}
+    backend = ctx.shared(("llm backend", llm.model, llm.endpoint, *how.items()),  # one model for every language served
+                         lambda: open_backend(llm.model, llm.endpoint, **how))
     scorer = LLMScorer(backend, llm, cache, retriever, query, target.lang)
     record = {**scorer.settings_record(), "exam": target.exam, "cache": f"{cache.path.parent.name}/{cache.path.name}", **retrieval}
     given = llm.given()

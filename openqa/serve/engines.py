@@ -217,8 +217,7 @@ class Engines:
         self.langs = pick(langs, LANGS, "language")
         self.methods = [n for n, m in METHODS.items() if m.ready(request)] if methods == [ALL] else pick(methods, tuple(METHODS), "method")
         for name in self.methods:
-            if not METHODS[name].ready(request):
-                raise OpenQAError(f"--method {name} needs {METHODS[name].needs}")
+            METHODS[name].require(request)
         self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="openqa-score")
         self.jvm = ThreadPoolExecutor(1, thread_name_prefix="openqa-jvm")
         self.alone = ThreadPoolExecutor(1, thread_name_prefix="openqa-model")
