@@ -10,6 +10,8 @@ from functools import lru_cache
 from typing import Any
 
 from openqa.data import Question
+from openqa.errors import OpenQAError
+from openqa.evaluate.calibration import Calibration
 from openqa.languages import LANGUAGES, language
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
@@ -103,11 +105,57 @@ def highlight(text: str, spans: list[Span], color: bool) -> str:
     return "".join(out) + text[last:]
 
 
-def as_dict(result: OptionScores, engine: SearchEngine, evidence: int) -> dict[str, Any]:
-    """The ranked options with their best evidence paragraphs, for ``--json`` and the HTTP API;
-    each paragraph has ``spans``, the character spans of the words matching the option's query."""
+def check_min_confidence(min_confidence: float | None) -> None:
+    """Refuse a confidence threshold that is not a probability."""
+    if min_confidence is not None and not (math.isfinite(min_confidence) and 0 <= min_confidence <= 1):
+        raise OpenQAError(f"--min-confidence must be a probability from 0 to 1, not {min_confidence}")
+
+
+def assess(result: OptionScores, probabilities: dict[str, float], calibration: Calibration | None,
+           min_confidence: float | None = None) -> dict[str, Any]:
+    """How sure an answer is: every option's probability, the prediction's, what that meant on dev
+    (``Calibration.meaning``) and, below ``min_confidence``, that openqa abstains (with its best guess)."""
+    check_min_confidence(min_confidence)
+    guess = result.prediction() if result.matched else None
+    p = probabilities[guess] if guess is not None else None
+    calibrated = calibration is not None and calibration.n > 0
+    if p is None:
+        meaning = "no answer to be sure of"
+    elif calibrated:
+        meaning = calibration.meaning(p)
+    else:
+        meaning = "uncalibrated (temperature 1): no dev split says what this probability means"
+    below = p is not None and min_confidence is not None and p < min_confidence
+    return {
+        "probabilities": {k: round(v, 4) for k, v in probabilities.items()},
+        "probability": round(p, 4) if p is not None else None,
+        "meaning": meaning,
+        "calibration": calibration.source if calibration is not None else "",
+        "min_confidence": min_confidence,
+        "abstained": below,
+        **({"best_guess": guess} if below else {}),
+    }
+
+
+def confidence_line(sure: dict[str, Any]) -> str:
+    """One line for a person: the prediction's probability and what it means, or why openqa abstains."""
+    if sure["probability"] is None:
+        return ""
+    said = f"probability {sure['probability']:.2f}: {sure['meaning']}"
+    if sure["abstained"]:
+        return (f"openqa abstains: its best guess {sure['best_guess']} has probability {sure['probability']:.2f}, "
+                f"below --min-confidence {sure['min_confidence']:g} ({sure['meaning']})")
+    return said
+
+
+def as_dict(result: OptionScores, engine: SearchEngine, evidence: int, sure: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ranked options with their probabilities and best evidence paragraphs, for ``--json`` and
+    the HTTP API; each paragraph has ``spans``, the character spans of the words matching the
+    option's query. ``sure`` (``assess``) adds how sure the answer is: ``prediction`` is None when
+    openqa abstains below the asked confidence."""
     ranked = sorted(result.scores.items(), key=lambda kv: -kv[1])
     question = result.question
+    probabilities = sure["probabilities"] if sure else {}
 
     def paragraphs(letter: str) -> list[dict[str, Any]]:
         hits = result.evidence.get(letter, [])[:evidence]
@@ -121,16 +169,18 @@ def as_dict(result: OptionScores, engine: SearchEngine, evidence: int) -> dict[s
 
     return {
         "question": question.question,
-        "prediction": result.prediction() if result.matched else None,
+        "prediction": result.prediction() if result.matched and not (sure and sure["abstained"]) else None,
         "tied": result.tied_best() if len(result.tied_best()) > 1 and result.matched else [],
         "matched": result.matched,
         **({"abstained": True} if result.abstained else {}),
         **({"details": result.details} if result.details else {}),
+        **({"confidence": {k: v for k, v in sure.items() if k != "probabilities"}} if sure else {}),
         "options": [
             {
                 "letter": letter,
                 "text": question.options[letter],
                 "score": round(score, 4) if math.isfinite(score) else None,
+                **({"probability": probabilities[letter]} if letter in probabilities else {}),
                 "evidence": paragraphs(letter),
             }
             for letter, score in ranked
@@ -142,19 +192,26 @@ def as_dict(result: OptionScores, engine: SearchEngine, evidence: int) -> dict[s
 SHOWN_CHARS = 600
 
 
-def render(result: OptionScores, engine: SearchEngine, top_options: int, evidence: int, color: bool) -> str:
-    """Human-readable ranking, with evidence for the ``top_options`` best options."""
+def render(result: OptionScores, engine: SearchEngine, top_options: int, evidence: int, color: bool,
+           sure: dict[str, Any] | None = None) -> str:
+    """Human-readable ranking, with each option's probability (``sure``, from ``assess``) and the
+    evidence of the ``top_options`` best options."""
     if not result.matched:
         return f"Prediction: none: {no_match_message(engine.manifest['lang'])}"
-    data = as_dict(result, engine, evidence)
+    data = as_dict(result, engine, evidence, sure)
     if result.abstained:
         lines = ["Prediction: none (no answer could be read from the reply; counted wrong)"]
+    elif sure and sure["abstained"]:
+        lines = [f"Prediction: none ({confidence_line(sure)})"]
     else:
         lines = [f"Prediction: {data['prediction']}" + (f"  ({tie_message(result, engine.manifest['lang'])})" if data["tied"] else "")]
+        if sure and sure["probability"] is not None:
+            lines.append(f"  {confidence_line(sure)}")
     lines += [f"  {key}: {value}" for key, value in result.details.items()]
     for rank, opt in enumerate(data["options"]):
         score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"
-        lines.append(f"  {opt['letter']}. {opt['text']}  {score}")
+        chance = f"p {opt['probability']:.2f}, " if "probability" in opt else ""
+        lines.append(f"  {opt['letter']}. {opt['text']}  ({chance}{score})")
         if rank >= top_options:
             continue
         for ev in opt["evidence"]:

@@ -90,7 +90,7 @@ def _llm_settings(args: argparse.Namespace, wanted: bool):
 
     return LLMSettings(
         model=args.model, endpoint=args.endpoint, evidence=args.evidence, scoring=args.scoring, prompt=args.prompt,
-        retriever=args.retriever, top_k=args.top_n, evidence_tokens=args.evidence_tokens, context=args.context,
+        retriever=args.retriever, top_k=getattr(args, "top_n", None), evidence_tokens=args.evidence_tokens, context=args.context,
         permutations=args.permutations, concurrency=args.concurrency, timeout=args.timeout, retries=args.retries,
         temperature=args.temperature, seed=args.seed, max_tokens=args.max_tokens, threads=args.threads,
         cache_dir=Path(args.cache_dir) if args.cache_dir else None,
@@ -144,9 +144,15 @@ def build_parser() -> argparse.ArgumentParser:
     _corpus_flag(ev)
     _common(ev)
 
-    tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev; record the choice in --settings-dir")
+    tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev (an ensemble: its weights), then fit "
+                        "the method's probabilities there; record both in --settings-dir")
     tu.add_argument("--dataset", required=True, help="dataset whose dev split is searched")
     _method_flags(tu)
+    tu.add_argument("--parts", help="with --method ensemble: the methods it combines, comma-separated, each as METHOD or "
+                    "METHOD:top_n=N (e.g. ir-custom,ir-custom:top_n=1,pmi,llm); default: the training-free methods of the language")
+    tu.add_argument("--calibrate-only", action="store_true", help="keep the method's settings (yours, else shipped) and only fit "
+                    "its probabilities on dev (what a reader or an LLM gets in any case)")
+    _llm_flags(tu)
     _tokenizer_flags(tu)
     _corpus_flag(tu)
     _common(tu)
@@ -159,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     an.add_argument("--json", action="store_true", help="one-shot: print the ranking and evidence as JSON")
     an.add_argument("--paragraphs", type=int, default=2, help="evidence paragraphs shown per option (default: 2)")
     an.add_argument("--show", type=int, default=2, help="options whose evidence is shown (default: 2)")
+    an.add_argument("--min-confidence", type=float, metavar="P", help="abstain (say so, with the best guess) when the chosen "
+                    "option's probability is below P, from 0 to 1 (probabilities are calibrated on the exam's dev split)")
     _scorer_flags(an)
     _llm_flags(an)
     _tokenizer_flags(an)
@@ -325,7 +333,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
         f"({summary['correct']}/{summary['n']}), 95% CI {lo:.2f}-{hi:.2f}; tied best {summary['ties']['tie_rate']:.1f}%; "
         f"{summary['seconds']:.1f} s after {summary['load_seconds']:.1f} s load",
         settings_line(summary["settings"]),
-        f"wrote {summary['files']['summary']} (+ .md, .predictions.jsonl)",
+        *confidence_lines(summary),
+        f"wrote {summary['files']['summary']} (+ .md, .predictions.jsonl, .risk-coverage.png)",
     ]
     if summary["parse_failures"]:
         lines.insert(1, f"{summary['parse_failures']} replies held no readable answer: counted wrong (parse_failures)")
@@ -335,19 +344,38 @@ def cmd_eval(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
-def cmd_tune(args: argparse.Namespace) -> None:
-    from dataclasses import asdict
+def confidence_lines(summary: dict) -> list[str]:
+    """How well the run's probabilities rank its answers, and an ensemble against its best part."""
+    c = summary.get("confidence")
+    if not c:
+        return []
+    at = c["accuracy_at_coverage"]
+    lines = [f"confidence: ECE {c['ece']:.3f} (10 bins), Brier {c['brier']:.3f}, AURC {c['aurc']:.3f}; accuracy of the most "
+             "confident " + ", ".join(f"{k}%: {v['accuracy']:.1f}" for k, v in at.items() if k != "100")]
+    versus = summary.get("versus_best_part")
+    if versus:
+        lo, hi = versus["ci95"]
+        lines.append(f"against its best part on dev, {versus['part']}: {versus['difference']:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f})")
+    return lines
 
+
+def cmd_tune(args: argparse.Namespace) -> None:
+    from openqa.methods import Request
     from openqa.pipeline import tune
 
-    best, record, path = tune(_context(args), args.method, args.dataset, args.engine)
-    print(f"chose {asdict(best)} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {path.resolve()}, "
-          f"which eval and answer now use over the shipped choice")
+    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip()) if args.parts else None
+    request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method == "llm"), parts=parts)
+    record = tune(_context(args), args.method, args.dataset, request, args.calibrate_only)
+    calibration = record["calibration"]
+    if "chosen" in record:
+        print(f"chose {record['chosen']} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {record['files']['settings']}")
+    print(f"probabilities: temperature {calibration['temperature']:.3g} fitted on {args.dataset} dev "
+          f"({calibration['n']} questions); wrote {record['files']['calibration']}; eval and answer now use these over the shipped ones")
 
 
 def cmd_answer(args: argparse.Namespace) -> None:
     """One question from flags, every question of piped input, or questions typed at a terminal."""
-    from openqa.answer import no_match_message, render, solve
+    from openqa.answer import check_min_confidence, no_match_message
     from openqa.data.pasted import make_question, parse_many, parse_option_flags
     from openqa.methods import Request, open_method
     from openqa.pipeline import answer_record
@@ -356,6 +384,7 @@ def cmd_answer(args: argparse.Namespace) -> None:
     for flag in ("paragraphs", "show"):
         if getattr(args, flag) < 0:
             raise OpenQAError(f"--{flag} must be 0 or more, not {getattr(args, flag)}")
+    check_min_confidence(args.min_confidence)
     given = args.question is not None or bool(args.option)
     if not given and sys.stdin is None:
         raise OpenQAError("standard input is closed: give --question and --option, or pipe questions in")
@@ -376,13 +405,13 @@ def cmd_answer(args: argparse.Namespace) -> None:
     unmatched = 0
     for number, question in enumerate(questions, start=1):
         if args.json:
-            record = answer_record(opened, question, args.paragraphs)
+            record = answer_record(opened, question, args.paragraphs, args.min_confidence)
             _print_json(record)
             unmatched += not record["matched"]
             continue
-        result = solve(opened.scorer, question)
-        unmatched += not result.matched
-        print(("\n" if number > 1 else "") + render(result, opened.index, args.show, args.paragraphs, sys.stdout.isatty()))
+        text, matched = _rendered(opened, question, args, sys.stdout.isatty())
+        unmatched += not matched
+        print(("\n" if number > 1 else "") + text)
     if unmatched:
         which = "the question" if len(questions) == 1 else f"{unmatched} of {len(questions)} questions"
         raise OpenQAError(f"{which}: {no_match_message(opened.index.manifest['lang'])}")
@@ -403,15 +432,22 @@ def _read_stdin() -> str:
         raise OpenQAError("standard input is not UTF-8 text") from None
 
 
+def _rendered(opened, question, args: argparse.Namespace, color: bool) -> tuple[str, bool]:
+    """One solved question as text for a person (with its probabilities), and whether it matched."""
+    from openqa.answer import assess, render, solve
+
+    result = solve(opened.scorer, question)
+    sure = assess(result, opened.probabilities(result), opened.calibration, args.min_confidence)
+    return render(result, opened.index, args.show, args.paragraphs, color, sure), result.matched
+
+
 def _answer_typed(opened, args: argparse.Namespace) -> None:
     """Solve questions typed or pasted at a terminal until Ctrl-D (see ``openqa.terminal``)."""
-    from openqa.answer import render, solve
     from openqa.data.pasted import parse_block
     from openqa.terminal import answer_loop
 
     color = sys.stdout.isatty()
-    answer_loop(lambda block: render(solve(opened.scorer, parse_block(block)), opened.index, args.show, args.paragraphs, color),
-                sys.stdin.fileno())
+    answer_loop(lambda block: _rendered(opened, parse_block(block), args, color)[0], sys.stdin.fileno())
 
 
 def cmd_filter_agreement(args: argparse.Namespace) -> None:

@@ -10,12 +10,14 @@ one module with its scorer plus one entry in ``METHODS``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from openqa.data import Question
 from openqa.errors import OpenQAError
+from openqa.evaluate.calibration import Calibration, fit_conditional_logit, uncalibrated
+from openqa.evaluate.metrics import summarise
 from openqa.languages import language
 from openqa.llm.settings import LLMSettings
 from openqa.retrieval.base import Index
@@ -25,12 +27,21 @@ from openqa.retrieval.elastic import ElasticBM25
 from openqa.retrieval.hybrid import FusedEngine, Fusion
 from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
-from openqa.scorers.base import OptionScorer
+from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.scorers.ensemble import EnsembleScorer, part_logits
 from openqa.scorers.hybrid import HybridScorer
 from openqa.scorers.ir import IRScorer, IRSettings
 from openqa.scorers.pmi import PMIScorer
 from openqa.scorers.query import TUNED_QUERY_MODES
-from openqa.tuning import resolve_settings, tune_fusion, tune_ir, tune_query_mode
+from openqa.tuning import (
+    load_calibration,
+    read_json_record,
+    resolve_settings,
+    tune_fusion,
+    tune_ir,
+    tune_query_mode,
+    tuned_file,
+)
 from openqa.workspace import Context, Exam
 
 #: A dev search: (a maker of the method's scorer for given settings, dev questions, query modes)
@@ -59,18 +70,27 @@ class Request:
     engine: str | None = None
     model: str | None = None
     llm: LLMSettings | None = None
+    parts: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
 class Opened:
     """A method ready to score: its scorer, the index it reads, the settings it uses with the
     source of each (``settings["sources"]``), and, for a method that retrieves paragraphs, the IR
-    scorer that finds each option's evidence (for readers and ``eval --retrieval``)."""
+    scorer that finds each option's evidence (for readers and ``eval --retrieval``); ``calibration``
+    turns its option scores into probabilities (``open_method`` finds it), ``parts`` holds the opened
+    parts of an ensemble."""
 
     scorer: OptionScorer
     index: Index
     settings: dict[str, Any]
     retriever: IRScorer | None = None
+    calibration: Calibration | None = None
+    parts: dict[str, "Opened"] = field(default_factory=dict)
+
+    def probabilities(self, result: OptionScores) -> dict[str, float]:
+        """Each option's probability under the method's calibration (temperature 1 without one)."""
+        return (self.calibration or uncalibrated(self.scorer.scale)).probabilities(result)
 
 
 class Method(ABC):
@@ -87,15 +107,18 @@ class Method(ABC):
     parts: tuple[str, ...] = ()
     #: What a ``Request`` must give before the method can be opened (said when it is missing).
     needs: str = ""
+    #: Whether ``openqa tune`` searches settings of the method on dev (all methods get probabilities fitted).
+    tunes: bool = False
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         """The method's scorer over its index, with the dev-tuned settings of ``target.dataset``
         (yours, else shipped) overridden by any ``request`` gives."""
 
-    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], engine: str | None = None,
-             ) -> tuple[IRSettings, list[dict[str, Any]], Index]:
-        """Search the method's settings on dev ``questions``: the best, the grid, the index searched."""
+    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
+             ) -> tuple[Any, list[dict[str, Any]], Index]:
+        """Search the method's settings on dev ``questions``: the best (a dataclass), the grid, the
+        index searched."""
         raise OpenQAError(f"{self.name} has no settings to tune on dev")
 
     def variant(self, request: Request) -> list[str]:
@@ -149,6 +172,7 @@ class IndexMethod(Method):
     tuner: Tuner
     fixed: Callable[[str], tuple[dict[str, Any], str]] | None = None
     retrieves: bool = True
+    tunes: bool = True
     #: The settings its scorer reads (PMI reads only the query mode), which its records show.
     uses: tuple[str, ...] = ("top_n", "aggregate", "query")
 
@@ -165,9 +189,9 @@ class IndexMethod(Method):
         scorer = self.make(index, target.exam, chosen)
         return Opened(scorer, index, {**record, "sources": sources}, scorer if self.retrieves else None)
 
-    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], engine: str | None = None,
+    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
              ) -> tuple[IRSettings, list[dict[str, Any]], Index]:
-        index = ctx.open(target.lang, engine or self.engine)
+        index = ctx.open(target.lang, request.engine or self.engine)
         modes = TUNED_QUERY_MODES if language(target.lang).medical_filter else ("full",)
         best, table = self.tuner(lambda settings: self.make(index, target.exam, settings), questions, modes)
         return best, table, index
@@ -186,6 +210,7 @@ class FusedMethod(Method):
     summary: str
     parts: tuple[str, str]
     retrieves: bool = True
+    tunes: bool = True
 
     def takes(self, setting: str) -> bool:
         return any(method(part).takes(setting) for part in self.parts)
@@ -203,9 +228,9 @@ class FusedMethod(Method):
         retriever = IRScorer(engine, first.retriever.settings, first.retriever.params)
         return Opened(scorer, engine, {**record, "sources": sources}, retriever)
 
-    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], engine: str | None = None,
+    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
              ) -> tuple[IRSettings, list[dict[str, Any]], Index]:
-        opened = self.open(ctx, target, Request(engine=engine))
+        opened = self.open(ctx, target, Request(engine=request.engine))
         best, table = tune_fusion(opened.scorer, questions)
         return best, table, opened.index
 
@@ -271,6 +296,148 @@ class LLMMethod(Method):
         return [request.llm.variant()] if request.llm else []
 
 
+@dataclass(frozen=True)
+class Part:
+    """One part of an ensemble: a method and the settings it is run with beyond its tuned ones,
+    written ``method`` or ``method:setting=value;...`` (e.g. ``ir-custom:top_n=1``)."""
+
+    method: str
+    overrides: Overrides = Overrides()
+
+    @classmethod
+    def parse(cls, spec: str) -> "Part":
+        """The part ``spec`` names; refused in one line when its method or a setting is unknown."""
+        name, _, given = spec.strip().partition(":")
+        values: dict[str, Any] = {}
+        for item in filter(None, (x.strip() for x in given.split(";"))):
+            key, sep, value = item.partition("=")
+            if not sep or key not in FIRST_PART_KEYS:
+                raise OpenQAError(f"ensemble part {spec!r}: write settings as {'|'.join(FIRST_PART_KEYS)}=VALUE")
+            values[key] = value
+        if "top_n" in values:
+            try:
+                values["top_n"] = int(values["top_n"])
+            except ValueError:
+                raise OpenQAError(f"ensemble part {spec!r}: top_n must be a whole number") from None
+        part = cls(method(name).name, Overrides(**values))
+        if part.method == "ensemble":
+            raise OpenQAError("an ensemble cannot be a part of an ensemble")
+        return part
+
+    @property
+    def label(self) -> str:
+        """How records and the predictions file name the part."""
+        given = ";".join(f"{k}={v}" for k, v in self.overrides.given().items())
+        return f"{self.method}:{given}" if given else self.method
+
+
+#: The parts an ensemble combines unless ``--parts`` says otherwise: per language, the training-free
+#: methods that need no download (IR-Custom at the dev-tuned depth and at the shallowest and deepest
+#: of the tuning grid, and PMI); chosen by cross-validated dev likelihood (see RESULTS.md).
+DEFAULT_PARTS: dict[str, tuple[str, ...]] = {
+    "en": ("ir-custom", "ir-custom:top_n=1", "ir-custom:top_n=50", "pmi"),
+    "zh": ("ir-custom", "ir-custom:top_n=1", "ir-custom:top_n=50", "pmi"),
+}
+#: The L2 penalty on an ensemble's weights (objective: dev log-likelihood - L2 / 2 * |weights|^2).
+ENSEMBLE_L2 = 1.0
+
+
+@dataclass(frozen=True)
+class EnsembleSettings:
+    """What ``openqa tune`` fits for an ensemble: its parts and their weights (under ``l2``), and
+    the part with the best dev accuracy (what an evaluation compares the ensemble with)."""
+
+    parts: tuple[str, ...]
+    weights: tuple[float, ...]
+    l2: float = ENSEMBLE_L2
+    best_part: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnsembleMethod(Method):
+    """Named methods' option logits combined by weights fitted on dev (a conditional logit; see
+    ``openqa.scorers.ensemble``); parts that read the same index share one opening of it."""
+
+    name: str
+    summary: str
+    tunes: bool = True
+
+    def parts_for(self, lang: str, request: Request) -> tuple[Part, ...]:
+        """The parts ``request`` names, else the language's default ones."""
+        return tuple(Part.parse(spec) for spec in (request.parts or DEFAULT_PARTS[lang]))
+
+    def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
+        parts = self.parts_for(lang, request)
+        return tuple(sorted({key for p in parts for key in method(p.method).reads(lang, Request(p.overrides, llm=request.llm))}))
+
+    def _open_parts(self, ctx: Context, target: Exam, parts: Sequence[Part], request: Request) -> dict[str, Opened]:
+        shared = ctx.sharing()
+        return {p.label: open_method(shared, p.method, target, Request(p.overrides, model=request.model, llm=request.llm))
+                for p in parts}
+
+    def fitted(self, ctx: Context, target: Exam) -> tuple[EnsembleSettings, str]:
+        """The weights ``openqa tune`` fitted for ``target.dataset`` (yours, else shipped) and where
+        they came from; refused in one line when there are none."""
+        path, where = tuned_file(self.name, target.dataset, ctx.settings.settings_dir, ctx.corpus)
+        if path is None:
+            raise OpenQAError(f"no ensemble is fitted for {target.dataset}: run openqa tune --method ensemble --dataset {target.dataset}")
+        record = read_json_record(path, "ensemble record")
+        try:
+            chosen = record["chosen"]
+            fitted = EnsembleSettings(tuple(chosen["parts"]), tuple(float(w) for w in chosen["weights"]), float(chosen["l2"]),
+                                      str(chosen["best_part"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OpenQAError(f"{path}: unreadable ensemble record ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
+        if len(fitted.parts) != len(fitted.weights) or not fitted.parts or fitted.best_part not in fitted.parts:
+            raise OpenQAError(f"{path}: unreadable ensemble record (parts and weights differ); rerun `openqa tune`")
+        return fitted, where
+
+    def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
+        fitted, where = self.fitted(ctx, target)
+        if request.parts and tuple(Part.parse(p).label for p in request.parts) != fitted.parts:
+            raise OpenQAError(f"the {target.dataset} ensemble was fitted over {', '.join(fitted.parts)}: "
+                              f"run openqa tune --method ensemble --dataset {target.dataset} --parts ... to fit others")
+        opened = self._open_parts(ctx, target, [Part.parse(p) for p in fitted.parts], request)
+        scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, fitted.weights)
+        shown = next((o for o in opened.values() if o.retriever is not None), next(iter(opened.values())))
+        settings = {"parts": list(fitted.parts), "weights": dict(zip(fitted.parts, fitted.weights)), "l2": fitted.l2,
+                    "best_part": fitted.best_part, "exam": target.exam,
+                    "part_settings": {label: o.settings for label, o in opened.items()},
+                    "sources": {"parts": where, "weights": where, "l2": where, "best_part": where, "exam": target.source}}
+        return Opened(scorer, shown.index, settings, parts=opened)
+
+    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
+             ) -> tuple[EnsembleSettings, list[dict[str, Any]], Index]:
+        """Fit the weights of the parts on dev ``questions`` (each part with its own dev-tuned
+        settings); the grid lists each part's dev accuracy and weight, then the ensemble's."""
+        parts = self.parts_for(target.lang, request)
+        opened = self._open_parts(ctx, target, parts, request)
+        scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, [1.0] * len(opened))
+        scored = scorer.part_scores(questions)
+        features, answers = ensemble_features(scorer, scored)
+        weights = tuple(round(float(w), 6) for w in fit_conditional_logit(features, answers, l2=ENSEMBLE_L2))
+        table = [{"part": label, "weight": w, **summarise(scored[label])} for label, w in zip(opened, weights)]
+        best_part = max(table, key=lambda row: row["accuracy"])["part"]  # the first listed among equals
+        best = EnsembleSettings(tuple(opened), weights, ENSEMBLE_L2, best_part)
+        combined = EnsembleScorer(scorer.parts, best.weights).combine(scored)
+        table.append({"part": "ensemble", **summarise(combined)})
+        first = next(iter(opened.values()))
+        return best, table, first.index
+
+
+def ensemble_features(scorer: EnsembleScorer, scored: dict[str, list[OptionScores]]) -> tuple[list[Any], list[int]]:
+    """Each dev question's (options x parts) logits and the index of its correct option (questions
+    whose answer is not among the options are left out)."""
+    scales = [s.scale for s in scorer.parts.values()]
+    features, answers = [], []
+    for per_part in zip(*scored.values()):
+        letters = list(per_part[0].scores)
+        if per_part[0].question.answer_idx in letters:
+            features.append(part_logits(per_part, scales))
+            answers.append(letters.index(per_part[0].question.answer_idx))
+    return features, answers
+
+
 def _preset(exam: str) -> QueryParams:
     """The paper's Table B.13 query parameters for ``exam`` (usmle, mcmle or twmle)."""
     if exam not in QUERY_PRESETS:
@@ -327,6 +494,7 @@ METHODS: dict[str, Method] = {
         FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense")),
         ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)"),
         LLMMethod(name="llm", summary="an instruction model reading the evidence (with --model; see --evidence, --scoring)"),
+        EnsembleMethod(name="ensemble", summary="training-free methods (or --parts) combined by weights fitted on dev"),
     )
 }
 
@@ -342,12 +510,29 @@ def method(name: str) -> Method:
     return METHODS[name]
 
 
+def calibration_key(name: str, request: Request = Request()) -> str:
+    """What a method's calibration is filed under: its name, and what sets a run of it apart (an
+    LLM's model and settings, a reader's checkpoint), since each of those has probabilities of its own."""
+    return "-".join([name, *method(name).variant(request)])
+
+
 def open_method(ctx: Context, name: str, target: Exam, request: Request = Request()) -> Opened:
-    """The method ``name`` opened for ``target`` (see ``Method.open``); refused in one line when
-    ``request`` lacks what it needs (``Method.needs``)."""
+    """The method ``name`` opened for ``target`` (see ``Method.open``), with the probabilities
+    fitted on ``target.dataset`` dev (``openqa tune``; temperature 1 when none is found, which its
+    settings say); refused in one line when ``request`` lacks what it needs (``Method.needs``)."""
     m = method(name)
     m.require(request)
-    return m.open(ctx, target, request)
+    opened = m.open(ctx, target, request)
+    calibration = load_calibration(calibration_key(name, request), target.dataset, ctx.settings.settings_dir, ctx.corpus)
+    if calibration is None:
+        calibration = uncalibrated(opened.scorer.scale)
+        where = f"none fitted for {target.dataset}: temperature 1 (run openqa tune --method {name} --dataset {target.dataset})"
+    else:
+        differ = {k: v for k, v in calibration.settings.items() if k in FIRST_PART_KEYS and opened.settings.get(k) != v}
+        where = calibration.source + (f" (fitted with {', '.join(f'{k} {v}' for k, v in differ.items())})" if differ else "")
+    settings = {**opened.settings, "probabilities": calibration.describe() if calibration.n else "uncalibrated",
+                "sources": {**opened.settings["sources"], "probabilities": where}}
+    return replace(opened, settings=settings, calibration=calibration)
 
 
 def open_retrieving(ctx: Context, name: str, target: Exam, query: str | None = None) -> Opened:

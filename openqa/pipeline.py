@@ -12,18 +12,27 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openqa.answer import as_dict, solve
+from openqa.answer import as_dict, assess, solve
 from openqa.corpus.sources import corpus_tag
 from openqa.data import Question, dataset_spec, load_questions, read_question_file
 from openqa.errors import OpenQAError
-from openqa.evaluate.metrics import prediction_rows, summarise
+from openqa.evaluate.calibration import confidence_report, risk_coverage_png
+from openqa.evaluate.metrics import paired_bootstrap, prediction_rows, summarise
 from openqa.evaluate.results import ensure_writable, run_record, write_results
 from openqa.languages import language
 from openqa.llm.settings import LLMSettings
-from openqa.methods import DEFAULT_METHOD, Opened, Overrides, Request, method, open_method, open_retriever
+from openqa.methods import (
+    DEFAULT_METHOD,
+    Opened,
+    Overrides,
+    Request,
+    calibration_key,
+    method,
+    open_method,
+    open_retriever,
+)
 from openqa.retrieval.base import Index
-from openqa.scorers.ir import IRSettings
-from openqa.tuning import save_tuned
+from openqa.tuning import calibrate, save_tuned
 from openqa.workspace import Context, Exam
 
 if TYPE_CHECKING:
@@ -131,15 +140,20 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
     opened = open_method(ctx, req.method, target, req.request())
     load_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    results = opened.scorer.score(questions, progress=progress)
+    results, parts = opened.scorer.score_with_parts(questions, progress=progress)
     seconds = time.perf_counter() - start
     m = opened.index.manifest
+    probabilities = [opened.probabilities(r) for r in results]
+    curves = {req.method: (results, probabilities)}
+    curves.update({label: (scored, [opened.parts[label].probabilities(r) for r in scored]) for label, scored in parts.items()})
     summary = {
         "dataset": name,
         "split": split,
         "method": req.method,
         **summarise(results),
         **opened.scorer.report(results),
+        "confidence": confidence_report(results, probabilities),
+        **compare_parts(opened, curves),
         "seconds": round(seconds, 3),
         "load_seconds": round(load_seconds, 3),
         "limit": req.limit,
@@ -150,8 +164,22 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
         "index": provenance(opened.index),
         **run_record(command),
     }
-    path = write_results(summary, prediction_rows(results), out_dir)
+    figure = risk_coverage_png(curves, f"{name} {split}: risk-coverage") if results else None
+    path = write_results(summary, prediction_rows(results, probabilities), out_dir, figure)
     return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve())}}
+
+
+def compare_parts(opened: Opened, curves: dict[str, tuple[list[Any], list[dict[str, float]]]]) -> dict[str, Any]:
+    """For a method that combines parts (an ensemble): each part's accuracy and confidence figures on
+    the same questions, and the paired difference from the part that was best on dev."""
+    if not opened.parts:
+        return {}
+    method_results = next(iter(curves.values()))[0]
+    parts = {label: {**{k: v for k, v in summarise(results).items() if k in ("n", "correct", "accuracy", "ci95")},
+                     **confidence_report(results, probabilities)}
+             for label, (results, probabilities) in list(curves.items())[1:]}
+    best = opened.settings["best_part"]
+    return {"parts": parts, "versus_best_part": {"part": best, **paired_bootstrap(method_results, curves[best][0])}}
 
 
 def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> tuple[dict[str, Any], Path, list[str]]:
@@ -178,20 +206,40 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
     return table, write_report(table, meta, ctx.settings.results_dir), skipped
 
 
-def tune(ctx: Context, name: str, dataset: str, engine: str | None = None) -> tuple[IRSettings, dict[str, Any], Path]:
-    """Grid-search a method's settings on ``dataset`` dev and record the choice in the settings folder."""
+#: The grid columns a tuning record keeps.
+GRID_KEYS = ("part", "top_n", "aggregate", "query", "fusion", "weight", "accuracy")
+
+
+def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), calibrate_only: bool = False,
+         progress: bool = True) -> dict[str, Any]:
+    """Grid-search a method's settings on ``dataset`` dev (a method that has some, unless
+    ``calibrate_only``), record the choice in the settings folder, then fit the probabilities of the
+    method with those settings on the same dev questions and record them beside it. Returns the
+    record: the choice (if searched), its dev accuracy, the calibration and the files written."""
     target = Exam.resolve(dataset)
+    m = method(name)
+    m.require(request)
     ensure_writable(ctx.settings.settings_dir, "--settings-dir")
     questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())
-    best, table, index = method(name).tune(ctx, target, questions, engine)
-    record = {
-        "dataset": dataset, "split": "dev", "method": name, "corpus": ctx.corpus, "chosen": asdict(best),
-        "dev_accuracy": max(row["accuracy"] for row in table),
-        "grid": [{k: row[k] for k in ("top_n", "aggregate", "query", "fusion", "weight", "accuracy") if k in row} for row in table],
-        "index": provenance(index),
-        **run_record(),
-    }
-    return best, record, save_tuned(record, ctx.settings.settings_dir)
+    record: dict[str, Any] = {"dataset": dataset, "split": "dev", "method": name, "corpus": ctx.corpus}
+    files = {}
+    if m.tunes and not calibrate_only:
+        best, table, index = m.tune(ctx, target, questions, request)
+        record.update({
+            "chosen": asdict(best),
+            # the chosen settings' row: the best of a grid, an ensemble's own row (not its parts')
+            "dev_accuracy": max(row["accuracy"] for row in table if row.get("part", "ensemble") == "ensemble"),
+            "grid": [{k: row[k] for k in GRID_KEYS if k in row} for row in table],
+            "index": provenance(index),
+            **run_record(),
+        })
+        files["settings"] = save_tuned(record, ctx.settings.settings_dir)
+    opened = open_method(ctx, name, target, request)
+    results = opened.scorer.score(questions, progress=progress)
+    calibration, files["calibration"] = calibrate(results, opened.scorer.scale, calibration_key(name, request), dataset,
+                                                  ctx.corpus, opened.settings, ctx.settings.settings_dir)
+    return {**record, "dev_accuracy": summarise(results)["accuracy"], "calibration": calibration.to_dict(),
+            "files": {k: str(v.resolve()) for k, v in files.items()}}
 
 
 def train_reader(
@@ -239,8 +287,11 @@ def train_reader(
     return train(reader, sets[0], sets[1], config, output, record, load_reader)
 
 
-def answer_record(opened: Opened, question: Question, evidence: int) -> dict[str, Any]:
-    """Solve one question with an opened method: the ranked options, each with its best ``evidence``
-    paragraphs and the spans of their matched words (``openqa.answer.as_dict``), and the settings
-    used with their sources (what ``answer --json`` prints and the HTTP API returns)."""
-    return {**as_dict(solve(opened.scorer, question), opened.index, evidence), "settings": opened.settings}
+def answer_record(opened: Opened, question: Question, evidence: int, min_confidence: float | None = None) -> dict[str, Any]:
+    """Solve one question with an opened method: the ranked options, each with its probability and
+    best ``evidence`` paragraphs and the spans of their matched words (``openqa.answer.as_dict``),
+    how sure the answer is (abstaining below ``min_confidence``), and the settings used with their
+    sources (what ``answer --json`` prints and the HTTP API returns)."""
+    result = solve(opened.scorer, question)
+    sure = assess(result, opened.probabilities(result), opened.calibration, min_confidence)
+    return {**as_dict(result, opened.index, evidence, sure), "settings": opened.settings}

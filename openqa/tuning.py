@@ -20,10 +20,11 @@ from typing import Any, Callable, Sequence
 from openqa.corpus.sources import corpus_tag
 from openqa.data import Question
 from openqa.errors import OpenQAError
+from openqa.evaluate.calibration import Calibration, confidence_report
 from openqa.evaluate.metrics import summarise
-from openqa.evaluate.results import write_atomic
+from openqa.evaluate.results import run_record, write_atomic
 from openqa.retrieval.hybrid import Fusion
-from openqa.scorers.base import OptionScorer
+from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.hybrid import HybridScorer, fuse_options
 from openqa.scorers.ir import AGGREGATES, IRScorer, IRSettings, scores_from_hits
 
@@ -87,12 +88,15 @@ def shipped_folder() -> Path:
     return Path(str(resources.files("openqa") / "tuned"))
 
 
-def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None = None) -> tuple[Path | None, str]:
-    """The record ``openqa tune`` made for ``method`` on ``dataset``, and how to name where it came
-    from: over a named ``corpus``, the user's own tune with ``--corpus`` first; then the user's own
-    (in ``settings_dir``) before the shipped one (a corpus not tuned for takes the dataset's)."""
-    name = f"{method}-{dataset}.json"
-    for user in dict.fromkeys((Path(settings_dir) / f"{method}-{dataset}{corpus_tag(corpus)}.json", Path(settings_dir) / name)):
+def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None = None, kind: str = "",
+               ) -> tuple[Path | None, str]:
+    """The record ``openqa tune`` made for ``method`` on ``dataset`` (its settings; with ``kind``
+    ``calibration``, its probabilities), and how to name where it came from: over a named
+    ``corpus``, the user's own tune with ``--corpus`` first; then the user's own (in
+    ``settings_dir``) before the shipped one (a corpus not tuned for takes the dataset's)."""
+    suffix = f".{kind}.json" if kind else ".json"
+    name = f"{method}-{dataset}{suffix}"
+    for user in dict.fromkeys((Path(settings_dir) / f"{method}-{dataset}{corpus_tag(corpus)}{suffix}", Path(settings_dir) / name)):
         if user.is_file():
             return user, f"your openqa tune: {user.parent.name}/{user.name}"  # no machine path in a record
     shipped = shipped_folder() / name
@@ -142,10 +146,46 @@ def resolve_settings(
     return IRSettings(**values), sources
 
 
-def save_tuned(record: dict[str, Any], settings_dir: Path) -> Path:
-    """Write a tuning record where ``tuned_file`` finds it first (over the record's corpus, if
-    named); return its path."""
-    path = Path(settings_dir) / f"{record['method']}-{record['dataset']}{corpus_tag(record.get('corpus'))}.json"
+def save_tuned(record: dict[str, Any], settings_dir: Path, kind: str = "") -> Path:
+    """Write a tuning record (with ``kind``, e.g. ``calibration``, the record of that kind) where
+    ``tuned_file`` finds it first (over the record's corpus, if named); return its path."""
+    suffix = f".{kind}.json" if kind else ".json"
+    path = Path(settings_dir) / f"{record['method']}-{record['dataset']}{corpus_tag(record.get('corpus'))}{suffix}"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
+
+
+def read_json_record(path: Path, what: str) -> dict[str, Any]:
+    """A JSON record of the settings store, refused in one line when it cannot be read."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise OpenQAError(f"{path}: unreadable {what} ({type(exc).__name__}); rerun `openqa tune`") from None
+    if not isinstance(record, dict):
+        raise OpenQAError(f"{path}: unreadable {what} (not a JSON object); rerun `openqa tune`")
+    return record
+
+
+def load_calibration(key: str, dataset: str, settings_dir: Path, corpus: str | None = None) -> Calibration | None:
+    """The calibration ``openqa tune`` fitted for the method ``key`` on ``dataset`` dev (yours, else
+    shipped; see ``tuned_file``), or None when there is none."""
+    path, where = tuned_file(key, dataset, settings_dir, corpus, kind="calibration")
+    if path is None:
+        return None
+    record = read_json_record(path, "calibration record")
+    try:
+        return Calibration.from_dict(record.get("calibration", {}), where)
+    except OpenQAError as exc:
+        raise OpenQAError(f"{path}: {exc}; rerun `openqa tune`") from None
+
+
+def calibrate(results: Sequence[OptionScores], scale: str, key: str, dataset: str, corpus: str | None,
+              settings: dict[str, Any], settings_dir: Path) -> tuple[Calibration, Path]:
+    """Fit the probabilities of the method ``key`` on its ``dataset`` dev ``results`` and record them
+    where ``load_calibration`` finds them first."""
+    calibration = Calibration.fit(results, scale, dataset, {k: v for k, v in settings.items() if k != "sources"})
+    record = {"method": key, "dataset": dataset, "split": "dev", "corpus": corpus, "calibration": calibration.to_dict(),
+              "dev": {"n": len(results), **confidence_report(results, [calibration.probabilities(r) for r in results])},
+              **run_record()}
+    return calibration, save_tuned(record, settings_dir, kind="calibration")

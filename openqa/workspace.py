@@ -3,7 +3,7 @@ indexes, and what questions are scored as (``Exam``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Hashable, TypeVar
 
 from openqa.config import Settings
@@ -61,6 +61,26 @@ class Context:
         self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (a few seconds)")
         build_index(s.require_data_dir(), s.index_dir, lang, engine, tokenizer, self.options)
         return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
+
+    def sharing(self) -> "Context":
+        """This context, opening each index once for everything opened through it (the parts of an
+        ensemble share one copy of an index)."""
+        return OpenOnce(**{f.name: getattr(self, f.name) for f in fields(Context)})
+
+
+@dataclass(frozen=True)
+class OpenOnce(Context):
+    """A context that opens each index once and hands the same open index to every later opener."""
+
+    opened: dict[tuple[str, str], Index] = field(default_factory=dict, compare=False)
+
+    def open(self, lang: str, engine: str) -> Index:
+        if (lang, engine) not in self.opened:
+            self.opened[lang, engine] = super().open(lang, engine)
+        return self.opened[lang, engine]
+
+    def sharing(self) -> "Context":
+        return self
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,8 @@ def test_every_shipped_record_is_readable_and_names_its_dataset():
     assert {"ir-custom-us.json", "ir-custom-mainland.json", "ir-custom-tw-en.json"} <= {f.name for f in files}
     for path in files:
         record = json.loads(path.read_text())
-        assert path.name == f"{record['method']}-{record['dataset']}.json" and record["split"] == "dev"
+        kind = ".calibration" if path.name.endswith(".calibration.json") else ""
+        assert path.name == f"{record['method']}-{record['dataset']}{kind}.json" and record["split"] == "dev"
         assert record["command"].startswith("openqa tune")
 
 

@@ -6,20 +6,22 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from scipy.stats import binomtest
-
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.scorers.base import OptionScores
 from openqa.text.medical_filter import filter_question, is_stopword, words
 
 
-def wilson_interval(correct: int, n: int) -> tuple[float, float]:
-    """95% Wilson score interval of an accuracy, in percent."""
+def wilson_interval(correct: float, n: int) -> tuple[float, float]:
+    """95% Wilson score interval of an accuracy, in percent (the closed form, so an expected count of
+    right answers, which ties can make fractional, has one too)."""
     if n == 0:
         return (0.0, 0.0)
-    ci = binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
-    return (round(100 * ci.low, 2), round(100 * ci.high, 2))
+    z = 1.959963984540054  # the normal quantile of 0.975
+    p = correct / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (round(100 * max(0.0, centre - half), 2), round(100 * min(1.0, centre + half), 2))
 
 
 def summarise(results: Sequence[OptionScores]) -> dict[str, Any]:
@@ -46,8 +48,8 @@ def summarise(results: Sequence[OptionScores]) -> dict[str, Any]:
     }
 
 
-def prediction_rows(results: Sequence[OptionScores]) -> list[dict[str, Any]]:
-    """Per-question predictions for the JSONL file."""
+def prediction_rows(results: Sequence[OptionScores], probabilities: Sequence[dict[str, float]] | None = None) -> list[dict[str, Any]]:
+    """Per-question predictions for the JSONL file (with each option's probability when given)."""
     return [
         {
             "qid": r.question.qid,
@@ -57,11 +59,37 @@ def prediction_rows(results: Sequence[OptionScores]) -> list[dict[str, Any]]:
             "tied": r.tied_best() if len(r.tied_best()) > 1 else [],
             "matched": r.matched,
             "scores": {k: round(v, 4) if math.isfinite(v) else None for k, v in r.scores.items()},
+            **({"probabilities": {k: round(v, 4) for k, v in p.items()},
+                "confidence": round(p[r.prediction()], 4) if r.prediction() is not None else None} if p is not None else {}),
             **({"abstained": True} if r.abstained else {}),
             **r.details,
         }
-        for r in results
+        for r, p in zip(results, probabilities if probabilities is not None else [None] * len(results))
     ]
+
+
+#: Paired bootstrap resamples of the questions, and the seed that draws them.
+BOOTSTRAP_ROUNDS = 2000
+BOOTSTRAP_SEED = 0
+
+
+def paired_bootstrap(first: Sequence[OptionScores], second: Sequence[OptionScores]) -> dict[str, Any]:
+    """The accuracy of ``first`` minus that of ``second`` on the same questions (points), with a 95%
+    percentile interval from ``BOOTSTRAP_ROUNDS`` resamples of the questions (seeded: the same every run)."""
+    import numpy as np
+
+    a = np.array([r.prediction() == r.question.answer_idx for r in first], dtype=float)
+    b = np.array([r.prediction() == r.question.answer_idx for r in second], dtype=float)
+    diff = a - b
+    draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, len(diff), size=(BOOTSTRAP_ROUNDS, len(diff)))
+    means = 100 * diff[draws].mean(axis=1)
+    return {
+        "difference": round(100 * float(diff.mean()), 2),
+        "ci95": [round(float(np.percentile(means, 2.5)), 2), round(float(np.percentile(means, 97.5)), 2)],
+        "interval": f"paired bootstrap over questions, {BOOTSTRAP_ROUNDS} resamples (seed {BOOTSTRAP_SEED}), percentile",
+        "only_first_right": int(((a == 1) & (b == 0)).sum()),
+        "only_second_right": int(((a == 0) & (b == 1)).sum()),
+    }
 
 
 def filter_agreement(questions: Sequence[Question]) -> dict[str, Any]:

@@ -31,12 +31,12 @@ def run_record(command: str | None = None) -> dict[str, Any]:
     }
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str | bytes) -> None:
     """Write a file so that an interruption never leaves it half-written (see ``write_all_or_none``)."""
     write_all_or_none({Path(path): text})
 
 
-def write_all_or_none(files: dict[Path, str]) -> None:
+def write_all_or_none(files: dict[Path, str | bytes]) -> None:
     """Write several files so that each keeps its old content or all get their new one.
 
     Each text goes to a hidden ``.NAME.tmp`` first; if any write fails (Ctrl-C, a full disk) every
@@ -48,7 +48,10 @@ def write_all_or_none(files: dict[Path, str]) -> None:
     temps = {path: path.with_name(f".{path.name}.tmp") for path in files}
     try:
         for path, text in files.items():
-            temps[path].write_text(text, encoding="utf-8")
+            if isinstance(text, bytes):
+                temps[path].write_bytes(text)
+            else:
+                temps[path].write_text(text, encoding="utf-8")
         with _interrupts_held():
             for path, tmp in temps.items():
                 tmp.replace(path)
@@ -106,14 +109,15 @@ def result_stem(*parts: str, variant: str | None = None, limit: int | None = Non
     return stem
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def _digest(content: str | bytes) -> str:
+    return hashlib.sha256(content.encode("utf-8") if isinstance(content, str) else content).hexdigest()
 
 
-def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: Path) -> Path:
-    """Write ``<stem>.predictions.jsonl``, ``<stem>.md`` and the ``<stem>.json`` summary, all or none
-    (``write_all_or_none``); the summary, renamed last, records the checksum of the other two, so a
-    set that a SIGKILL mixed is still detected by ``read_result_set``. Return the JSON path."""
+def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: Path, figure: bytes | None = None) -> Path:
+    """Write ``<stem>.predictions.jsonl``, ``<stem>.md``, the risk-coverage ``figure`` (PNG, when
+    given) and the ``<stem>.json`` summary, all or none (``write_all_or_none``); the summary, renamed
+    last, records the checksum of the others, so a set that a SIGKILL mixed is still detected by
+    ``read_result_set``. Return the JSON path."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = result_stem(summary["dataset"], summary["split"], summary["method"], variant=summary.get("variant"),
@@ -125,15 +129,46 @@ def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: 
         f"| n | correct | accuracy | 95% CI | tied best | seconds |\n|---|---|---|---|---|---|\n"
         f"| {summary['n']} | {summary['correct']} | {summary['accuracy']:.2f} | {lo:.2f}-{hi:.2f} "
         f"| {summary['ties']['tie_rate']:.2f}% | {summary['seconds']:.2f} |\n\n"
-        f"Command: `{summary['command']}`  \nDate: {summary['date']}  \n"
+        + confidence_markdown(summary)
+        + f"Command: `{summary['command']}`  \nDate: {summary['date']}  \n"
         f"Settings: `{json.dumps(summary.get('settings', {}))}`  \nCorpus: {summary.get('corpus', '')}\n"
     )
-    files = {f"{stem}.predictions.jsonl": predictions, f"{stem}.md": report}
-    record = {**summary, "result_files": {name: _digest(text) for name, text in files.items()}}
+    files: dict[str, str | bytes] = {f"{stem}.predictions.jsonl": predictions, f"{stem}.md": report}
+    if figure is not None:
+        files[f"{stem}.risk-coverage.png"] = figure
+    record = {**summary, "result_files": {name: _digest(content) for name, content in files.items()}}
     path = out_dir / f"{stem}.json"
-    write_all_or_none({**{out_dir / name: text for name, text in files.items()},
+    write_all_or_none({**{out_dir / name: content for name, content in files.items()},
                        path: json.dumps(record, indent=2, ensure_ascii=False) + "\n"})
     return path
+
+
+def confidence_markdown(summary: dict[str, Any]) -> str:
+    """The report's confidence section: how well the probabilities rank the answers (and, for an
+    ensemble, its parts and the paired comparison with its best part)."""
+    rows = {summary["method"]: summary.get("confidence")} | summary.get("parts", {})
+    rows = {name: c for name, c in rows.items() if c}
+    if not rows:
+        return ""
+    coverages = list(next(iter(rows.values()))["accuracy_at_coverage"])
+    lines = [
+        "## Confidence\n",
+        f"Probabilities: {summary['settings'].get('probabilities', 'uncalibrated')} "
+        f"({summary['settings'].get('sources', {}).get('probabilities', '')}). "
+        f"ECE over {next(iter(rows.values()))['ece_binning']}; accuracy at a coverage: the most confident share of the questions.\n",
+        "| method | accuracy | ECE | Brier | log-lik. | AURC | " + " | ".join(f"acc@{c}% (95% CI)" for c in coverages) + " |",
+        "|---|" + "---|" * (5 + len(coverages)),
+    ]
+    for name, c in rows.items():
+        at = " | ".join(f"{a['accuracy']:.1f} ({a['ci95'][0]:.1f}-{a['ci95'][1]:.1f})" for a in c["accuracy_at_coverage"].values())
+        accuracy = c.get("accuracy", summary["accuracy"])
+        lines.append(f"| {name} | {accuracy:.2f} | {c['ece']:.4f} | {c['brier']:.4f} | {c['log_likelihood']:.4f} | {c['aurc']:.4f} | {at} |")
+    versus = summary.get("versus_best_part")
+    if versus:
+        lo, hi = versus["ci95"]
+        lines.append(f"\n{summary['method']} - {versus['part']} (best part on dev): {versus['difference']:+.2f} points, "
+                     f"95% CI {lo:+.2f} to {hi:+.2f} ({versus['interval']}).")
+    return "\n".join(lines) + "\n\n"
 
 
 def read_result_set(path: Path) -> dict[str, Any]:
@@ -146,6 +181,6 @@ def read_result_set(path: Path) -> dict[str, Any]:
         raise OpenQAError(f"{path}: unreadable result summary ({exc})") from None
     for name, digest in summary.get("result_files", {}).items():
         other = path.with_name(name)
-        if not other.is_file() or _digest(other.read_text(encoding="utf-8")) != digest:
+        if not other.is_file() or _digest(other.read_bytes()) != digest:
             raise OpenQAError(f"{other}: missing or from another run than {path.name}; rerun: {summary.get('command')}")
     return summary

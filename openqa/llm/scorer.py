@@ -84,6 +84,8 @@ class LLMScorer(OptionScorer):
     """An instruction model choosing among the options, over openqa's evidence."""
 
     name = "llm"
+    #: Its scores are letter probabilities (or shares of votes).
+    scale = "log-probability"
 
     def __init__(self, backend: Backend, settings: LLMSettings, cache: ReplyCache, retriever: IRScorer | None = None,
                  query: str = "full", lang: str = "en") -> None:

@@ -52,6 +52,9 @@ def examples(questions: Sequence[Question], evidence: dict[str, dict[str, str]])
 class ReaderScorer(OptionScorer):
     """A trained reader over the evidence a retriever finds for each option."""
 
+    #: Its scores are the reader's logits.
+    scale = "logits"
+
     def __init__(self, reader: Reader, retriever: IRScorer, top_n: int) -> None:
         self.reader = reader
         self.retriever = retriever

@@ -62,9 +62,19 @@ class OptionScorer(ABC):
     """Scores every option of every question; higher is better. A scorer changes nothing while
     scoring (its settings are fixed when it is made), so one can serve many threads at once."""
 
+    #: The scale of its scores, which turns them into logits for probabilities and ensembles
+    #: (``openqa.scorers.logits.SCALES``): evidence scores are standardized within each question.
+    scale: str = "standardized"
+
     @abstractmethod
     def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
         """One ``OptionScores`` per question, in order (a progress bar unless ``progress`` is False)."""
+
+    def score_with_parts(self, questions: Sequence[Question], progress: bool = True,
+                         ) -> tuple[list[OptionScores], dict[str, list[OptionScores]]]:
+        """``score``, and the option scores of each named part it combines (none unless it combines
+        other scorers' scores), so an evaluation can compare it with its parts without scoring twice."""
+        return self.score(questions, progress), {}
 
     def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
         """What a result record adds about this scorer's run beyond accuracy (none by default)."""

@@ -116,6 +116,9 @@ class _OpenOnce(Context):
     made: dict[Hashable, Any] = field(default_factory=dict, compare=False)
     build_missing: bool = True
 
+    def sharing(self) -> Context:
+        return self
+
     def shared(self, key: Hashable, make: Callable[[], T]) -> T:
         if key not in self.made:  # offers are opened one at a time (at start-up, then under the reload lock)
             self.made[key] = make()

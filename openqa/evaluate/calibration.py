@@ -1,0 +1,297 @@
+"""How far to trust an answer: option probabilities calibrated on dev, and how well a method's
+confidence ranks its answers.
+
+A method's option scores become logits on its scorer's scale (``openqa.scorers.logits``), then
+probabilities by a softmax of those logits divided by one temperature, fitted on the dev split of
+the exam by maximum likelihood (``fit_temperature``). The same fit with several features and an L2
+penalty weighs the parts of an ensemble (``fit_conditional_logit``): a temperature is the one-feature
+case, its weight the inverse temperature.
+
+``confidence_report`` measures how well the probabilities rank the answers of an evaluation: the
+expected calibration error over ``ECE_BINS`` equal-width bins of the chosen option's probability, the
+Brier score, the log-likelihood of the correct options, the area under the risk-coverage curve, and
+the accuracy of the most confident 10, 20, 50 and 100% of the questions with 95% intervals. Questions
+of equal confidence are never ordered by their position in a file: a coverage that cuts through them
+counts the expected share of their right answers (as a random order among them would).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from openqa.errors import OpenQAError
+from openqa.evaluate.metrics import wilson_interval
+from openqa.scorers.base import OptionScores
+from openqa.scorers.logits import SCALES, option_logits
+
+#: Equal-width bins of the chosen option's probability for the expected calibration error.
+ECE_BINS = 10
+#: The coverages (percent of questions, most confident first) whose accuracy a report gives.
+COVERAGES = (10, 20, 50, 100)
+#: Equal-width bins of dev confidence kept with a calibration, to say what a confidence meant on dev.
+RELIABILITY_BINS = 20
+#: The inverse temperatures a fit may choose (temperatures from 1/1000 to 1000).
+INVERSE_TEMPERATURE_BOUNDS = (1e-3, 1e3)
+#: The least probability a log-likelihood takes (log 0 is minus infinity).
+LIKELIHOOD_FLOOR = 1e-12
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    """Probabilities of one question's logits."""
+    shifted = np.exp(logits - logits.max())
+    return shifted / shifted.sum()
+
+
+def _padded(features: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Questions' (options x features) arrays stacked into (questions x most options x features),
+    with a mask of the options that exist (4- and 5-option questions fit together)."""
+    most = max(f.shape[0] for f in features)
+    stacked = np.zeros((len(features), most, features[0].shape[1]))
+    mask = np.zeros((len(features), most), dtype=bool)
+    for i, f in enumerate(features):
+        stacked[i, : f.shape[0]] = f
+        mask[i, : f.shape[0]] = True
+    return stacked, mask
+
+
+def fit_conditional_logit(
+    features: Sequence[np.ndarray], answers: Sequence[int], l2: float = 0.0,
+    bounds: tuple[float | None, float | None] = (0.0, None),
+) -> np.ndarray:
+    """Weights ``w`` that maximize the conditional-logit likelihood of the correct options,
+    ``sum_q log softmax(F_q w)[answer_q] - l2 / 2 * |w|^2``, each weight within ``bounds`` (by
+    default non-negative: a feature may only favour the options it scores higher).
+
+    ``features`` holds one (options x features) array per question, ``answers`` the index of each
+    question's correct option. The objective is concave and solved by L-BFGS-B from all-ones
+    weights, so the same data give the same weights on every run.
+    """
+    from scipy.optimize import minimize
+
+    if not features:
+        raise OpenQAError("no questions to fit probabilities on")
+    stacked, mask = _padded(features)
+    rows = np.arange(len(features))
+    answer = np.asarray(answers)
+    chosen = stacked[rows, answer]  # (questions x features): the correct options' features
+
+    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
+        logits = np.where(mask, stacked @ w, -np.inf)
+        top = logits.max(axis=1, keepdims=True)
+        exp = np.exp(logits - top)
+        total = exp.sum(axis=1, keepdims=True)
+        probs = exp / total
+        loglik = (logits[rows, answer] - top[:, 0] - np.log(total[:, 0])).sum()
+        grad = (chosen - np.einsum("qk,qkf->qf", probs, stacked)).sum(axis=0)
+        return -loglik + 0.5 * l2 * w @ w, -grad + l2 * w
+
+    start = np.ones(stacked.shape[2])
+    if bounds[0] is not None:
+        start = np.maximum(start, bounds[0])
+    if bounds[1] is not None:
+        start = np.minimum(start, bounds[1])
+    fit = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[bounds] * stacked.shape[2])
+    return fit.x
+
+
+def fit_temperature(logits: Sequence[np.ndarray], answers: Sequence[int]) -> float:
+    """The temperature ``T`` maximizing the likelihood of the correct options under
+    ``softmax(logits / T)`` (bounded by ``INVERSE_TEMPERATURE_BOUNDS``)."""
+    weight = fit_conditional_logit([np.asarray(z)[:, None] for z in logits], answers, bounds=INVERSE_TEMPERATURE_BOUNDS)
+    return float(1.0 / weight[0])
+
+
+def dataset_label(dataset: str) -> str:
+    """How a sentence names a dataset's dev split."""
+    return f"MedQA {dataset} dev"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A method's temperature over its logits (on ``scale``), fitted on ``dataset`` dev, with what
+    the fit saw: ``bins`` counts the dev answers and the right ones in ``RELIABILITY_BINS`` equal-width
+    bins of confidence (to say what a confidence meant there), ``chance`` the mean of 1/options,
+    ``settings`` the method's settings when fitted; ``source`` says where it was read from."""
+
+    temperature: float
+    scale: str
+    dataset: str
+    n: int
+    bins: tuple[tuple[int, int], ...]
+    chance: float
+    settings: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCALES:
+            raise OpenQAError(f"unknown score scale {self.scale!r}: choose one of {', '.join(SCALES)}")
+        if not (math.isfinite(self.temperature) and self.temperature > 0):
+            raise OpenQAError(f"a calibration's temperature must be a positive number, not {self.temperature}")
+        if len(self.bins) != RELIABILITY_BINS:
+            raise OpenQAError(f"a calibration keeps {RELIABILITY_BINS} bins of dev confidence, not {len(self.bins)}")
+
+    @classmethod
+    def fit(cls, results: Sequence[OptionScores], scale: str, dataset: str, settings: dict[str, Any]) -> "Calibration":
+        """The temperature that fits ``results`` (a method's dev scores) best, and its dev bins."""
+        scored = [r for r in results if r.question.answer_idx in r.scores]
+        if not scored:
+            raise OpenQAError("no dev question with a known answer to fit probabilities on")
+        logits = [option_logits(r, scale) for r in scored]
+        answers = [list(r.scores).index(r.question.answer_idx) for r in scored]
+        temperature = fit_temperature(logits, answers)
+        fitted = cls(temperature, scale, dataset, len(scored), ((0, 0),) * RELIABILITY_BINS,
+                     float(np.mean([1 / len(r.scores) for r in scored])), settings)
+        confidence, correct = chosen_confidence(scored, [fitted.probabilities(r) for r in scored])
+        bins = [[0, 0] for _ in range(RELIABILITY_BINS)]
+        for c, right in zip(confidence, correct):
+            b = bins[_bin(c, RELIABILITY_BINS)]
+            b[0] += 1
+            b[1] += int(right)
+        return cls(temperature, scale, dataset, len(scored), tuple(map(tuple, bins)), fitted.chance, settings)
+
+    def probabilities(self, result: OptionScores) -> dict[str, float]:
+        """Each option's probability: the softmax of its logits divided by the temperature."""
+        return dict(zip(result.scores, map(float, softmax(option_logits(result, self.scale) / self.temperature))))
+
+    def meaning(self, confidence: float) -> str:
+        """What ``confidence`` meant on dev: how often the dev answers at least this confident were
+        right, against chance."""
+        counted = self.bins[_bin(confidence, RELIABILITY_BINS):]
+        answers, right = sum(b[0] for b in counted), sum(b[1] for b in counted)
+        where = dataset_label(self.dataset)
+        chance = f"chance is {100 * self.chance:.0f}%"
+        if not answers:
+            return f"no answer on {where} was this confident; {chance}"
+        return (f"on {where}, answers this confident or more were right {100 * right / answers:.0f}% of the time "
+                f"({right} of {answers}); {chance}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record ``openqa tune`` writes (the source is where it is read from, not part of it)."""
+        record = asdict(self)
+        record.pop("source")
+        record["bins"] = [list(b) for b in self.bins]
+        return record
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any], source: str = "") -> "Calibration":
+        """A calibration from its record; refused in one line when a field is missing or wrong."""
+        try:
+            return cls(float(record["temperature"]), record["scale"], record["dataset"], int(record["n"]),
+                       tuple((int(a), int(b)) for a, b in record["bins"]), float(record["chance"]),
+                       dict(record.get("settings", {})), source)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OpenQAError(f"unreadable calibration record ({type(exc).__name__}: {exc})") from None
+
+    def describe(self) -> str:
+        """One line: which temperature, fitted where."""
+        return f"temperature {self.temperature:.3g} over {self.scale} scores, fitted on {dataset_label(self.dataset)} ({self.n} questions)"
+
+
+def _bin(confidence: float, bins: int) -> int:
+    """The equal-width bin of [0, 1] that ``confidence`` falls in (1.0 in the last)."""
+    return min(int(confidence * bins), bins - 1)
+
+
+def uncalibrated(scale: str) -> "Calibration":
+    """Temperature 1 over ``scale``: what a method's probabilities are when no calibration is found."""
+    return Calibration(1.0, scale, "none", 0, ((0, 0),) * RELIABILITY_BINS, 0.0, {}, "not calibrated: temperature 1")
+
+
+def chosen_confidence(results: Sequence[OptionScores], probabilities: Sequence[dict[str, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's confidence (the probability of its prediction; 0 when it abstained) and whether it was right."""
+    confidence = np.array([p[r.prediction()] if r.prediction() is not None else 0.0 for r, p in zip(results, probabilities)])
+    correct = np.array([r.prediction() is not None and r.prediction() == r.question.answer_idx for r in results])
+    return confidence, correct
+
+
+def _ranked_correct(confidence: np.ndarray, correct: np.ndarray) -> np.ndarray:
+    """Expected right answers among the k most confident questions, for k = 1..n: tied confidences
+    share their right answers evenly (the mean over every order of the tied questions)."""
+    order = np.argsort(-confidence, kind="stable")
+    c, right = confidence[order], correct[order].astype(float)
+    out = np.empty(len(c))
+    start, done = 0, 0.0
+    while start < len(c):
+        end = start + 1
+        while end < len(c) and c[end] == c[start]:
+            end += 1
+        group = right[start:end].sum()
+        size = end - start
+        out[start:end] = done + group * np.arange(1, size + 1) / size
+        done += group
+        start = end
+    return out
+
+
+def risk_coverage(confidence: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Coverage (share of questions answered, most confident first) and risk (share of those wrong)."""
+    n = len(confidence)
+    k = np.arange(1, n + 1)
+    return k / n, 1 - _ranked_correct(confidence, correct) / k
+
+
+def confidence_report(results: Sequence[OptionScores], probabilities: Sequence[dict[str, float]]) -> dict[str, Any]:
+    """Calibration error, Brier score, log-likelihood, area under the risk-coverage curve and the
+    accuracy at each of ``COVERAGES`` (see the module's docstring for each definition)."""
+    n = len(results)
+    if n == 0:
+        return {}
+    confidence, correct = chosen_confidence(results, probabilities)
+    ece = 0.0
+    for b in range(ECE_BINS):
+        inside = np.array([_bin(c, ECE_BINS) == b for c in confidence])
+        if inside.any():
+            ece += inside.sum() / n * abs(correct[inside].mean() - confidence[inside].mean())
+    brier = np.mean([sum((p.get(k, 0.0) - (k == r.question.answer_idx)) ** 2 for k in r.scores) for r, p in zip(results, probabilities)])
+    loglik = np.mean([math.log(max(p.get(r.question.answer_idx, 0.0), LIKELIHOOD_FLOOR)) for r, p in zip(results, probabilities)])
+    _, risk = risk_coverage(confidence, correct)
+    ranked = _ranked_correct(confidence, correct)
+    at = {}
+    for share in COVERAGES:
+        m = max(1, math.ceil(share * n / 100))
+        right = float(ranked[m - 1])
+        at[str(share)] = {"n": m, "accuracy": round(100 * right / m, 2), "ci95": list(wilson_interval(right, m))}
+    return {
+        "ece": round(float(ece), 4),
+        "ece_binning": f"{ECE_BINS} equal-width bins of the chosen option's probability, weighted by their questions",
+        "brier": round(float(brier), 4),
+        "brier_definition": "mean over questions of the squared distance between the option probabilities and the one-hot answer",
+        "log_likelihood": round(float(loglik), 4),
+        "aurc": round(float(risk.mean()), 4),
+        "aurc_definition": "mean risk (share wrong) over coverages 1/n..n/n, most confident first; ties share their answers evenly",
+        "mean_confidence": round(float(confidence.mean()), 4),
+        "accuracy_at_coverage": at,
+    }
+
+
+def risk_coverage_png(curves: dict[str, tuple[Sequence[OptionScores], Sequence[dict[str, float]]]], title: str) -> bytes:
+    """A PNG of the risk-coverage curve of each named method's results (one line each), with chance."""
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for name, (results, probabilities) in curves.items():
+        confidence, correct = chosen_confidence(results, probabilities)
+        coverage, risk = risk_coverage(confidence, correct)
+        axis.plot(100 * coverage, 100 * (1 - risk), label=f"{name} (AURC {risk.mean():.3f})")
+    first = next(iter(curves.values()))[0]
+    chance = 100 * float(np.mean([1 / len(r.scores) for r in first])) if first else 0.0
+    axis.axhline(chance, color="grey", linestyle=":", label=f"chance ({chance:.0f}%)")
+    axis.set_xlabel("coverage: questions answered, most confident first (%)")
+    axis.set_ylabel("accuracy of the answered (%)")
+    axis.set_xlim(0, 100)
+    axis.set_title(title)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110)
+    plt.close(figure)
+    return buffer.getvalue()

@@ -1,0 +1,241 @@
+"""How far to trust an answer: temperatures fitted by likelihood, calibration error and
+risk-coverage against cases worked out by hand, the ensemble's conditional logit, and the commands
+that fit, report and show probabilities."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pytest
+
+from openqa.data import Question
+from openqa.errors import OpenQAError
+from openqa.evaluate.calibration import (
+    Calibration,
+    confidence_report,
+    fit_conditional_logit,
+    fit_temperature,
+    risk_coverage,
+    softmax,
+)
+from openqa.evaluate.metrics import paired_bootstrap, wilson_interval
+from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.scorers.ensemble import EnsembleScorer
+from openqa.scorers.logits import option_logits
+from tests.helpers import make_data_dir
+
+OPENQA = str(Path(sys.executable).with_name("openqa"))
+LETTERS = "ABCD"
+
+
+def question(i: int, answer: str = "A") -> Question:
+    return Question(f"q{i}", f"question {i}", {k: f"option {k} of {i}" for k in LETTERS}, answer, f"option {answer} of {i}")
+
+
+def result(i: int, scores: Sequence[float], answer: str = "A") -> OptionScores:
+    return OptionScores(question(i, answer), dict(zip(LETTERS, map(float, scores))))
+
+
+def test_a_temperature_is_recovered_from_answers_drawn_with_it():
+    rng = np.random.default_rng(7)
+    for true in (0.5, 2.0):
+        logits = [rng.normal(size=4) for _ in range(6000)]
+        answers = [int(rng.choice(4, p=softmax(z / true))) for z in logits]
+        assert fit_temperature(logits, answers) == pytest.approx(true, rel=0.08)
+
+
+def test_fitting_is_deterministic_and_recovers_weights():
+    rng = np.random.default_rng(3)
+    features = [rng.normal(size=(4, 2)) for _ in range(4000)]
+    true = np.array([1.5, 0.5])
+    answers = [int(rng.choice(4, p=softmax(f @ true))) for f in features]
+    first = fit_conditional_logit(features, answers)
+    assert np.array_equal(first, fit_conditional_logit(features, answers))
+    assert first == pytest.approx(true, rel=0.15)
+    shrunk = fit_conditional_logit(features, answers, l2=500.0)
+    assert np.all(shrunk < first)  # the penalty pulls the weights towards 0
+
+
+def test_calibration_error_brier_likelihood_and_risk_coverage_by_hand():
+    # Confidences 0.9 (right), 0.8 (wrong), 0.3 and 0.3 (one right): options' probabilities given outright.
+    results = [result(0, [4, 3, 2, 1], "A"), result(1, [4, 3, 2, 1], "B"), result(2, [4, 3, 2, 1], "A"),
+               result(3, [4, 3, 2, 1], "C")]
+    probabilities = [{"A": 0.9, "B": 0.1, "C": 0.0, "D": 0.0}, {"A": 0.8, "B": 0.2, "C": 0.0, "D": 0.0},
+                     {"A": 0.3, "B": 0.3, "C": 0.2, "D": 0.2}, {"A": 0.3, "B": 0.3, "C": 0.2, "D": 0.2}]
+    report = confidence_report(results, probabilities)
+    # bins: 0.9 -> |1 - 0.9| x 1/4; 0.8 -> |0 - 0.8| x 1/4; 0.3 twice -> |0.5 - 0.3| x 2/4
+    assert report["ece"] == pytest.approx(0.025 + 0.2 + 0.1)
+    brier = [(0.1**2 + 0.1**2), (0.8**2 + 0.8**2), (0.7**2 + 0.3**2 + 0.2**2 + 0.2**2), (0.3**2 + 0.3**2 + 0.8**2 + 0.2**2)]
+    assert report["brier"] == pytest.approx(np.mean(brier), abs=1e-4)
+    assert report["log_likelihood"] == pytest.approx(np.mean(np.log([0.9, 0.2, 0.3, 0.2])), abs=1e-4)
+    # most confident first: right, wrong, then the tie of two sharing one right answer evenly
+    coverage, risk = risk_coverage(np.array([0.9, 0.8, 0.3, 0.3]), np.array([True, False, True, False]))
+    assert coverage.tolist() == [0.25, 0.5, 0.75, 1.0]
+    assert risk == pytest.approx([0.0, 0.5, 0.5, 0.5])
+    assert report["aurc"] == pytest.approx(0.375)
+    at = report["accuracy_at_coverage"]
+    assert (at["10"]["n"], at["10"]["accuracy"]) == (1, 100.0)
+    assert (at["50"]["n"], at["50"]["accuracy"]) == (2, 50.0)
+    assert at["100"]["accuracy"] == 50.0 and at["100"]["ci95"] == list(wilson_interval(2, 4))
+
+
+def test_tied_confidences_are_never_ordered_by_position():
+    confidence = np.array([0.5, 0.5, 0.5, 0.5])
+    for correct in ([True, True, False, False], [False, False, True, True]):
+        assert risk_coverage(confidence, np.array(correct))[1] == pytest.approx([0.5] * 4)
+
+
+def test_wilson_interval_matches_the_closed_form_scipy_gives():
+    from scipy.stats import binomtest
+
+    for correct, n in ((413, 1273), (0, 10), (10, 10), (1, 3)):
+        ci = binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
+        assert wilson_interval(correct, n) == (round(100 * ci.low, 2), round(100 * ci.high, 2))
+
+
+def test_logit_scales():
+    scores = OptionScores(question(0), {"A": 10.0, "B": 20.0, "C": float("-inf"), "D": 30.0})
+    z = option_logits(scores, "standardized")
+    assert z[[0, 1, 3]] == pytest.approx([-1.2247, 0.0, 1.2247], abs=1e-4) and z[2] == pytest.approx(z[0] - 1.0)
+    equal = option_logits(OptionScores(question(0), dict.fromkeys(LETTERS, 3.0)), "standardized")
+    assert equal.tolist() == [0.0] * 4
+    probs = OptionScores(question(0), {"A": 0.5, "B": 0.5, "C": 0.0, "D": 0.0})
+    assert option_logits(probs, "log-probability")[:2] == pytest.approx([math.log(0.5)] * 2)
+
+
+class Fixed(OptionScorer):
+    """A scorer whose scores are given."""
+
+    def __init__(self, scores: dict[str, list[float]]) -> None:
+        self.scores = scores
+
+    def score(self, questions, progress=True):
+        return [OptionScores(q, dict(zip(q.options, self.scores[q.qid]))) for q in questions]
+
+
+def test_an_ensemble_of_one_part_ranks_exactly_like_the_part():
+    rng = np.random.default_rng(1)
+    qs = [question(i) for i in range(50)]
+    part = Fixed({q.qid: rng.normal(size=4).tolist() for q in qs})
+    ensemble = EnsembleScorer({"part": part}, [0.7])
+    for alone, combined in zip(part.score(qs), ensemble.score(qs)):
+        assert sorted(LETTERS, key=alone.scores.get) == sorted(LETTERS, key=combined.scores.get)
+        assert alone.prediction() == combined.prediction()
+    with pytest.raises(OpenQAError, match="needs 1 weights"):
+        EnsembleScorer({"part": part}, [1.0, 2.0])
+
+
+def test_ensemble_scores_are_weighted_sums_of_part_logits():
+    qs = [question(0)]
+    first, second = Fixed({"q0": [1.0, 2.0, 3.0, 4.0]}), Fixed({"q0": [4.0, 3.0, 2.0, 1.0]})
+    combined = EnsembleScorer({"a": first, "b": second}, [2.0, 1.0]).score(qs)[0]
+    z = option_logits(first.score(qs)[0], "standardized")
+    assert list(combined.scores.values()) == pytest.approx(2 * z - z)  # the second part's z is the first's reversed
+    assert combined.details["part_logits"]["a"] == pytest.approx(z.round(4).tolist())
+
+
+def test_a_calibration_says_what_a_confidence_meant_on_dev_and_round_trips():
+    rng = np.random.default_rng(5)
+    results = []
+    for i in range(400):
+        z = rng.normal(size=4)
+        answer = LETTERS[int(rng.choice(4, p=softmax(z)))]
+        results.append(result(i, z * 3.0, answer))  # scores 3x too sharp: the fit should find a temperature near 3
+    fitted = Calibration.fit(results, "logits", "us", {"top_n": 10})
+    assert 2.0 < fitted.temperature < 4.5 and fitted.n == 400 and sum(b[0] for b in fitted.bins) == 400
+    again = Calibration.from_dict(json.loads(json.dumps(fitted.to_dict())), "here")
+    assert again.probabilities(results[0]) == fitted.probabilities(results[0]) and again.source == "here"
+    assert "on MedQA us dev, answers this confident or more were right" in fitted.meaning(0.3)
+    assert "chance is 25%" in fitted.meaning(0.3)
+    with pytest.raises(OpenQAError, match="unreadable calibration"):
+        Calibration.from_dict({"temperature": 1.0})
+    with pytest.raises(OpenQAError, match="positive number"):
+        Calibration.from_dict({**fitted.to_dict(), "temperature": float("nan")})
+
+
+def test_paired_bootstrap_is_seeded_and_signed():
+    qs = [question(i) for i in range(40)]
+    good = [OptionScores(q, {"A": 1.0, "B": 0.0, "C": 0.0, "D": 0.0}) for q in qs]
+    bad = [OptionScores(q, {"A": 0.0, "B": 1.0, "C": 0.0, "D": 0.0}) if i % 2 else good[i] for i, q in enumerate(qs)]
+    once = paired_bootstrap(good, bad)
+    assert once == paired_bootstrap(good, bad)
+    assert once["difference"] == 50.0 and once["ci95"][0] > 0 and once["only_first_right"] == 20
+
+
+# The commands, on the tiny fixture (the shipped probabilities of the real datasets never leak in).
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    with tempfile.TemporaryDirectory() as empty:
+        return subprocess.run([OPENQA, *args], capture_output=True, text=True, cwd=empty, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("site")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | {
+        "OPENQA_DATA": str(make_data_dir(root)), "OPENQA_INDEXES": str(root / "indexes"),
+        "OPENQA_SETTINGS": str(root / "tuned"), "OPENQA_RESULTS": str(root / "results")}
+    return root, env
+
+
+def test_tune_fits_probabilities_that_eval_and_answer_use(site):
+    root, env = site
+    done = run("tune", "--method", "ir-custom", "--dataset", "us", env=env)
+    assert done.returncode == 0, done.stderr
+    assert "probabilities: temperature" in done.stdout and "ir-custom-us.calibration.json" in done.stdout
+    record = json.loads((root / "tuned" / "ir-custom-us.calibration.json").read_text())
+    assert record["calibration"]["dataset"] == "us" and record["dev"]["n"] == 2
+    done = run("eval", "--dataset", "us", "--split", "test", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["settings"]["sources"]["probabilities"] == "your openqa tune: tuned/ir-custom-us.calibration.json"
+    confidence = summary["confidence"]
+    assert set(confidence["accuracy_at_coverage"]) == {"10", "20", "50", "100"} and 0 <= confidence["ece"] <= 1
+    stem = root / "results" / "us-test-ir-custom"
+    assert stem.with_suffix(".risk-coverage.png").read_bytes().startswith(b"\x89PNG")
+    assert "## Confidence" in stem.with_suffix(".md").read_text()
+    rows = [json.loads(line) for line in stem.with_suffix(".predictions.jsonl").read_text().splitlines()]
+    assert all(sum(r["probabilities"].values()) == pytest.approx(1, abs=1e-3) for r in rows)
+    q = ["--question", "Which drug that inhibits cyclooxygenase reduces mortality after chest pain?",
+         "--option", "A=Aspirin", "--option", "B=Gentamicin", "--option", "C=Ciprofloxacin", "--option", "D=Ceftriaxone"]
+    done = run("answer", *q, "--json", env=env)
+    answer = json.loads(done.stdout)
+    assert answer["prediction"] == "A" and answer["confidence"]["probability"] == max(o["probability"] for o in answer["options"])
+    assert "right" in answer["confidence"]["meaning"] and "chance is 25%" in answer["confidence"]["meaning"]
+    untuned = {**env, "OPENQA_SETTINGS": str(root / "untuned")}  # two dev questions fit a temperature near 0
+    done = run("answer", *q, "--min-confidence", "0.99", env=untuned)
+    assert done.returncode == 0 and "Prediction: none (openqa abstains: its best guess " in done.stdout
+    assert "below --min-confidence 0.99" in done.stdout
+    done = run("answer", *q, "--min-confidence", "1.5", env=env)
+    assert done.returncode == 2 and done.stderr.strip() == "openqa: error: --min-confidence must be a probability from 0 to 1, not 1.5"
+
+
+def test_an_ensemble_is_tuned_evaluated_against_its_best_part(site):
+    root, env = site
+    from openqa.config import Settings
+    from openqa.methods import method
+    from openqa.workspace import Context, Exam
+
+    with pytest.raises(OpenQAError, match="no ensemble is fitted for us5: run openqa tune --method ensemble --dataset us5"):
+        method("ensemble").fitted(Context(Settings.resolve(settings_dir=root / "none")), Exam.resolve("us5"))
+    done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", "ir-custom,ir-custom:top_n=1,pmi", env=env)
+    assert done.returncode == 0, done.stderr
+    record = json.loads((root / "tuned" / "ensemble-us.json").read_text())
+    assert record["chosen"]["parts"] == ["ir-custom", "ir-custom:top_n=1", "pmi"] and len(record["chosen"]["weights"]) == 3
+    assert [row["part"] for row in record["grid"]] == ["ir-custom", "ir-custom:top_n=1", "pmi", "ensemble"]
+    done = run("eval", "--method", "ensemble", "--dataset", "us", "--json", env=env)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert set(summary["parts"]) == {"ir-custom", "ir-custom:top_n=1", "pmi"}
+    assert summary["versus_best_part"]["part"] == record["chosen"]["best_part"]
+    assert summary["settings"]["sources"]["weights"] == "your openqa tune: tuned/ensemble-us.json"
+    done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", "ensemble", env=env)
+    assert done.returncode == 2 and "cannot be a part" in done.stderr
