@@ -87,3 +87,56 @@ def test_ir_baseline_scores_a_mirage_subset(tmp_path, capsys):
     assert summary["n"] == 2 and summary["accuracy"] == 100.0 and "medqa" in summary["variant"]
     assert main(["eval", "--questions", str(path), *where]) == 2
     assert "pick one with --subset" in capsys.readouterr().err
+
+
+#: Questions whose options are mostly absent from the test corpus, so most of their best scores tie.
+TIED = [
+    {"question": f"Case {i}: a patient with septic arthritis of the knee. Which is the agent?",
+     "options": {"A": f"Zorbamycin {i}", "B": f"Quellazine {i}", "C": f"Ceftriaxone {i}" if i % 3 == 0 else f"Vandotrex {i}",
+                 "D": f"Plimsolate {i}"},
+     "answer_idx": "ABCD"[i % 4]}
+    for i in range(12)
+]
+
+#: One question set written in every supported format, each under two file names.
+FILES = [(fmt, name) for fmt, names in {"medqa": ("us_test.jsonl", "copy.jsonl"), "mirage": ("benchmark.json", "mirage_copy.json"),
+                                        "medmcqa": ("dev.json", "other.jsonl"), "mmlu": ("clinical_test.csv", "x.csv")}.items()
+         for name in names]
+
+
+def one_set_in_every_format(tmp_path):
+    from openqa.data.formats import write_questions
+    from openqa.data.questions import _parse_record
+
+    questions = [_parse_record({**record, "answer": record["options"][record["answer_idx"]]}, f"t-{i}", 4)
+                 for i, record in enumerate(TIED)]
+    return questions, [write_questions(questions, tmp_path / name, fmt) for fmt, name in FILES]
+
+
+def test_ties_depend_on_the_question_not_its_file(tmp_path):
+    """Every option tied: the prediction is the tie rule alone, and it is the same in every file."""
+    from openqa.scorers.base import OptionScores
+
+    questions, paths = one_set_in_every_format(tmp_path)
+    predictions = set()
+    for path in paths:
+        read = read_question_file(path)
+        assert [(q.question, q.options, q.answer_idx) for q in read] == [(q.question, q.options, q.answer_idx) for q in questions]
+        predictions.add(tuple(OptionScores(q, dict.fromkeys(q.options, 0.0)).prediction() for q in read))
+    assert len({q.qid for path in paths for q in read_question_file(path)}) > len(questions)  # ids differ
+    assert len(predictions) == 1 and len(set(next(iter(predictions)))) > 1  # one answer per question, not one letter
+
+
+def test_every_format_and_name_gives_the_same_predictions(tmp_path, capsys):
+    data = make_data_dir(tmp_path)
+    _, paths = one_set_in_every_format(tmp_path)
+    seen = {}
+    for path in paths:
+        out = tmp_path / f"out-{path.name}"
+        assert main(["eval", "--questions", str(path), "--top-n", "1", "--json", "--data-dir", str(data),
+                     "--index-dir", str(tmp_path / "indexes"), "--output", str(out)]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        rows = [json.loads(line) for line in next(out.glob("*.predictions.jsonl")).read_text().splitlines()]
+        seen[path.name] = (summary["accuracy"], summary["ties"]["questions_with_tied_best"], [r["prediction"] for r in rows])
+    assert len(set(map(str, seen.values()))) == 1, seen
+    assert next(iter(seen.values()))[1] >= 8  # the figure rests on ties

@@ -10,7 +10,7 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from openqa.data.questions import MAX_LINE_BYTES, Question, _parse_record
 from openqa.errors import DataError
@@ -171,3 +171,49 @@ def _mmlu(path: Path, prefix: str, n_options: int | None, subset: str | None) ->
         except ValueError as exc:
             raise DataError(f"{path}:{line_no}: {str(exc).replace('answer_idx', 'answer')}") from None
     return questions
+
+
+def _write_medqa(questions: Sequence[Question], subset: str) -> str:
+    return "".join(json.dumps({"question": q.question, "options": q.options, "answer_idx": q.answer_idx,
+                               "answer": q.answer}, ensure_ascii=False) + "\n" for q in questions)
+
+
+def _write_mirage(questions: Sequence[Question], subset: str) -> str:
+    records = {f"{i:04d}": {"question": q.question, "options": q.options, "answer": q.answer_idx}
+               for i, q in enumerate(questions)}
+    return json.dumps({subset: records}, ensure_ascii=False)  # one line, as MIRAGE ships it
+
+
+def _four_options(q: Question, fmt: str) -> list[str]:
+    if list(q.options) != list("ABCD"):
+        raise DataError(f"question {q.qid}: a {fmt} file holds 4 options A-D, this one has {len(q.options)}")
+    return list(q.options.values())
+
+
+def _write_medmcqa(questions: Sequence[Question], subset: str) -> str:
+    return "".join(json.dumps({"question": q.question, **dict(zip(("opa", "opb", "opc", "opd"), _four_options(q, "medmcqa"))),
+                               "cop": "ABCD".index(q.answer_idx) + 1}, ensure_ascii=False) + "\n" for q in questions)
+
+
+def _write_mmlu(questions: Sequence[Question], subset: str) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for q in questions:
+        writer.writerow([q.question, *_four_options(q, "mmlu"), q.answer_idx])
+    return out.getvalue()
+
+
+#: How questions are written in each format (MedQA's JSON lines and the ``FORMATS`` read here).
+WRITERS: dict[str, Callable[[Sequence[Question], str], str]] = {
+    "medqa": _write_medqa, "mirage": _write_mirage, "medmcqa": _write_medmcqa, "mmlu": _write_mmlu}
+
+
+def write_questions(questions: Sequence[Question], path: Path, fmt: str, subset: str = "medqa") -> Path:
+    """Write ``questions`` to ``path`` in format ``fmt`` (``WRITERS``; a MIRAGE file holds them as its
+    dataset ``subset``), so that one question set can be read back in every format: the texts, options
+    and answers survive, the ids do not (they come from the file's name and line, or MIRAGE's keys)."""
+    if fmt not in WRITERS:
+        raise DataError(f"unknown question format {fmt!r}; choose one of: {', '.join(WRITERS)}")
+    path = Path(path)
+    path.write_text(WRITERS[fmt](questions, subset), encoding="utf-8")
+    return path

@@ -41,12 +41,13 @@ class Prompt:
 
 
 def option_orders(question: Question, k: int, seed: int) -> list[tuple[str, ...]]:
-    """``k`` orders of the options: as given first, then seeded shuffles (the same on every run)."""
+    """``k`` orders of the options: as given first, then shuffles seeded by ``seed`` and the question's
+    content (the same on every run and whatever file carries the question)."""
     letters = tuple(question.options)
     orders = [letters]
     for i in range(1, k):
         shuffled = list(letters)
-        random.Random(f"{seed}:{question.qid}:{i}").shuffle(shuffled)
+        random.Random(f"{seed}:{question.content_digest(*question.options.values())}:{i}").shuffle(shuffled)
         orders.append(tuple(shuffled))
     return orders
 
