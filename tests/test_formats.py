@@ -26,8 +26,8 @@ MIRAGE = {
 }
 
 
-def write(path, text: str):
-    path.write_text(text, encoding="utf-8")
+def write(path, text: str | bytes):
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     return path
 
 
@@ -41,6 +41,27 @@ def test_mirage_subsets(tmp_path):
         read_question_file(path)
     with pytest.raises(DataError, match="no dataset 'bioasq'"):
         read_question_file(path, subset="bioasq")
+
+
+def test_a_large_mirage_file_on_one_line_is_read_whole(tmp_path, monkeypatch):
+    """MIRAGE ships its five datasets as one JSON object on one line, far past the JSON-lines limit."""
+    from openqa.data import formats
+    from openqa.data.questions import MAX_LINE_BYTES
+
+    case = "A 45-year-old woman comes to the emergency department because of crushing chest pain. " * 12
+    datasets = {name: {f"{i:05d}": {"question": f"{case}Which is the next step? ({name} {i})",
+                                    "options": {"A": "Aspirin", "B": "Heparin", "C": "Alteplase", "D": "Observation"},
+                                    "answer": "ABCD"[i % 4]} for i in range(1000)}
+                for name in ("mmlu", "medqa", "medmcqa", "pubmedqa", "bioasq")}
+    path = write(tmp_path / "benchmark.json", json.dumps(datasets))
+    assert path.stat().st_size > 5_000_000 and path.read_bytes().count(b"\n") == 0 and path.stat().st_size > MAX_LINE_BYTES
+    medqa = read_question_file(path, subset="medqa")
+    assert len(medqa) == 1000 and medqa[999].qid == "medqa-00999" and medqa[999].answer_idx == "D"
+    with pytest.raises(DataError, match=r"5 datasets: pick one with --subset \(mmlu, medqa, medmcqa, pubmedqa, bioasq\)"):
+        read_question_file(path)
+    monkeypatch.setattr(formats, "MAX_MIRAGE_BYTES", 1_000_000)
+    with pytest.raises(DataError, match=r"benchmark.json: larger than 1,000,000 bytes: not a MIRAGE benchmark file"):
+        read_question_file(path, subset="medqa")
 
 
 def test_medmcqa_and_mmlu(tmp_path):
@@ -59,6 +80,8 @@ def test_medmcqa_and_mmlu(tmp_path):
      r"bad.json:3: medqa 0000: 'answer' 'C' is not one of the option letters A, B"),
     ("broken.json", '{"medqa": {\n  "0000": {"question": \n', r"broken.json:3: invalid JSON"),
     ("deep.json", '{\n"medqa": ' + "[" * 100_000 + "\n", r"deep.json: invalid JSON \(nested too deeply\)"),
+    ("latin1.json", b'{\n"medqa": {"0000": {"question": "Caf\xe9?"}}}', r"latin1.json:2: not valid UTF-8"),
+    ("long.jsonl", '[' + " " * (1 << 20) + "]\n", r"long.jsonl:1: line longer than 1,048,576 bytes: not a question file"),
     ("mc.json", json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 0}) + "\n",
      r"mc.json:1: 'cop' 0 is not 1, 2, 3 or 4 \(cop counts from 1"),
     ("mc2.json", "\n" + json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d"}) + "\n",

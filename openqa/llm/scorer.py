@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.llm.backends import Backend, Request
+from openqa.llm.backends import Backend, ChatBackend, Request, reply_problem
 from openqa.llm.cache import ReplyCache, reply_key
 from openqa.llm.extract import cited_ids, extract_letter
 from openqa.llm.prompts import Messages, Passage, build_messages, fit_passages, option_block
@@ -147,7 +147,7 @@ class LLMScorer(OptionScorer):
     def _ask(self, prompt: Prompt, tally: Tally) -> dict[str, Any]:
         """The reply to ``prompt``: from the cache, else from the model (then cached)."""
         cached = self.cache.get(prompt.key)
-        if cached is not None:
+        if cached is not None and reply_problem(cached) is None:  # one kept by an older openqa is asked again
             tally.add(cached=1)
             return cached
         start = time.perf_counter()
@@ -278,6 +278,8 @@ class LLMScorer(OptionScorer):
             "permutations": s.permutations, "temperature": s.temperature, "seed": s.seed,
             "reply_tokens": s.reply_tokens, "context": self.backend.context, "token_count": self.backend.token_count,
         }
+        if isinstance(self.backend, ChatBackend):
+            record["prompt_cache"] = self.backend.prompt_cache
         if s.evidence != "none":
             record.update(retriever=s.retriever, top_k=s.top, query=self.query, evidence_tokens=s.evidence_tokens)
         return record
