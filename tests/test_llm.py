@@ -111,6 +111,15 @@ def test_letter_is_read_from_realistic_replies_or_none(reply, letter):
     assert extract_letter(reply, "ABCD") == letter
 
 
+#: 20 real replies of SmolLM2-135M-Instruct (the offline model) to US dev questions, letters read by hand.
+REAL_REPLIES = json.loads((Path(__file__).with_name("llm_replies.json")).read_text())["replies"]
+
+
+@pytest.mark.parametrize("case", REAL_REPLIES, ids=lambda c: f"{c['prompt']}-{c['qid']}")
+def test_letter_is_read_from_real_replies_of_an_offline_model(case):
+    assert extract_letter(case["reply"], "ABCD") == case["letter"]
+
+
 def test_cited_ids_come_from_the_json_reply():
     assert cited_ids('{"answer": "C", "cited": ["Micro:1", "Micro:0"]}') == ["Micro:1", "Micro:0"]
     assert cited_ids("C. Ceftriaxone") == []
@@ -592,6 +601,8 @@ def test_llama_cpp_over_http_gives_the_in_process_numbers(root, capsys, llama_se
     assert over_http["backend"] == "endpoint" and over_http["model_calls"] == len(QUESTIONS) == in_process["model_calls"]
     assert over_http["settings"]["context"] == 2048 and over_http["settings"]["sources"]["context"] == "the server (meta.n_ctx)"
     assert over_http["settings"]["prompt_cache"].startswith("off") and over_http["parse_failures"] == in_process["parse_failures"]
+    assert over_http["tokens"]["counted_by"].startswith("the server's /tokenize")  # llama.cpp's own tokenizer
+    assert over_http["model_reported_seconds"] > 0 and in_process["model_reported_seconds"] > 0  # llama.cpp's timings
     agree(over_http, in_process)
     for row in predictions(over_http):
         assert row["probabilities"] is None or math.isclose(sum(row["probabilities"].values()), 1, abs_tol=1e-3)

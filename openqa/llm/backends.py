@@ -275,6 +275,10 @@ class ChatBackend(Backend):
         usage = data.get("usage") or {}
         out = {"text": text, "probs": None, "tokens_in": usage.get("prompt_tokens"),
                "tokens_out": usage.get("completion_tokens")}
+        timings = data.get("timings")  # llama.cpp's own time for the prompt and the reply
+        spent = [timings.get(k) for k in ("prompt_ms", "predicted_ms")] if isinstance(timings, dict) else []
+        if spent and all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in spent):
+            out["model_ms"] = round(sum(spent), 3)
         if request.scoring == "letters":
             content = (choice.get("logprobs") or {}).get("content") or []
             if not content or "top_logprobs" not in content[0]:
@@ -371,7 +375,8 @@ class EndpointBackend(ChatBackend):
         self.context = context or reported or DEFAULT_CONTEXT
         self.context_source = ("--context" if context else f"the server ({where})" if reported
                                else f"assumed {DEFAULT_CONTEXT}: the server does not say (give --context)")
-        self._identity = {"kind": self.kind, "server": self.base, "model": model, **model_fingerprint(entry, props)}
+        self._identity = {"kind": self.kind, "server": self.base, "model": model, **model_fingerprint(entry, props),
+                          **({"prompt_cache": False} if self.llama_cpp else {})}
         self.token_count = ("the server's /tokenize (the model's own tokenizer; 8 tokens per message for the chat "
                             "template)" if self.server_tokens else f"estimated: 1 token per {CHARS_PER_TOKEN} characters "
                             "(the server has no /tokenize; conservative for English)")
@@ -506,7 +511,7 @@ def serve_gguf(path: Path, port: int, context: int = DEFAULT_CONTEXT, threads: i
     params.n_threads_http = 2
     params.endpoint_props = True
     if alias:
-        params.model_alias = alias
+        params.model_alias = {alias}  # a set of names
     return xllamacpp.Server(params)
 
 
@@ -556,7 +561,8 @@ class LlamaCppBackend(ChatBackend):
             return None
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": self.kind, "file": self.name, "bytes": self.file.stat().st_size}
+        # "prompt_cache": replies made before it was turned off depended on the request before them
+        return {"kind": self.kind, "file": self.name, "bytes": self.file.stat().st_size, "prompt_cache": False}
 
     def count(self, text: str) -> int:
         if self.tokenizer is None:

@@ -59,7 +59,8 @@ class Tally:
     def __init__(self, calls_before: int) -> None:
         self.counts: dict[str, Any] = {"calls_before": calls_before, "cached": 0, "tokens_in": 0, "tokens_out": 0,
                                        "model_seconds": 0.0, "evidence_cut_budget": 0, "evidence_cut_context": 0,
-                                       "orders_disagreed": 0, "replies_unreadable": 0, "seconds": 0.0}
+                                       "orders_disagreed": 0, "replies_unreadable": 0, "seconds": 0.0,
+                                       "reported_seconds": 0.0, "reported_calls": 0}
         self._lock = threading.Lock()
 
     def add(self, **counts: float) -> None:
@@ -153,7 +154,8 @@ class LLMScorer(OptionScorer):
         start = time.perf_counter()
         reply = self.backend.reply(prompt.messages, prompt.request)
         tally.add(model_seconds=time.perf_counter() - start, tokens_in=reply.get("tokens_in") or 0,
-                  tokens_out=reply.get("tokens_out") or 0)
+                  tokens_out=reply.get("tokens_out") or 0, reported_seconds=reply.get("model_ms", 0) / 1000,
+                  reported_calls="model_ms" in reply)
         self.cache.put(prompt.key, reply)
         return reply
 
@@ -257,6 +259,9 @@ class LLMScorer(OptionScorer):
             "cached_replies": st.get("cached", 0),
             "replies_unreadable": st.get("replies_unreadable", 0),
             "questions_per_second": round(n / seconds, 3) if seconds else None,
+            # llama.cpp's own prompt and reply time (its "timings"), where every model call reported it:
+            # what the model took, beside which openqa's overhead is seconds minus this
+            "model_reported_seconds": round(st.get("reported_seconds", 0.0), 3) if calls and st.get("reported_calls") == calls else None,
             "tokens": {"prompt": st.get("tokens_in", 0), "reply": st.get("tokens_out", 0),
                        "per_second": round((st.get("tokens_in", 0) + st.get("tokens_out", 0)) / model_seconds, 1)
                        if model_seconds else None, "counted_by": self.backend.token_count},
