@@ -2,7 +2,7 @@
 the same llama.cpp parameters): MedQA US test questions answered both ways, the two runs alternated
 and repeated (``--repeats``), each with an empty reply cache so that every question asks the model.
 
-Records in eval/results/bench-llm-http.json: whether the letters agree, the largest difference of
+Records in eval/results/bench-llamacpp-http.json: whether the letters agree, the largest difference of
 a letter probability, seconds per question each way (median and spread over the repeats), and
 openqa's overhead per question against llama.cpp's own reported prompt and reply time
 (``model_reported_seconds``: the "timings" llama.cpp returns with each reply); target: overhead
@@ -115,7 +115,7 @@ def main() -> None:
         "note": "seconds: openqa's scoring time of the run (model loading excluded); model_reported: llama.cpp's own prompt "
                 "and reply time; overhead: the difference (prompt building, token counting, HTTP, JSON, cache writes).",
     }
-    path = write_record("bench-llm-http.json", record, command_line("scripts/bench_llm_http.py", shown_argv(sys.argv[1:])))
+    path = write_record("bench-llamacpp-http.json", record, command_line("scripts/bench_llm_http.py", shown_argv(sys.argv[1:])))
     print(f"letters agree {record['letters_agree']}/{record['n']}, largest probability difference "
           f"{record['max_probability_difference']}, every run identical: {record['every_run_identical']}; wrote {path}")
     del server
