@@ -6,9 +6,11 @@ Records in eval/results/bench-llamacpp-http.json: whether the letters agree, the
 a letter probability, seconds per question each way (median and spread over the repeats), and
 openqa's overhead per question against llama.cpp's own reported prompt and reply time
 (``model_reported_seconds``: the "timings" llama.cpp returns with each reply); target: overhead
-under 10% of the model's time. The model is near chance on MedQA: this measures the path, not accuracy.
+under 10% of the model's time. Then one more HTTP run as llama.cpp's default leaves it (its prompt
+cache on: no ``cache_prompt: false`` sent), compared with the first in-process run. The model is near
+chance on MedQA: this measures the path, not accuracy.
 
-    python scripts/bench_llm_http.py --limit 30 --repeats 3
+    python scripts/bench_llm_http.py --limit 20 --repeats 3
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 from bench_llm import packaged_gguf, shown_argv
 
 from benchlib import command_line, data_dir, write_record
 from openqa.config import Settings
 from openqa.errors import OpenQAError
+from openqa.llm import backends
 from openqa.llm.backends import serve_gguf
 from openqa.llm.settings import LLMSettings
 from openqa.pipeline import EvalRequest, evaluate
@@ -45,6 +49,17 @@ def free_port() -> int:
 def rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     path = Path(summary["files"]["summary"]).with_suffix(".predictions.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def agreement(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many letters and replies of two runs of the same questions agree, and the largest
+    difference of a letter probability between them."""
+    pairs = list(zip(ours, theirs, strict=True))
+    both = [(a, b) for a, b in pairs if a["probabilities"] and b["probabilities"]]
+    return {"letters_agree": sum(a["letter"] == b["letter"] for a, b in pairs),
+            "replies_agree": sum(a["reply"] == b["reply"] for a, b in pairs),
+            "max_probability_difference": round(max((max(abs(a["probabilities"][k] - b["probabilities"][k])
+                                                          for k in a["probabilities"]) for a, b in both), default=0.0), 6)}
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -94,9 +109,20 @@ def main() -> None:
                          if model_q else None,
                          "model_calls": [s["model_calls"] for s in summaries], "accuracy": [s["accuracy"] for s in summaries]}
         first, served = rows(runs["in_process"][0]), rows(runs["http"][0])
-        compared = [(a, b) for a, b in zip(first, served, strict=True)]
-        both = [(a, b) for a, b in compared if a["probabilities"] and b["probabilities"]]
         every = [rows(s) for way in runs for s in runs[way]]
+        # once more over HTTP as llama.cpp's default leaves it: its prompt cache on (what openqa turns off)
+        original = backends.EndpointBackend.__init__
+
+        def cache_left_on(self: backends.EndpointBackend, *a: Any, **k: Any) -> None:
+            original(self, *a, **k)
+            self.llama_cpp = False  # so no cache_prompt false is sent
+
+        with patch.object(backends.EndpointBackend, "__init__", cache_left_on):
+            llm = LLMSettings(model=ALIAS, endpoint=url, evidence=args.evidence, scoring=args.scoring, context=args.context,
+                              cache_dir=Path(scratch) / "cache-prompt-cache-on")
+            here = replace(ctx, settings=replace(settings, results_dir=Path(scratch) / "results-prompt-cache-on"))
+            cache_on = rows(evaluate(here, EvalRequest(method="llm", dataset="us", split="test", limit=args.limit, llm=llm),
+                                     progress=False))
         settings_http = runs["http"][0]["settings"]
     record = {
         "dataset": "us", "split": "test", "method": "llm", "model": model.name, "n": runs["http"][0]["n"],
@@ -105,10 +131,9 @@ def main() -> None:
         "settings": {"evidence": args.evidence, "scoring": args.scoring, "context": args.context, "threads": 1,
                      "repeats": args.repeats, "prompt_cache": settings_http.get("prompt_cache"),
                      "context_source_http": settings_http["sources"]["context"]},
-        "letters_agree": sum(a["letter"] == b["letter"] for a, b in compared),
-        "replies_agree": sum(a["reply"] == b["reply"] for a, b in compared),
-        "max_probability_difference": round(max((max(abs(a["probabilities"][k] - b["probabilities"][k]) for k in a["probabilities"])
-                                                 for a, b in both), default=0.0), 6),
+        **agreement(first, served),
+        "with_llama_cpp_prompt_cache_on": {"note": "one more HTTP run without cache_prompt false, against the first "
+                                                   "in-process run", **agreement(first, cache_on)},
         "every_run_identical": len({json.dumps([[x["letter"], x["probabilities"], x["reply"]] for x in run])
                                     for run in every}) == 1,
         "ways": ways,
@@ -116,8 +141,10 @@ def main() -> None:
                 "and reply time; overhead: the difference (prompt building, token counting, HTTP, JSON, cache writes).",
     }
     path = write_record("bench-llamacpp-http.json", record, command_line("scripts/bench_llm_http.py", shown_argv(sys.argv[1:])))
+    on = record["with_llama_cpp_prompt_cache_on"]
     print(f"letters agree {record['letters_agree']}/{record['n']}, largest probability difference "
-          f"{record['max_probability_difference']}, every run identical: {record['every_run_identical']}; wrote {path}")
+          f"{record['max_probability_difference']}, every run identical: {record['every_run_identical']}; with the "
+          f"prompt cache on: {on['letters_agree']}/{record['n']}, {on['max_probability_difference']}; wrote {path}")
     del server
 
 

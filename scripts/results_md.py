@@ -124,7 +124,9 @@ def main() -> None:
         ways = http["ways"]
         out.append(f"- llama.cpp in process vs its HTTP server (`{http['command']}`, {http['model']}, {http['n']} US test questions, "
                    f"{http['settings']['evidence']} evidence, {http['settings']['scoring']}): letters agree {http['letters_agree']}/{http['n']}, "
-                   f"largest probability difference {http['max_probability_difference']}; s/question in process "
+                   f"largest probability difference {http['max_probability_difference']} (with llama.cpp's prompt cache left on: "
+                   f"{http['with_llama_cpp_prompt_cache_on']['letters_agree']}/{http['n']}, "
+                   f"{http['with_llama_cpp_prompt_cache_on']['max_probability_difference']}); s/question in process "
                    f"{ways['in_process']['seconds_per_question']['median']}, over HTTP {ways['http']['seconds_per_question']['median']} "
                    f"(median of {http['settings']['repeats']}); openqa's overhead over HTTP "
                    f"{ways['http']['overhead_percent_of_model_time']}% of llama.cpp's own time.")
