@@ -6,26 +6,44 @@ thousands of digits) is reported like a decoding error."""
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, BinaryIO, Iterator
 
 from openqa.errors import DataError
+
+
+@contextmanager
+def opened(path: Path) -> Iterator[BinaryIO]:
+    """``path`` open for reading bytes; a file that is missing or cannot be read is a ``DataError``."""
+    try:
+        with open(path, "rb") as handle:
+            yield handle
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def numbered_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int, bytes]]:
     """The raw lines of ``path`` with their numbers (from 1). A line over ``max_bytes`` (``/dev/zero``
     has one endless line) or a file that cannot be read is a ``DataError`` naming it as not ``what``."""
-    try:
-        with open(path, "rb") as handle:
-            for number, raw in enumerate(iter(partial(handle.readline, max_bytes + 1), b""), start=1):
-                if len(raw) > max_bytes:
-                    raise DataError(f"{path}:{number}: line longer than {max_bytes:,} bytes: not {what}")
-                yield number, raw
-    except FileNotFoundError:
-        raise DataError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    with opened(path) as handle:
+        for number, raw in enumerate(iter(partial(handle.readline, max_bytes + 1), b""), start=1):
+            if len(raw) > max_bytes:
+                raise DataError(f"{path}:{number}: line longer than {max_bytes:,} bytes: not {what}")
+            yield number, raw
+
+
+def whole_file(path: Path, max_bytes: int, what: str) -> bytes:
+    """All of ``path`` (a JSON document read at once); more than ``max_bytes`` is a ``DataError``
+    naming it as not ``what``, found after reading ``max_bytes + 1`` bytes at most."""
+    with opened(path) as handle:
+        data = handle.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise DataError(f"{path}: larger than {max_bytes:,} bytes: not {what}")
+    return data
 
 
 def decode(line: str) -> Any:

@@ -52,6 +52,10 @@ def load(name: str) -> dict | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
+#: What the tie rule of records made before ties depended on the question's content alone says.
+FORMER_TIES = "with the question id"
+
+
 def accuracy_table() -> list[str]:
     rows = ["| dataset | split | method | n | accuracy % | 95% CI | paper | tied best | acc. if ties random | settings chosen on dev | from | s |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -60,7 +64,7 @@ def accuracy_table() -> list[str]:
         if "ci95" not in s or s.get("limit"):
             continue
         st = s.get("settings", {})
-        method = s["method"] + (f" ({s['variant']})" if s.get("variant") else "")
+        method = s["method"] + (f" ({s['variant']})" if s.get("variant") else "") + (" †" if FORMER_TIES in s["ties"].get("rule", "") else "")
         paper = {"test": PAPER, "dev": PAPER_DEV}.get(s["split"], {}).get((s["dataset"], s["method"])) if not s.get("variant") else None
         rows.append(
             f"| {s['dataset']} | {s['split']} | {method} | {s['n']} | **{s['accuracy']:.2f}** | {s['ci95'][0]:.1f}-{s['ci95'][1]:.1f} "
@@ -107,7 +111,25 @@ def main() -> None:
             out.append(f"- Corpus `{lang}`: {stats['books']} books, {stats['paragraphs']:,} paragraphs, {stats['tokens']:,} {unit}, "
                        f"vocabulary {stats['vocabulary']:,}, paragraph length {stats['avg_paragraph_length']} on average, "
                        f"{stats['max_paragraph_length']} at most (`{stats['command']}`).")
-    out += ["", "## Accuracy", "", *accuracy_table(), ""]
+    out += ["", "## Accuracy", "", *accuracy_table(), "",
+            "† made under the former tie rule (ties broken by a hash with the question id, so by file name and line); "
+            "ties are now broken by the question's content alone; these rows await a rerun of their command.", ""]
+    formats = load("formats-us-test-ir-custom.json")
+    if formats:
+        shown = ", ".join(f"{r['format']} {r['file']} {r['accuracy']:.2f}%" for r in formats["files"])
+        out.append(f"- The same questions in every format (`{formats['command']}`): {shown}; predictions identical "
+                   f"question by question: {formats['identical']}.")
+    http = load("bench-llamacpp-http.json")
+    if http:
+        ways = http["ways"]
+        out.append(f"- llama.cpp in process vs its HTTP server (`{http['command']}`, {http['model']}, {http['n']} US test questions, "
+                   f"{http['settings']['evidence']} evidence, {http['settings']['scoring']}): letters agree {http['letters_agree']}/{http['n']}, "
+                   f"largest probability difference {http['max_probability_difference']} (with llama.cpp's prompt cache left on: "
+                   f"{http['with_llama_cpp_prompt_cache_on']['letters_agree']}/{http['n']}, "
+                   f"{http['with_llama_cpp_prompt_cache_on']['max_probability_difference']}); s/question in process "
+                   f"{ways['in_process']['seconds_per_question']['median']}, over HTTP {ways['http']['seconds_per_question']['median']} "
+                   f"(median of {http['settings']['repeats']}); openqa's overhead over HTTP "
+                   f"{ways['http']['overhead_percent_of_model_time']}% of llama.cpp's own time.")
     for name, title in (("us-dev-filter-agreement.json", "US dev"), ("tw-en-dev-filter-agreement.json", "TW-en dev")):
         fa = load(name)
         if fa:

@@ -38,6 +38,9 @@ def loc(built) -> list[str]:
 
 #: On six paragraphs a sum over many hits mostly counts question words: judge by the best hit.
 TOP1 = ["--top-n", "1"]
+#: Two paragraphs per option: no tie in the test data (with one, the second question's options all
+#: rank the same paragraph first, and its prediction is the tie rule's).
+TOP2 = ["--top-n", "2"]
 
 
 def test_index_writes_manifest(built):
@@ -47,14 +50,14 @@ def test_index_writes_manifest(built):
 
 
 def test_eval_json_and_result_files(built, tmp_path):
-    result = run("eval", "--dataset", "us", "--split", "dev", "--json", "--output", str(tmp_path), *TOP1, *loc(built))
+    result = run("eval", "--dataset", "us", "--split", "dev", "--json", "--output", str(tmp_path), *TOP2, *loc(built))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert {"dataset", "split", "method", "n", "correct", "accuracy", "seconds", "command", "ci95"} <= set(summary)
-    assert summary["n"] == 2 and summary["accuracy"] == 100.0
-    rows = (tmp_path / "us-dev-ir-custom-top-1.predictions.jsonl").read_text().splitlines()
+    assert summary["n"] == 2 and summary["accuracy"] == 100.0 and summary["ties"]["questions_with_tied_best"] == 0
+    rows = (tmp_path / "us-dev-ir-custom-top-2.predictions.jsonl").read_text().splitlines()
     assert [json.loads(r)["prediction"] for r in rows] == ["C", "A"]
-    assert (tmp_path / "us-dev-ir-custom-top-1.md").is_file()  # flags name the file: the tuned result is kept
+    assert (tmp_path / "us-dev-ir-custom-top-2.md").is_file()  # flags name the file: the tuned result is kept
 
 
 def test_eval_any_question_file(built, tmp_path):

@@ -22,7 +22,7 @@ from openqa.retrieval.registry import build_index, index_folder, open_index
 from openqa.text.tokenize import EnglishTokenizer
 from openqa.tuning import resolve_settings, save_tuned
 from tests.helpers import BOOKS, make_data_dir
-from tests.test_cli import TOP1, run
+from tests.test_cli import TOP1, TOP2, run
 
 QUESTION = ["--question", "Which drug blocks bacterial cell wall synthesis?", "--option", "A=Gentamicin", "--option", "B=Ceftriaxone"]
 
@@ -61,12 +61,12 @@ def test_folder_corpus_is_indexed_under_its_name_and_evaluated_with_corpus(corpo
     assert {k: manifest[k] for k in ("corpus", "corpus_kind", "corpus_source", "books", "paragraphs")} == {
         "corpus": "my-books", "corpus_kind": "folder", "corpus_source": str((root / "my-books").resolve()),
         "books": ["Cardio", "Micro"], "paragraphs": 6}
-    result = run("eval", "--dataset", "us", "--split", "dev", "--corpus", "my-books", "--json", *TOP1,
+    result = run("eval", "--dataset", "us", "--split", "dev", "--corpus", "my-books", "--json", *TOP2,
                  "--data-dir", str(data), "--index-dir", str(indexes), "--output", str(tmp_path))
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert summary["accuracy"] == 100.0 and summary["corpus"].startswith("my-books (folder, en): 2 books, 6 paragraphs")
-    assert (tmp_path / "us-dev-ir-custom-top-1-corpus-my-books.json").is_file()  # never the textbooks' result file
+    assert (tmp_path / "us-dev-ir-custom-top-2-corpus-my-books.json").is_file()  # never the textbooks' result file
     assert not (indexes / "en-custom").exists()  # the textbooks were not built on the way
 
 

@@ -26,8 +26,8 @@ MIRAGE = {
 }
 
 
-def write(path, text: str):
-    path.write_text(text, encoding="utf-8")
+def write(path, text: str | bytes):
+    path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     return path
 
 
@@ -41,6 +41,27 @@ def test_mirage_subsets(tmp_path):
         read_question_file(path)
     with pytest.raises(DataError, match="no dataset 'bioasq'"):
         read_question_file(path, subset="bioasq")
+
+
+def test_a_large_mirage_file_on_one_line_is_read_whole(tmp_path, monkeypatch):
+    """MIRAGE ships its five datasets as one JSON object on one line, far past the JSON-lines limit."""
+    from openqa.data import formats
+    from openqa.data.questions import MAX_LINE_BYTES
+
+    case = "A 45-year-old woman comes to the emergency department because of crushing chest pain. " * 12
+    datasets = {name: {f"{i:05d}": {"question": f"{case}Which is the next step? ({name} {i})",
+                                    "options": {"A": "Aspirin", "B": "Heparin", "C": "Alteplase", "D": "Observation"},
+                                    "answer": "ABCD"[i % 4]} for i in range(1000)}
+                for name in ("mmlu", "medqa", "medmcqa", "pubmedqa", "bioasq")}
+    path = write(tmp_path / "benchmark.json", json.dumps(datasets))
+    assert path.stat().st_size > 5_000_000 and path.read_bytes().count(b"\n") == 0 and path.stat().st_size > MAX_LINE_BYTES
+    medqa = read_question_file(path, subset="medqa")
+    assert len(medqa) == 1000 and medqa[999].qid == "medqa-00999" and medqa[999].answer_idx == "D"
+    with pytest.raises(DataError, match=r"5 datasets: pick one with --subset \(mmlu, medqa, medmcqa, pubmedqa, bioasq\)"):
+        read_question_file(path)
+    monkeypatch.setattr(formats, "MAX_MIRAGE_BYTES", 1_000_000)
+    with pytest.raises(DataError, match=r"benchmark.json: larger than 1,000,000 bytes: not a MIRAGE benchmark file"):
+        read_question_file(path, subset="medqa")
 
 
 def test_medmcqa_and_mmlu(tmp_path):
@@ -59,6 +80,8 @@ def test_medmcqa_and_mmlu(tmp_path):
      r"bad.json:3: medqa 0000: 'answer' 'C' is not one of the option letters A, B"),
     ("broken.json", '{"medqa": {\n  "0000": {"question": \n', r"broken.json:3: invalid JSON"),
     ("deep.json", '{\n"medqa": ' + "[" * 100_000 + "\n", r"deep.json: invalid JSON \(nested too deeply\)"),
+    ("latin1.json", b'{\n"medqa": {"0000": {"question": "Caf\xe9?"}}}', r"latin1.json:2: not valid UTF-8"),
+    ("long.jsonl", '[' + " " * (1 << 20) + "]\n", r"long.jsonl:1: line longer than 1,048,576 bytes: not a question file"),
     ("mc.json", json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 0}) + "\n",
      r"mc.json:1: 'cop' 0 is not 1, 2, 3 or 4 \(cop counts from 1"),
     ("mc2.json", "\n" + json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d"}) + "\n",
@@ -87,3 +110,56 @@ def test_ir_baseline_scores_a_mirage_subset(tmp_path, capsys):
     assert summary["n"] == 2 and summary["accuracy"] == 100.0 and "medqa" in summary["variant"]
     assert main(["eval", "--questions", str(path), *where]) == 2
     assert "pick one with --subset" in capsys.readouterr().err
+
+
+#: Questions whose options are mostly absent from the test corpus, so most of their best scores tie.
+TIED = [
+    {"question": f"Case {i}: a patient with septic arthritis of the knee. Which is the agent?",
+     "options": {"A": f"Zorbamycin {i}", "B": f"Quellazine {i}", "C": f"Ceftriaxone {i}" if i % 3 == 0 else f"Vandotrex {i}",
+                 "D": f"Plimsolate {i}"},
+     "answer_idx": "ABCD"[i % 4]}
+    for i in range(12)
+]
+
+#: One question set written in every supported format, each under two file names.
+FILES = [(fmt, name) for fmt, names in {"medqa": ("us_test.jsonl", "copy.jsonl"), "mirage": ("benchmark.json", "mirage_copy.json"),
+                                        "medmcqa": ("dev.json", "other.jsonl"), "mmlu": ("clinical_test.csv", "x.csv")}.items()
+         for name in names]
+
+
+def one_set_in_every_format(tmp_path):
+    from openqa.data.formats import write_questions
+    from openqa.data.questions import _parse_record
+
+    questions = [_parse_record({**record, "answer": record["options"][record["answer_idx"]]}, f"t-{i}", 4)
+                 for i, record in enumerate(TIED)]
+    return questions, [write_questions(questions, tmp_path / name, fmt) for fmt, name in FILES]
+
+
+def test_ties_depend_on_the_question_not_its_file(tmp_path):
+    """Every option tied: the prediction is the tie rule alone, and it is the same in every file."""
+    from openqa.scorers.base import OptionScores
+
+    questions, paths = one_set_in_every_format(tmp_path)
+    predictions = set()
+    for path in paths:
+        read = read_question_file(path)
+        assert [(q.question, q.options, q.answer_idx) for q in read] == [(q.question, q.options, q.answer_idx) for q in questions]
+        predictions.add(tuple(OptionScores(q, dict.fromkeys(q.options, 0.0)).prediction() for q in read))
+    assert len({q.qid for path in paths for q in read_question_file(path)}) > len(questions)  # ids differ
+    assert len(predictions) == 1 and len(set(next(iter(predictions)))) > 1  # one answer per question, not one letter
+
+
+def test_every_format_and_name_gives_the_same_predictions(tmp_path, capsys):
+    data = make_data_dir(tmp_path)
+    _, paths = one_set_in_every_format(tmp_path)
+    seen = {}
+    for path in paths:
+        out = tmp_path / f"out-{path.name}"
+        assert main(["eval", "--questions", str(path), "--top-n", "1", "--json", "--data-dir", str(data),
+                     "--index-dir", str(tmp_path / "indexes"), "--output", str(out)]) == 0
+        summary = json.loads(capsys.readouterr().out)
+        rows = [json.loads(line) for line in next(out.glob("*.predictions.jsonl")).read_text().splitlines()]
+        seen[path.name] = (summary["accuracy"], summary["ties"]["questions_with_tied_best"], [r["prediction"] for r in rows])
+    assert len(set(map(str, seen.values()))) == 1, seen
+    assert next(iter(seen.values()))[1] >= 8  # the figure rests on ties

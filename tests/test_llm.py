@@ -88,6 +88,15 @@ REPLIES = [
     ("Step by step: A is wrong, so the answer is A... no. Final answer: C", "C"),
     ("I do not know.", None),
     ("A or B", None),
+    ("The correct answer is: **B**", "B"),
+    ("The answer is: D", "D"),
+    ("**Answer:** C", "C"),
+    ("D is the correct answer.", "D"),
+    ("Option B is correct.", "B"),
+    ("The patient has sepsis. (C) is the best choice here.", "C"),
+    ("The answer is A or B", None),  # two letters named: no answer
+    ("Answer: B and C", None),
+    ("Vitamin C is the correct answer", None),  # a letter inside a name is no option
     ("Both (A) and (C) could be right", None),
     ("A 45-year-old man comes to the physician", None),  # starts with the article, not a letter
     ("A. Gentamicin\nB. Ciprofloxacin\nC. Ceftriaxone", None),  # the options listed back
@@ -100,6 +109,15 @@ REPLIES = [
 @pytest.mark.parametrize("reply, letter", REPLIES)
 def test_letter_is_read_from_realistic_replies_or_none(reply, letter):
     assert extract_letter(reply, "ABCD") == letter
+
+
+#: 20 real replies of SmolLM2-135M-Instruct (the offline model) to US dev questions, letters read by hand.
+REAL_REPLIES = json.loads((Path(__file__).with_name("llm_replies.json")).read_text())["replies"]
+
+
+@pytest.mark.parametrize("case", REAL_REPLIES, ids=lambda c: f"{c['prompt']}-{c['qid']}")
+def test_letter_is_read_from_real_replies_of_an_offline_model(case):
+    assert extract_letter(case["reply"], "ABCD") == case["letter"]
 
 
 def test_cited_ids_come_from_the_json_reply():
@@ -165,6 +183,9 @@ def test_generate_with_permutations_records_orders_and_parse_failures(root, caps
             assert row["prediction"] is None and not row["correct"]
     assert summary["parse_failures"] == sum(bool(r.get("abstained")) for r in rows)
     assert summary["correct"] == sum(r["correct"] for r in rows)
+    report = Path(summary["files"]["summary"]).with_suffix(".md").read_text()
+    assert (f"Parse failures (no letter read; counted wrong): {summary['parse_failures']}" in report
+            and f"Model calls: {summary['model_calls']}" in report and f"Cached replies: {summary['cached_replies']}" in report)
 
 
 def test_answer_json_shows_the_reply_probabilities_and_evidence(root, capsys):
@@ -185,6 +206,9 @@ def test_answer_json_shows_the_reply_probabilities_and_evidence(root, capsys):
     (["--scoring", "generate", "--concurrency", "2"], "--concurrency applies to --endpoint"),
     (["--evidence", "question", "--retriever", "pmi"], "does not retrieve paragraphs"),
     (["--model", "{root}/fake.gguf"], "GGUF file not found"),
+    (["--temperature", "nan"], "--temperature must be a number, 0 or more, not nan"),
+    (["--timeout", "inf"], "--timeout must be a positive number of seconds, not inf"),
+    (["--timeout", "nan"], "--timeout must be a positive number of seconds, not nan"),
 ])
 def test_in_process_faults_are_one_line_errors(root, capsys, args, message):
     args = [a.format(root=root) for a in args]
@@ -277,6 +301,19 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_for_models(url: str, alive) -> bool:
+    """Whether a server at ``url`` answers ``/v1/models`` before ``SERVE_START`` seconds pass (while ``alive()``)."""
+    deadline = time.monotonic() + SERVE_START
+    while alive() and time.monotonic() < deadline:
+        try:
+            with urlopen(f"{url}/v1/models", timeout=5) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.5)
+    return False
+
+
 @pytest.fixture(scope="module")
 def served(root):
     """``transformers serve`` of the tiny model on a free loopback port (stopped after the module)."""
@@ -291,18 +328,9 @@ def served(root):
                              "--port", str(port)], env=env, stdout=log, stderr=subprocess.STDOUT,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + SERVE_START
-    while True:
-        try:
-            with urlopen(f"{url}/v1/models", timeout=5) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.fail(f"transformers serve did not start: {(root / 'serve.log').read_text()[-2000:]}")
-        time.sleep(1)
+    if not wait_for_models(url, lambda: proc.poll() is None):
+        proc.kill()
+        pytest.fail(f"transformers serve did not start: {(root / 'serve.log').read_text()[-2000:]}")
     yield url
     proc.send_signal(signal.SIGINT)
     try:
@@ -346,6 +374,8 @@ class FakeServer:
         self.requests: list[dict] = []
         self.delay = 0.0
         self.tokenize = False  # whether it serves /tokenize (as vLLM and llama.cpp's server do)
+        #: The /v1/models entry of its model (bytes: the whole /v1/models body as it is sent).
+        self.model: dict | bytes = {"id": "fake-model", "object": "model"}
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -361,7 +391,10 @@ class FakeServer:
                 self.wfile.write(data)
 
             def do_GET(self) -> None:
-                self._send(200, {"object": "list", "data": [{"id": "fake-model", "object": "model"}]})
+                if self.path != "/v1/models":
+                    return self._send(404, {"detail": "Not Found"})
+                models = fake.model
+                self._send(200, models if isinstance(models, bytes) else {"object": "list", "data": [models]})
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -455,6 +488,51 @@ def test_server_faults_are_one_line_errors(root, capsys, fake, tmp_path, script,
     assert code == 2 and one_line_error(err, message), err
 
 
+def test_a_llama_cpp_server_runs_without_its_prompt_cache_and_with_its_own_context(root, capsys, fake, tmp_path):
+    fake.model = {"id": "fake-model", "object": "model", "owned_by": "llamacpp", "meta": {"n_ctx": 1024, "n_ctx_train": 8192}}
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--json")
+    assert code == 0, err
+    settings = json.loads(out)["settings"]
+    assert settings["context"] == 1024 and settings["sources"]["context"] == "the server (meta.n_ctx)"
+    assert settings["prompt_cache"].startswith("off") and all(r["cache_prompt"] is False for r in fake.requests)
+    fake.model = {"id": "fake-model", "object": "model"}  # another server: nothing it may not know is sent
+    code, out, err = eval_fake(root, capsys, fake, tmp_path / "other", "--json")
+    assert code == 0, err
+    assert "cache_prompt" not in fake.requests[-1] and json.loads(out)["settings"]["prompt_cache"].startswith("the server's own")
+
+
+def test_replies_are_cached_under_the_server_and_the_weights_it_serves(root, capsys, fake, tmp_path):
+    fake.model = {"id": "fake-model", "object": "model", "created": 1, "meta": {"size": 1000}}
+    calls = lambda *args: json.loads(eval_fake(root, capsys, fake, tmp_path, "--json", *args)[1])["model_calls"]  # noqa: E731
+    assert calls() == len(QUESTIONS)
+    fake.model["created"] = 2  # restarted with the same weights: replayed
+    assert calls() == 0
+    fake.model["meta"] = {"size": 2000}  # other weights under the same name: asked again
+    assert calls() == len(QUESTIONS)
+    other_url = fake.url.replace("127.0.0.1", "localhost")  # another address: asked again
+    assert calls("--endpoint", other_url) == len(QUESTIONS)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"model": b'{"object": "list", "data": ' + b"[" * 5_000_000 + b"]}"}, "not JSON (nested too deeply"),
+    ({"script": [(200, {"object": "chat.completion", "choices": [{"message": {"content": "C"}, "logprobs": {
+        "content": [{"token": "C", "logprob": None, "top_logprobs": [{"token": "C", "logprob": None}]}]}}]})]},
+     "sent top_logprobs that are not token/logprob pairs"),
+    ({"script": [(200, {"object": "chat.completion", "choices": [{"message": {"content": "C"}}],
+                        "usage": {"prompt_tokens": "many"}})], "args": ["--scoring", "generate"]},
+     "tokens_in is not a whole number"),
+])
+def test_a_broken_servers_reply_is_an_error_and_never_cached(root, capsys, fake, tmp_path, change, message):
+    for name, value in change.items():
+        setattr(fake, name, value)
+    args = change.get("args", [])
+    code, _, err = eval_fake(root, capsys, fake, tmp_path, *args)
+    assert code == 2 and one_line_error(err, message), err
+    fake.model, fake.script = {"id": "fake-model", "object": "model"}, [(200, "C")]
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--json", *args)
+    assert code == 0 and json.loads(out)["model_calls"] == len(QUESTIONS), err  # nothing of the broken replies replayed
+
+
 def test_timeout_and_unreachable_server(root, capsys, fake, tmp_path):
     fake.delay = 1.0
     code, _, err = eval_fake(root, capsys, fake, tmp_path, "--timeout", "0.2", "--retries", "1", "--scoring", "generate")
@@ -487,16 +565,64 @@ def packaged_gguf() -> Path:
     return Path(files[0])
 
 
-def test_gguf_model_through_llama_cpp(root, capsys):
-    gguf = str(packaged_gguf())
-    cache = ["--cache-dir", str(root / "cache-gguf"), "--evidence", "options", "--top-n", "1"]
-    letters = eval_llm(root, capsys, *cache, model=gguf)
-    assert letters["backend"] == "gguf" and letters["tokens"]["counted_by"].startswith("the GGUF file's own tokenizer")
-    for row in predictions(letters):
-        assert math.isclose(sum(row["probabilities"].values()), 1.0, abs_tol=1e-3) and row["evidence_ids"]
-    generated = eval_llm(root, capsys, *cache, "--scoring", "generate", "--max-tokens", "16", model=gguf)
-    assert generated["model_calls"] == len(QUESTIONS) and generated["settings"]["scoring"] == "generate"
-    assert all(isinstance(row["reply"], str) for row in predictions(generated))
+@pytest.fixture(scope="module")
+def llama_server(root):
+    """llama.cpp's own HTTP server (``xllamacpp``) for the packaged GGUF on a free loopback port, with
+    the parameters openqa uses in process and a context of 2048 (the model was trained with 8192);
+    released after the module."""
+    gguf = packaged_gguf()
+    port = free_port()
+    server = backends.serve_gguf(gguf, port, context=2048, alias="smollm2")
+    url = f"http://127.0.0.1:{port}"
+    if not wait_for_models(url, lambda: True):
+        pytest.fail("llama.cpp's server did not answer /v1/models")
+    yield gguf, url
+    del server
+
+
+def agree(over_http: dict, in_process: dict) -> None:
+    """Letters, replies and probabilities (within 0.001) of two runs of the same questions agree."""
+    for a, b in zip(predictions(over_http), predictions(in_process), strict=True):
+        assert a["letter"] == b["letter"] and a["reply"] == b["reply"] and a["evidence_ids"] == b["evidence_ids"]
+        if a["probabilities"] is not None or b["probabilities"] is not None:
+            assert max(abs(a["probabilities"][k] - b["probabilities"][k]) for k in "ABCD") <= 0.001
+
+
+@pytest.mark.parametrize("scoring", [["--scoring", "letters"], ["--scoring", "generate", "--max-tokens", "8"]])
+def test_llama_cpp_over_http_gives_the_in_process_numbers(root, capsys, llama_server, scoring):
+    """The same GGUF in process and behind llama.cpp's real server: the same letters, replies and
+    probabilities (the server's prompt cache is off), its running context, its model named by alias."""
+    gguf, url = llama_server
+    args = ["--evidence", "none", *scoring]  # short prompts: evidence is the same text in both (tested above)
+    in_process = eval_llm(root, capsys, *args, "--cache-dir", str(root / "cache-gguf"), model=str(gguf))
+    assert in_process["backend"] == "gguf" and in_process["tokens"]["counted_by"].startswith("the GGUF file's own tokenizer")
+    assert in_process["settings"]["prompt_cache"].startswith("off")
+    over_http = eval_llm(root, capsys, *args, "--endpoint", url, "--cache-dir", str(root / "cache-gguf"), model="smollm2")
+    assert over_http["backend"] == "endpoint" and over_http["model_calls"] == len(QUESTIONS) == in_process["model_calls"]
+    assert over_http["settings"]["context"] == 2048 and over_http["settings"]["sources"]["context"] == "the server (meta.n_ctx)"
+    assert over_http["settings"]["prompt_cache"].startswith("off") and over_http["parse_failures"] == in_process["parse_failures"]
+    assert over_http["tokens"]["counted_by"].startswith("the server's /tokenize")  # llama.cpp's own tokenizer
+    assert over_http["model_reported_seconds"] > 0 and in_process["model_reported_seconds"] > 0  # llama.cpp's timings
+    agree(over_http, in_process)
+    for row in predictions(over_http):
+        assert row["probabilities"] is None or math.isclose(sum(row["probabilities"].values()), 1, abs_tol=1e-3)
+
+
+@pytest.mark.slow
+def test_llama_cpp_over_http_agrees_on_twenty_questions(root, capsys, llama_server, tmp_path):
+    """Closed-book letters of 20 questions (the two of the test data, reworded) over HTTP and in process."""
+    gguf, url = llama_server
+    lines = [json.dumps({**q, "question": f"{q['question']} (variant {i})"}) for i in range(10) for q in QUESTIONS]
+    questions = tmp_path / "twenty.jsonl"
+    questions.write_text("\n".join(lines) + "\n")
+    args = ["--questions", str(questions), "--method", "llm", "--evidence", "none", "--json", "--cache-dir", str(tmp_path / "c")]
+    runs = []
+    for where in (["--model", str(gguf)], ["--model", "smollm2", "--endpoint", url]):
+        code, out, err = run(root, capsys, *args, *where)
+        assert code == 0, err
+        runs.append(json.loads(out))
+    assert runs[0]["n"] == runs[1]["n"] == 20 and runs[1]["model_calls"] == 20
+    agree(*runs)
 
 
 def test_ctrl_c_keeps_the_replies_cached_so_far(root, capsys, fake, tmp_path):

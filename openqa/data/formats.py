@@ -9,15 +9,22 @@ from __future__ import annotations
 import csv
 import io
 import json
+from functools import partial
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from openqa.data.questions import MAX_LINE_BYTES, Question, _parse_record
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines
+from openqa.jsonl import decode, numbered_lines, opened, whole_file
 
 #: Formats read here, besides MedQA's JSONL.
 FORMATS = ("mirage", "medmcqa", "mmlu")
+
+#: The largest MIRAGE benchmark file read: it is one JSON document, read whole (MIRAGE ships it on
+#: one line, so the JSON-lines limit does not apply). MMLU-Med and MedMCQA alone take 1.6 MB and all
+#: five datasets (7,663 questions) a few MB: 64 MiB leaves room for larger ones, and
+#: ``--questions /dev/zero`` still stops at once.
+MAX_MIRAGE_BYTES = 64 << 20
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -29,17 +36,27 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             raise DataError(f"{path}:{number}: not valid UTF-8") from None
 
 
+def _first_line(path: Path) -> tuple[str, bool]:
+    """The first line of ``path`` that is not blank (at most ``MAX_LINE_BYTES`` of it, a byte-order
+    mark dropped) and whether it goes on past that (a MIRAGE file on one line)."""
+    with opened(path) as handle:
+        for raw in iter(partial(handle.readline, MAX_LINE_BYTES + 1), b""):
+            if raw.strip():
+                return raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace").lstrip("\ufeff"), len(raw) > MAX_LINE_BYTES
+    return "", False
+
+
 def detect(path: Path) -> str:
     """The format of a question file: ``mmlu`` (a .csv), ``medmcqa`` (JSON lines with ``opa``),
-    ``mirage`` (one JSON object of datasets), else ``medqa`` (MedQA's JSON lines); only the first
-    line that is not blank is read."""
+    ``mirage`` (one JSON object of datasets, on one line or many), else ``medqa`` (MedQA's JSON
+    lines); only the first line that is not blank is read (a line longer than any question's that
+    opens an object is MIRAGE's)."""
     if path.suffix.lower() == ".csv":
         return "mmlu"
-    first = ""
-    for number, raw in numbered_lines(path, MAX_LINE_BYTES, "a question file"):
-        if raw.strip():
-            first = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
-            break
+    first, longer = _first_line(path)
+    opening = first.strip()
+    if longer:
+        return "mirage" if opening.startswith("{") else "medqa"  # the JSON-lines reader names the long line
     try:
         record = decode(first)
     except ValueError:
@@ -50,7 +67,7 @@ def detect(path: Path) -> str:
         if "question" in record or "options" in record:
             return "medqa"
         return "mirage"
-    opening = first.strip()  # a MIRAGE file written over many lines opens with "{" and no closing brace
+    # a MIRAGE file written over many lines opens with "{" and no closing brace
     return "mirage" if opening.startswith("{") and not opening.endswith("}") else "medqa"
 
 
@@ -72,7 +89,12 @@ def _line_of(text: str, needle: str, start: int = 0) -> int:
 
 
 def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
-    text = "".join(line for _, line in _lines(path))
+    raw = whole_file(path, MAX_MIRAGE_BYTES, "a MIRAGE benchmark file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"{path}:{line}: not valid UTF-8") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -95,13 +117,13 @@ def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) 
     start = text.find(json.dumps(subset))
     questions = []
     for qid, record in data[subset].items():
-        line = _line_of(text, json.dumps(qid), start)
         try:
             if not isinstance(record, dict):
                 raise ValueError(f"expected a JSON object, found {type(record).__name__}")
             medqa = {"question": record.get("question"), "options": record.get("options"), "answer_idx": record.get("answer")}
             questions.append(_parse_record(medqa, f"{subset}-{qid}", n_options))
-        except ValueError as exc:
+        except ValueError as exc:  # its line is looked for only now (a search per question is slow on a large file)
+            line = _line_of(text, json.dumps(qid), start)
             raise DataError(f"{path}:{line}: {subset} {qid}: {str(exc).replace('answer_idx', 'answer')}") from None
     return questions
 
@@ -171,3 +193,49 @@ def _mmlu(path: Path, prefix: str, n_options: int | None, subset: str | None) ->
         except ValueError as exc:
             raise DataError(f"{path}:{line_no}: {str(exc).replace('answer_idx', 'answer')}") from None
     return questions
+
+
+def _write_medqa(questions: Sequence[Question], subset: str) -> str:
+    return "".join(json.dumps({"question": q.question, "options": q.options, "answer_idx": q.answer_idx,
+                               "answer": q.answer}, ensure_ascii=False) + "\n" for q in questions)
+
+
+def _write_mirage(questions: Sequence[Question], subset: str) -> str:
+    records = {f"{i:04d}": {"question": q.question, "options": q.options, "answer": q.answer_idx}
+               for i, q in enumerate(questions)}
+    return json.dumps({subset: records}, ensure_ascii=False)  # one line, as MIRAGE ships it
+
+
+def _four_options(q: Question, fmt: str) -> list[str]:
+    if list(q.options) != list("ABCD"):
+        raise DataError(f"question {q.qid}: a {fmt} file holds 4 options A-D, this one has {len(q.options)}")
+    return list(q.options.values())
+
+
+def _write_medmcqa(questions: Sequence[Question], subset: str) -> str:
+    return "".join(json.dumps({"question": q.question, **dict(zip(("opa", "opb", "opc", "opd"), _four_options(q, "medmcqa"))),
+                               "cop": "ABCD".index(q.answer_idx) + 1}, ensure_ascii=False) + "\n" for q in questions)
+
+
+def _write_mmlu(questions: Sequence[Question], subset: str) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    for q in questions:
+        writer.writerow([q.question, *_four_options(q, "mmlu"), q.answer_idx])
+    return out.getvalue()
+
+
+#: How questions are written in each format (MedQA's JSON lines and the ``FORMATS`` read here).
+WRITERS: dict[str, Callable[[Sequence[Question], str], str]] = {
+    "medqa": _write_medqa, "mirage": _write_mirage, "medmcqa": _write_medmcqa, "mmlu": _write_mmlu}
+
+
+def write_questions(questions: Sequence[Question], path: Path, fmt: str, subset: str = "medqa") -> Path:
+    """Write ``questions`` to ``path`` in format ``fmt`` (``WRITERS``; a MIRAGE file holds them as its
+    dataset ``subset``), so that one question set can be read back in every format: the texts, options
+    and answers survive, the ids do not (they come from the file's name and line, or MIRAGE's keys)."""
+    if fmt not in WRITERS:
+        raise DataError(f"unknown question format {fmt!r}; choose one of: {', '.join(WRITERS)}")
+    path = Path(path)
+    path.write_text(WRITERS[fmt](questions, subset), encoding="utf-8")
+    return path

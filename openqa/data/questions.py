@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,13 @@ class Question:
             "meta_info": self.meta_info,
             "metamap_phrases": None if self.metamap_phrases is None else list(self.metamap_phrases),
         }
+
+    def content_digest(self, *parts: str) -> str:
+        """A digest of the question's text and ``parts`` (an option's text, say), each stripped: what
+        depends on it (a tie-break, a shuffle of options) is the same whatever file, format, name or
+        line carries the question, never on its id."""
+        blob = "\x00".join(part.strip() for part in (self.question, *parts))
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)

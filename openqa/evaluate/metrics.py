@@ -42,7 +42,7 @@ def summarise(results: Sequence[OptionScores]) -> dict[str, Any]:
         "ties": {
             "questions_with_tied_best": sum(len(t) > 1 for t in ties),
             "tie_rate": round(100 * sum(len(t) > 1 for t in ties) / n, 2) if n else 0.0,
-            "rule": "among tied options, the one whose text hashes lowest with the question id",
+            "rule": "among tied options, the one whose text hashes lowest with the question's text (content only: not its id, file or line)",
             "expected_accuracy_random_ties": round(100 * expected / n, 2) if n else 0.0,
         },
     }

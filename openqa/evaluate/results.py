@@ -133,6 +133,9 @@ def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: 
         + f"Command: `{summary['command']}`  \nDate: {summary['date']}  \n"
         f"Settings: `{json.dumps(summary.get('settings', {}))}`  \nCorpus: {summary.get('corpus', '')}\n"
     )
+    if "model_calls" in summary or summary.get("parse_failures"):  # a reader that may give no answer (an LLM)
+        report += (f"\nParse failures (no letter read; counted wrong): {summary.get('parse_failures', 0)}  \n"
+                   f"Model calls: {summary.get('model_calls', 0)}  \nCached replies: {summary.get('cached_replies', 0)}\n")
     files: dict[str, str | bytes] = {f"{stem}.predictions.jsonl": predictions, f"{stem}.md": report}
     if figure is not None:
         files[f"{stem}.risk-coverage.png"] = figure

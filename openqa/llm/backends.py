@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from openqa.errors import OpenQAError
+from openqa.jsonl import decode
 from openqa.llm.prompts import Messages
 
 #: Environment variables read, in order, for an endpoint's API key.
@@ -58,6 +59,23 @@ def letter_probabilities(candidates: dict[str, float], letters: tuple[str, ...])
     return {k: v / total for k, v in mass.items()} if total > 0 else {}
 
 
+def reply_problem(reply: Any) -> str | None:
+    """What is wrong with a reply as backends return and the cache keeps it (``text`` a string,
+    ``probs`` None or finite probabilities by letter, token counts whole numbers or None), or None."""
+    if not isinstance(reply, dict):
+        return f"a {type(reply).__name__}, not a reply"
+    if not isinstance(reply.get("text"), str):
+        return "its text is not a string"
+    probs = reply.get("probs")
+    if probs is not None and not (isinstance(probs, dict) and all(
+            isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 1 for v in probs.values())):
+        return "its letter probabilities are not numbers between 0 and 1"
+    for key in ("tokens_in", "tokens_out"):
+        if reply.get(key) is not None and (not isinstance(reply[key], int) or isinstance(reply[key], bool)):
+            return f"{key} is not a whole number"
+    return None
+
+
 class Backend(ABC):
     """A model answering prompts; ``calls`` counts the model calls made (cached replies make none)."""
 
@@ -91,10 +109,14 @@ class Backend(ABC):
         """One model call: ``{"text", "probs", "tokens_in", "tokens_out"}``."""
 
     def reply(self, messages: Messages, request: Request) -> dict[str, Any]:
-        """One model call, counted."""
+        """One model call, counted; a reply that is not well formed is an error (never cached)."""
         with self._count_lock:
             self.calls += 1
-        return self._reply(messages, request)
+        reply = self._reply(messages, request)
+        problem = reply_problem(reply)
+        if problem:
+            raise OpenQAError(f"{getattr(self, 'where', self.name)} sent a reply openqa cannot read ({problem})")
+        return reply
 
 
 def _first_line(text: str, limit: int = 200) -> str:
@@ -218,14 +240,29 @@ class ChatBackend(Backend):
     the first token's ``top_logprobs``; a server that gives none is refused with a one-line error."""
 
     where: str
+    #: Whether the model runs in llama.cpp, whose prompt cache is turned off in every request
+    #: (``cache_prompt: false``): reusing the previous request's shared prefix changes the letter
+    #: probabilities of the next (5 of 20 letters differed, by up to 0.07), so a run would depend on
+    #: the order of its requests.
+    llama_cpp: bool = False
 
     @abstractmethod
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         """Send one chat-completions request; its decoded reply."""
 
+    @property
+    def prompt_cache(self) -> str:
+        """What the record says about the server's prompt cache (reproducibility)."""
+        if self.llama_cpp:
+            return "off: llama.cpp is sent cache_prompt false with every request (replies do not depend on the one before)"
+        return ("the server's own: openqa cannot turn off a prompt cache of a server other than llama.cpp; one that "
+                "reuses a shared prefix may give other probabilities for the same prompt (the reply cache replays the first)")
+
     def _reply(self, messages: Messages, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.name, "messages": messages, "max_tokens": request.max_tokens,
                                 "temperature": request.temperature, "seed": request.seed}
+        if self.llama_cpp:
+            body["cache_prompt"] = False
         if request.scoring == "letters":
             body.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
         data = self._post(body)
@@ -238,16 +275,59 @@ class ChatBackend(Backend):
         usage = data.get("usage") or {}
         out = {"text": text, "probs": None, "tokens_in": usage.get("prompt_tokens"),
                "tokens_out": usage.get("completion_tokens")}
+        timings = data.get("timings")  # llama.cpp's own time for the prompt and the reply
+        spent = [timings.get(k) for k in ("prompt_ms", "predicted_ms")] if isinstance(timings, dict) else []
+        if spent and all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in spent):
+            out["model_ms"] = round(sum(spent), 3)
         if request.scoring == "letters":
             content = (choice.get("logprobs") or {}).get("content") or []
             if not content or "top_logprobs" not in content[0]:
                 raise OpenQAError(f"{self.where} returned no logprobs, so letter probabilities cannot be read: "
                                   "use --scoring generate (or a server that returns top_logprobs, such as vLLM or llama.cpp)")
-            top = {}
-            for alt in content[0]["top_logprobs"]:
-                top[alt["token"]] = top.get(alt["token"], 0.0) + math.exp(alt["logprob"])
+            top: dict[str, float] = {}
+            try:
+                for alt in content[0]["top_logprobs"]:
+                    top[str(alt["token"])] = top.get(str(alt["token"]), 0.0) + math.exp(float(alt["logprob"]))
+            except (KeyError, TypeError, ValueError, OverflowError):
+                raise OpenQAError(f"{self.where} sent top_logprobs that are not token/logprob pairs "
+                                  f"({_first_line(json.dumps(content[0].get('top_logprobs')), 120)})") from None
             out["probs"] = letter_probabilities(top, request.letters)
         return out
+
+
+def server_context(entry: dict[str, Any], props: dict[str, Any], probe: dict[str, Any] | None) -> tuple[int | None, str]:
+    """The context a server runs its model with, and where it said so: llama.cpp's ``meta.n_ctx`` or
+    ``/props``, vLLM's ``max_model_len``, a ``context_length``; the context the model was trained
+    with (``n_ctx_train``) only where nothing else is said (llama.cpp may run fewer tokens)."""
+    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    settings = props.get("default_generation_settings")
+    candidates = (
+        (meta.get("n_ctx"), "meta.n_ctx"),
+        (props.get("n_ctx"), "/props n_ctx"),
+        (settings.get("n_ctx") if isinstance(settings, dict) else None, "/props n_ctx"),
+        (entry.get("max_model_len"), "max_model_len"),
+        ((probe or {}).get("max_model_len"), "/tokenize max_model_len"),
+        (entry.get("context_length"), "context_length"),
+        (meta.get("n_ctx_train"), "meta.n_ctx_train: the context the model was trained with"),
+    )
+    for value, where in candidates:
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, where
+    return None, ""
+
+
+#: Fields of a server's model entry that change on every start, not with the weights.
+VOLATILE_FIELDS = ("created", "object", "permission", "id", "aliases", "tags")
+
+
+def model_fingerprint(entry: dict[str, Any], props: dict[str, Any]) -> dict[str, Any]:
+    """What a server says about the model it runs, for the reply cache's key: its ``/v1/models``
+    entry without the fields that change on every start (llama.cpp's ``meta``: parameters, size,
+    quantisation; vLLM's ``root``), and llama.cpp's model file and build from ``/props``. Replies of
+    a server restarted with other weights under the same name are then never replayed."""
+    said = {k: v for k, v in entry.items() if k not in VOLATILE_FIELDS}
+    said.update({k: props[k] for k in ("model_path", "build_info") if k in props})
+    return {"served": said} if said else {}
 
 
 class EndpointBackend(ChatBackend):
@@ -277,22 +357,26 @@ class EndpointBackend(ChatBackend):
         self.timeout = timeout
         listed = self._models()
         ids = [m.get("id") for m in listed if isinstance(m, dict)]
-        entry = next((m for m in listed if isinstance(m, dict) and m.get("id") == model), None)
-        if ids and entry is None and not any(str(i).endswith(model) or model.endswith(str(i)) for i in ids):
+        entries = [m for m in listed if isinstance(m, dict)]
+        entry = next((m for m in entries if m.get("id") == model), None) or next(
+            (m for m in entries if str(m.get("id")).endswith(model) or model.endswith(str(m.get("id")))), None)
+        if ids and entry is None:
             shown = ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
             raise OpenQAError(f"unknown model {model!r} at {self.base}: the server offers {shown}")
-        reported = None
-        if entry:
-            meta = entry.get("meta") or {}
-            reported = entry.get("max_model_len") or entry.get("context_length") or meta.get("n_ctx_train")
+        entry = entry or {}
+        props = self._props()
+        self.llama_cpp = entry.get("owned_by") == "llamacpp" or "default_generation_settings" in props
+        if self.llama_cpp:
+            self.runs_on = "llama.cpp's server"
         self._counts: dict[str, int] = {}
         probe = self._tokenize("a b")
-        if isinstance(probe, dict) and probe.get("max_model_len") and not reported:
-            reported = probe["max_model_len"]
         self.server_tokens = probe is not None
+        reported, where = server_context(entry, props, probe)
         self.context = context or reported or DEFAULT_CONTEXT
-        self.context_source = ("--context" if context else "the server" if reported
+        self.context_source = ("--context" if context else f"the server ({where})" if reported
                                else f"assumed {DEFAULT_CONTEXT}: the server does not say (give --context)")
+        self._identity = {"kind": self.kind, "server": self.base, "model": model, **model_fingerprint(entry, props),
+                          **({"prompt_cache": False} if self.llama_cpp else {})}
         self.token_count = ("the server's /tokenize (the model's own tokenizer; 8 tokens per message for the chat "
                             "template)" if self.server_tokens else f"estimated: 1 token per {CHARS_PER_TOKEN} characters "
                             "(the server has no /tokenize; conservative for English)")
@@ -303,13 +387,22 @@ class EndpointBackend(ChatBackend):
         try:
             response = self.client.post(f"{self.base.removesuffix('/v1')}/tokenize", json={"model": self.name, "prompt": text,
                                                                                         "content": text})
-            data = response.json() if response.status_code == 200 else None
+            data = decode(response.text) if response.status_code == 200 else None
         except (self._httpx.HTTPError, ValueError):
             return None
         return data if isinstance(data, dict) and isinstance(data.get("tokens"), list) else None
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": self.kind, "model": self.name}
+        return self._identity
+
+    def _props(self) -> dict[str, Any]:
+        """llama.cpp's ``/props`` (beside ``/v1``): its running context and model file; empty elsewhere."""
+        try:
+            response = self.client.get(f"{self.base.removesuffix('/v1')}/props")
+            data = decode(response.text) if response.status_code == 200 else None
+        except (self._httpx.HTTPError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def count(self, text: str) -> int:
         if not self.server_tokens:
@@ -334,16 +427,17 @@ class EndpointBackend(ChatBackend):
         if response.status_code == 404:
             return []  # a server without the list (the first request will say more)
         data = self._decode(response)
-        return data.get("data") or [] if isinstance(data, dict) else []
+        models = data.get("data") if isinstance(data, dict) else None
+        return models if isinstance(models, list) else []
 
     def _decode(self, response: Any) -> dict[str, Any]:
         """The JSON body of a successful response, or the one-line error its status calls for."""
         if response.status_code >= 400:
             raise OpenQAError(self._status_message(response))
         try:
-            return response.json()
-        except ValueError:
-            raise OpenQAError(f"{self.base} sent a reply that is not JSON ({_first_line(response.text, 80)!r}): "
+            return decode(response.text)
+        except ValueError as exc:  # not JSON, or nested past the recursion limit
+            raise OpenQAError(f"{self.base} sent a reply that is not JSON ({exc}; {_first_line(response.text, 80)!r}): "
                               "is it an OpenAI-compatible server?") from None
 
     def _status_message(self, response: Any) -> str:
@@ -391,6 +485,36 @@ class EndpointBackend(ChatBackend):
         raise AssertionError("unreachable")
 
 
+def llama_params(xllamacpp: Any, file: Path, context: int, threads: int) -> Any:
+    """llama.cpp's parameters for a GGUF file as openqa runs it: one sequence, ``threads`` threads,
+    no warm-up, quiet. The same in process and behind ``serve_gguf``, so both give the same numbers."""
+    params = xllamacpp.CommonParams()
+    params.model.path = str(file)
+    params.n_ctx = context
+    params.n_parallel = 1
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
+    params.warmup = False
+    params.verbosity = -1
+    return params
+
+
+def serve_gguf(path: Path, port: int, context: int = DEFAULT_CONTEXT, threads: int = 1, alias: str | None = None) -> Any:
+    """llama.cpp's own HTTP server (OpenAI-compatible ``/v1``, ``/props``, ``/tokenize``) for a GGUF
+    file on 127.0.0.1:``port``, with the parameters openqa uses in process; it serves until the
+    returned object is released. For comparing an endpoint with the same model in process."""
+    import xllamacpp
+
+    params = llama_params(xllamacpp, Path(path), context, threads)
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.n_threads_http = 2
+    params.endpoint_props = True
+    if alias:
+        params.model_alias = {alias}  # a set of names
+    return xllamacpp.Server(params)
+
+
 class LlamaCppBackend(ChatBackend):
     """A GGUF file run in process by llama.cpp (``xllamacpp``): one thread by default (spinning
     threads collapse on a loaded machine); tokens counted with the file's own tokenizer (read by
@@ -414,15 +538,9 @@ class LlamaCppBackend(ChatBackend):
         self.name = self.where = file.name
         self.context = context or DEFAULT_CONTEXT
         self.context_source = "--context" if context else f"default for GGUF files ({DEFAULT_CONTEXT}; give --context)"
-        params = xllamacpp.CommonParams()
-        params.model.path = str(self.file)
-        params.n_ctx = self.context
-        params.n_parallel = 1
-        params.cpuparams.n_threads = threads
-        params.cpuparams_batch.n_threads = threads
-        params.warmup = False
-        params.verbosity = -1
+        params = llama_params(xllamacpp, self.file, self.context, threads)
         self.threads = threads
+        self.llama_cpp = True
         self.runs_on = f"llama.cpp (xllamacpp), {threads} thread{'s' if threads > 1 else ''}"
         self._params = params
         self._xllamacpp = xllamacpp
@@ -443,7 +561,8 @@ class LlamaCppBackend(ChatBackend):
             return None
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": self.kind, "file": self.name, "bytes": self.file.stat().st_size}
+        # "prompt_cache": replies made before it was turned off depended on the request before them
+        return {"kind": self.kind, "file": self.name, "bytes": self.file.stat().st_size, "prompt_cache": False}
 
     def count(self, text: str) -> int:
         if self.tokenizer is None:

@@ -1,6 +1,6 @@
 """Reading the chosen letter out of a model's reply, robustly and never by guessing: a JSON
-``answer`` field, an "answer is X" statement, a reply that is or starts with a letter (unless it lists several options
-back), or one lone "(X)". A reply in which none of these is found, or which names two different letters the same way,
+``answer`` field, an "answer is X" or "X is the correct answer" statement, a reply that is or starts with a letter
+(unless it lists several options back), or one lone "(X)". A reply in which none of these is found, or which names two different letters the same way,
 gives None: the question counts as wrong (a parse failure), it is never replaced by an option."""
 
 from __future__ import annotations
@@ -11,9 +11,16 @@ from typing import Any, Iterator, Sequence
 
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S | re.I)
 _OBJECT = re.compile(r"\{.*\}", re.S)
-#: "the answer is C", "Answer: (B)", "correct option is D", "answer = A": the last one wins (a
-#: step-by-step reply concludes at its end).
-_STATED = re.compile(r"(?i:answer|correct option|correct choice)\s*(?i:is|:|=|-)?\s*(?i:option\s*)?[\(\[\"'*]*([A-Z])\b(?![-'])")
+#: "the answer is C", "Answer: (B)", "The answer is: D", "**Answer:** C", "correct option is D",
+#: "answer = A": the last one wins (a step-by-step reply concludes at its end). ``other`` catches a
+#: second letter named beside it ("the answer is A or B"): such a reply answers nothing.
+_OTHER = r"(?P<other>\s*(?:,|/|&|\bor\b|\band\b)\s*(?i:option\s*)?[\(\[\"'*]*[A-Z]\b(?![-']))?"
+_STATED = re.compile(r"(?i:answer|correct option|correct choice)[*\s]*(?:(?i:is)\s*:?|:|=|-)?[*\s]*(?i:option\s*)?"
+                     r"[\(\[\"'*]*([A-Z])\b(?![-'])" + _OTHER)
+#: "D is the correct answer.", "Option B is correct.", "(C) is the best choice": a letter that opens
+#: the reply or a sentence, or follows "option", then said to be correct.
+_REVERSED = re.compile(r"(?:^|[.!?:]\s+|(?i:option|choice)\s+)[\(\[*]*([A-Z])[\)\]*.]*\s+(?i:is)\s+(?i:the\s+)?"
+                       r"(?i:correct|right|best)\b", re.M)
 _JSON_FIELD = re.compile(r"\"answer\"\s*:\s*\"?\(?([A-Z])\b")
 _WHOLE = re.compile(r"^\s*[\(\[*]*([A-Z])[\)\]*.:]?\s*$")
 _LEADING = re.compile(r"^\s*[\(\[*]*([A-Z])(?:[\)\]*.:]|\s*[-–]\s)")
@@ -52,10 +59,10 @@ def extract_letter(reply: str, letters: Sequence[str]) -> str | None:
     if found:
         match = _VALUE.match(str(value)) if isinstance(value, str) else None
         return match.group(1) if match and match.group(1) in known else None
-    for pattern in (_JSON_FIELD, _STATED):
-        hits = [m.group(1) for m in pattern.finditer(reply) if m.group(1) in known]
+    for pattern in (_JSON_FIELD, _STATED, _REVERSED):
+        hits = [m for m in pattern.finditer(reply) if m.group(1) in known]
         if hits:
-            return hits[-1]
+            return None if "other" in hits[-1].groupdict() and hits[-1].group("other") else hits[-1].group(1)
     if len({m.group(1) for m in _LISTED.finditer(reply)} & known) > 1:
         return None
     for pattern in (_WHOLE, _LEADING):

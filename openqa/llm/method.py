@@ -61,6 +61,7 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings) -> "Opened":
     sources = {key: FLAGS[key] if key in FLAGS and key in given else "default" for key in record if key != "retriever_settings"}
     sources.update(exam=target.source, context=backend.context_source, token_count="backend",
                    template_version="openqa package", template_hash="openqa package", backend="--model/--endpoint", runs_on="backend",
+                   **({"prompt_cache": "backend"} if "prompt_cache" in record else {}),
                    cache="--cache-dir" if llm.cache_dir else "default (beside the indexes)")
     if llm.evidence != "none":
         sources["query"] = f"{llm.retriever}: {opened.settings['sources'].get('query', 'default')}"

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.llm.backends import Backend, Request
+from openqa.llm.backends import Backend, ChatBackend, Request, reply_problem
 from openqa.llm.cache import ReplyCache, reply_key
 from openqa.llm.extract import cited_ids, extract_letter
 from openqa.llm.prompts import Messages, Passage, build_messages, fit_passages, option_block
@@ -41,12 +41,13 @@ class Prompt:
 
 
 def option_orders(question: Question, k: int, seed: int) -> list[tuple[str, ...]]:
-    """``k`` orders of the options: as given first, then seeded shuffles (the same on every run)."""
+    """``k`` orders of the options: as given first, then shuffles seeded by ``seed`` and the question's
+    content (the same on every run and whatever file carries the question)."""
     letters = tuple(question.options)
     orders = [letters]
     for i in range(1, k):
         shuffled = list(letters)
-        random.Random(f"{seed}:{question.qid}:{i}").shuffle(shuffled)
+        random.Random(f"{seed}:{question.content_digest(*question.options.values())}:{i}").shuffle(shuffled)
         orders.append(tuple(shuffled))
     return orders
 
@@ -58,7 +59,8 @@ class Tally:
     def __init__(self, calls_before: int) -> None:
         self.counts: dict[str, Any] = {"calls_before": calls_before, "cached": 0, "tokens_in": 0, "tokens_out": 0,
                                        "model_seconds": 0.0, "evidence_cut_budget": 0, "evidence_cut_context": 0,
-                                       "orders_disagreed": 0, "replies_unreadable": 0, "seconds": 0.0}
+                                       "orders_disagreed": 0, "replies_unreadable": 0, "seconds": 0.0,
+                                       "reported_seconds": 0.0, "reported_calls": 0}
         self._lock = threading.Lock()
 
     def add(self, **counts: float) -> None:
@@ -148,13 +150,14 @@ class LLMScorer(OptionScorer):
     def _ask(self, prompt: Prompt, tally: Tally) -> dict[str, Any]:
         """The reply to ``prompt``: from the cache, else from the model (then cached)."""
         cached = self.cache.get(prompt.key)
-        if cached is not None:
+        if cached is not None and reply_problem(cached) is None:  # one kept by an older openqa is asked again
             tally.add(cached=1)
             return cached
         start = time.perf_counter()
         reply = self.backend.reply(prompt.messages, prompt.request)
         tally.add(model_seconds=time.perf_counter() - start, tokens_in=reply.get("tokens_in") or 0,
-                  tokens_out=reply.get("tokens_out") or 0)
+                  tokens_out=reply.get("tokens_out") or 0, reported_seconds=reply.get("model_ms", 0) / 1000,
+                  reported_calls="model_ms" in reply)
         self.cache.put(prompt.key, reply)
         return reply
 
@@ -258,6 +261,9 @@ class LLMScorer(OptionScorer):
             "cached_replies": st.get("cached", 0),
             "replies_unreadable": st.get("replies_unreadable", 0),
             "questions_per_second": round(n / seconds, 3) if seconds else None,
+            # llama.cpp's own prompt and reply time (its "timings"), where every model call reported it:
+            # what the model took, beside which openqa's overhead is seconds minus this
+            "model_reported_seconds": round(st.get("reported_seconds", 0.0), 3) if calls and st.get("reported_calls") == calls else None,
             "tokens": {"prompt": st.get("tokens_in", 0), "reply": st.get("tokens_out", 0),
                        "per_second": round((st.get("tokens_in", 0) + st.get("tokens_out", 0)) / model_seconds, 1)
                        if model_seconds else None, "counted_by": self.backend.token_count},
@@ -279,6 +285,8 @@ class LLMScorer(OptionScorer):
             "permutations": s.permutations, "temperature": s.temperature, "seed": s.seed,
             "reply_tokens": s.reply_tokens, "context": self.backend.context, "token_count": self.backend.token_count,
         }
+        if isinstance(self.backend, ChatBackend):
+            record["prompt_cache"] = self.backend.prompt_cache
         if s.evidence != "none":
             record.update(retriever=s.retriever, top_k=s.top, query=self.query, evidence_tokens=s.evidence_tokens)
         return record

@@ -3,6 +3,7 @@ so the pipeline and the CLI stay light)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -56,10 +57,10 @@ class LLMSettings:
                                  ("--max-tokens", self.max_tokens, 1), ("--threads", self.threads, 1)):
             if value is not None and value < low:
                 raise OpenQAError(f"{name} must be at least {low}, not {value}")
-        if self.timeout <= 0:
-            raise OpenQAError(f"--timeout must be positive, not {self.timeout}")
-        if self.temperature < 0:
-            raise OpenQAError(f"--temperature must be 0 or more, not {self.temperature}")
+        if not (math.isfinite(self.timeout) and self.timeout > 0):  # nan passes every comparison
+            raise OpenQAError(f"--timeout must be a positive number of seconds, not {self.timeout}")
+        if not (math.isfinite(self.temperature) and self.temperature >= 0):
+            raise OpenQAError(f"--temperature must be a number, 0 or more, not {self.temperature}")
         if self.concurrency > 1 and not self.endpoint:
             raise OpenQAError("--concurrency applies to --endpoint (a model run in process answers one prompt at a time)")
 

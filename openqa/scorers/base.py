@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -42,20 +41,19 @@ class OptionScores:
         return [letter for letter, s in self.scores.items() if s >= best - slack]
 
     def prediction(self) -> str | None:
-        """The best option (None when abstained); ties go to the option whose text hashes lowest with the question id.
+        """The best option (None when abstained); ties go to the option whose text hashes lowest with
+        the question's text (``Question.content_digest``).
 
-        The hash depends on the option's text, not its letter or position, so no position is
-        favoured, and the choice is the same on every run.
+        The hash depends on the question's and the option's text only, not on the option's letter or
+        position (no position is favoured) nor on the question's id, file, format or line, so one
+        question gets one prediction on every run and whatever file carries it.
         """
         tied = self.tied_best()
         if not tied:
             return None
         if len(tied) == 1:
             return tied[0]
-        key = lambda letter: hashlib.sha1(  # noqa: E731
-            f"{self.question.qid}\x00{self.question.options[letter]}".encode()
-        ).hexdigest()
-        return min(tied, key=key)
+        return min(tied, key=lambda letter: self.question.content_digest(self.question.options[letter]))
 
 
 class OptionScorer(ABC):
