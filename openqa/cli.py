@@ -17,6 +17,7 @@ from openqa.config import DEFAULT_RESULTS, ENV_RESULTS, Settings
 from openqa.errors import OpenQAError
 from openqa.languages import DEFAULT_LANG, LANGS, language
 from openqa.scorers.query import QUERY_MODES
+from openqa.text.unicode import printable
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -214,7 +215,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _note(message: str) -> None:
-    print(f"openqa: {message}", file=sys.stderr)
+    print(f"openqa: {printable(message)}", file=sys.stderr)
 
 
 def _print_json(record: dict) -> None:
@@ -309,6 +310,9 @@ def cmd_eval(args: argparse.Namespace) -> None:
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
+        if args.json:
+            _print_json({"retrievers": table, "skipped": skipped, "files": {"summary": str(path.resolve())}})
+            return
         for why in skipped:
             print(f"skipping {why}", file=sys.stderr)
         for name, row in table.items():
@@ -526,14 +530,14 @@ def _run(argv: list[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
         COMMANDS[args.command](args)
-    except OpenQAError as exc:
-        print(f"openqa: error: {exc}", file=sys.stderr)
+    except OpenQAError as exc:  # one line, whatever a file name or a record held
+        print(f"openqa: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("openqa: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:
-        print(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        print(printable(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")), file=sys.stderr)
         return 1
     except MemoryError:
         print("openqa: error: out of memory (a memory limit, `ulimit -v`, or input too large)", file=sys.stderr)

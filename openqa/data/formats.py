@@ -14,29 +14,38 @@ from typing import Any, Iterator
 
 from openqa.data.questions import MAX_LINE_BYTES, Question, _parse_record
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines
+from openqa.jsonl import decode, numbered_lines, unique_keys
 
 #: Formats read here, besides MedQA's JSONL.
 FORMATS = ("mirage", "medmcqa", "mmlu")
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """The numbered lines of ``path`` as text (each at most ``MAX_LINE_BYTES``; a byte-order mark dropped)."""
-    for number, raw in numbered_lines(path, MAX_LINE_BYTES, "a question file"):
+#: The numbered raw lines of a question file, read once (``read_lines``): a pipe cannot be read twice.
+Lines = list[tuple[int, bytes]]
+
+
+def read_lines(path: Path) -> Lines:
+    """Every line of ``path`` with its number, from one read (each at most ``MAX_LINE_BYTES``)."""
+    return list(numbered_lines(path, MAX_LINE_BYTES, "a question file"))
+
+
+def _lines(path: Path, lines: Lines) -> Iterator[tuple[int, str]]:
+    """The numbered lines of ``path`` as text (a byte-order mark dropped)."""
+    for number, raw in lines:
         try:
             yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError:
             raise DataError(f"{path}:{number}: not valid UTF-8") from None
 
 
-def detect(path: Path) -> str:
+def detect(path: Path, lines: Lines) -> str:
     """The format of a question file: ``mmlu`` (a .csv), ``medmcqa`` (JSON lines with ``opa``),
     ``mirage`` (one JSON object of datasets), else ``medqa`` (MedQA's JSON lines); only the first
     line that is not blank is read."""
     if path.suffix.lower() == ".csv":
         return "mmlu"
     first = ""
-    for number, raw in numbered_lines(path, MAX_LINE_BYTES, "a question file"):
+    for number, raw in lines:
         if raw.strip():
             first = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
             break
@@ -54,12 +63,12 @@ def detect(path: Path) -> str:
     return "mirage" if opening.startswith("{") and not opening.endswith("}") else "medqa"
 
 
-def read_other(path: Path, fmt: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def read_other(path: Path, lines: Lines, fmt: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
     """The questions of ``path`` in format ``fmt``."""
     if subset is not None and fmt != "mirage":
         raise DataError(f"{path}: --subset picks a dataset of a MIRAGE benchmark file; this is a {fmt} file")
     readers = {"mirage": _mirage, "medmcqa": _medmcqa, "mmlu": _mmlu}
-    questions = readers[fmt](path, prefix, n_options, subset)
+    questions = readers[fmt](path, lines, prefix, n_options, subset)
     if not questions:
         raise DataError(f"{path}: no questions")
     return questions
@@ -71,16 +80,16 @@ def _line_of(text: str, needle: str, start: int = 0) -> int:
     return text.count("\n", 0, at) + 1 if at >= 0 else 1
 
 
-def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
-    text = "".join(line for _, line in _lines(path))
+def _mirage(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    text = "".join(line for _, line in _lines(path, lines))
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)  # a repeated id is an error, not a lost question
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     except (RecursionError, ValueError):
         try:
             decode(text)
-        except ValueError as exc:  # nesting past the recursion limit, an integer of thousands of digits
+        except ValueError as exc:  # nesting past the recursion limit, a huge integer, a repeated key
             raise DataError(f"{path}: invalid JSON ({exc})") from None
         raise
     if not isinstance(data, dict) or not data or not all(isinstance(v, dict) for v in data.values()):
@@ -106,10 +115,10 @@ def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) 
     return questions
 
 
-def json_records(path: Path) -> Iterator[tuple[int, Any]]:
+def json_records(path: Path, lines: Lines) -> Iterator[tuple[int, Any]]:
     """The JSON value of each line of a JSON-lines file that is not blank, with its line number; a
     line that is not JSON is a ``file:line`` error."""
-    for line_no, line in _lines(path):
+    for line_no, line in _lines(path, lines):
         if not line.strip():
             continue
         try:
@@ -118,9 +127,9 @@ def json_records(path: Path) -> Iterator[tuple[int, Any]]:
             raise DataError(f"{path}:{line_no}: invalid JSON ({exc})") from None
 
 
-def _medmcqa(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def _medmcqa(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
     questions = []
-    for line_no, record in json_records(path):
+    for line_no, record in json_records(path, lines):
         try:
             questions.append(_parse_record(_medmcqa_record(record), f"{prefix}-{line_no}", n_options))
         except ValueError as exc:
@@ -148,9 +157,9 @@ def _medmcqa_record(record: Any) -> dict[str, Any]:
     return {"question": record.get("question"), "options": options, "answer_idx": chr(ord("A") + cop - 1)}
 
 
-def _mmlu(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def _mmlu(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
     questions = []
-    reader = csv.reader(io.StringIO("".join(line for _, line in _lines(path))))
+    reader = csv.reader(io.StringIO("".join(line for _, line in _lines(path, lines))))
     while True:
         try:
             row = next(reader)
