@@ -511,6 +511,10 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+#: What a ``MemoryError`` (or a library that cannot be mapped) is reported as.
+OUT_OF_MEMORY = "out of memory (a memory limit, `ulimit -v`, or input too large)"
+
+
 class _Notes(logging.Handler):
     """What the modules below log (``logging.getLogger(__name__)``: a wait for another build's lock),
     printed as ``openqa: ...`` notes."""
@@ -540,7 +544,12 @@ def _run(argv: list[str] | None) -> int:
         print(printable(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")), file=sys.stderr)
         return 1
     except MemoryError:
-        print("openqa: error: out of memory (a memory limit, `ulimit -v`, or input too large)", file=sys.stderr)
+        print(f"openqa: error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 1
+    except ImportError as exc:  # a library's code that cannot be mapped (``ulimit -v``), a broken install
+        reason = " ".join(str(exc).split())
+        hint = OUT_OF_MEMORY if "map segment" in reason or "allocate memory" in reason else "reinstall openqa"
+        print(printable(f"openqa: error: cannot load {exc.name or 'a library'} ({reason}): {hint}"), file=sys.stderr)
         return 1
     return 0
 

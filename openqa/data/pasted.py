@@ -24,7 +24,8 @@ MAX_CHARS = 20_000
 #: ``A: text``, ``A. text``, ``(A) text``, ``A) text``, ``A=text``, ``A：text``, ``A、text``, ``（A）text``.
 #: The option text is the rest of the line, stripped in Python: a lazy group followed by ``\s*$``
 #: backtracks over every space run, quadratic in the line's length (a 136 KB line took 83 s).
-_OPTION_LINE = re.compile(r"\s*[(（]?([A-Ja-j])\s*[:.)=：、．）](.*)")
+#: Letters past J are matched too, so that an 11th option is refused as one, not read as question text.
+_OPTION_LINE = re.compile(r"\s*[(（]?([A-Za-z])\s*[:.)=：、．）](.*)")
 #: Terminal escape sequences (colours, cursor moves) and other control characters but tab and newline.
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 

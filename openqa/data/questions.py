@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +218,13 @@ MAX_LINE_BYTES = 1 << 20
 def read_question_file(
     path: Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
 ) -> list[Question]:
+    """The questions of ``path`` (see ``read_question_file_digest``)."""
+    return read_question_file_digest(path, qid_prefix, n_options, subset)[0]
+
+
+def read_question_file_digest(
+    path: Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
+) -> tuple[list[Question], str]:
     """Read and validate a MedQA-format JSONL file, so bad data stops the run with file and line named.
     MIRAGE, MedMCQA and MMLU files are recognised by their first line or extension and read by
     ``openqa.data.formats`` (``subset``: the dataset of a MIRAGE file).
@@ -224,16 +232,19 @@ def read_question_file(
     Each question's id is ``f"{qid_prefix}-{line_number}"`` (prefix defaults to the file stem;
     line numbers count blank lines, which are skipped). ``answer``, when present, must equal the
     text of option ``answer_idx`` after stripping whitespace (it is exactly equal in every record
-    of the shipped files); the Question always carries the option's text.
+    of the shipped files); the Question always carries the option's text. Also returned: the
+    SHA-256 of the bytes read, so a record names the file by content without reading it again
+    (``/dev/stdin``, a FIFO: a second read would find nothing, or wait for a writer).
     """
     path = Path(path)
     prefix = path.stem if qid_prefix is None else qid_prefix
     from openqa.data.formats import detect, json_records, read_lines, read_other
 
     lines = read_lines(path)  # once, then detected and parsed: a pipe (/dev/stdin) cannot be read again
+    digest = hashlib.sha256(b"".join(raw for _, raw in lines)).hexdigest()
     fmt = detect(path, lines)
     if fmt != "medqa" or subset is not None:
-        return read_other(path, lines, fmt, prefix, n_options, subset)
+        return read_other(path, lines, fmt, prefix, n_options, subset), digest
     questions: list[Question] = []
     for line_no, record in json_records(path, lines):  # a byte-order mark may open the file
         try:
@@ -243,7 +254,7 @@ def read_question_file(
 
     if not questions:
         raise DataError(f"{path}: no questions")
-    return questions
+    return questions, digest
 
 
 def dataset_spec(dataset: str) -> DatasetSpec:

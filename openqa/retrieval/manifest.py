@@ -181,6 +181,14 @@ def check_counts(folder: Path, what: str, counts: dict[str, Any], build_hint: st
         raise damaged(folder, f"{what} counts", f"disagree ({listed})", build_hint)
 
 
+def require_words(terms: int) -> None:
+    """Refuse to build an index of no terms (every word a stop word, a single letter or another
+    script): it could answer nothing, and would be refused as damaged on every open."""
+    if not terms:
+        raise OpenQAError("the corpus has no indexable words (only stop words, single characters or another "
+                          "language's script?): nothing to index")
+
+
 @contextmanager
 def atomic_folder(final: Path) -> Iterator[Path]:
     """Yield a scratch folder that replaces ``final`` only if the block completes.
