@@ -16,6 +16,7 @@ from types import FrameType
 from openqa.config import DEFAULT_RESULTS, ENV_RESULTS, Settings
 from openqa.errors import OpenQAError
 from openqa.languages import DEFAULT_LANG, LANGS, language
+from openqa.limits import MIN_ADDRESS_SPACE_MB, address_space_limited, address_space_shortfall
 from openqa.scorers.query import QUERY_MODES
 from openqa.text.unicode import printable
 
@@ -532,6 +533,10 @@ def _run(argv: list[str] | None) -> int:
     if not any(isinstance(handler, _Notes) for handler in logger.handlers):
         logger.addHandler(_Notes())
     try:
+        limit = address_space_shortfall()
+        if limit is not None:  # before numpy and scipy load: they cannot report it
+            raise OpenQAError(f"the address space is limited to {limit} MiB (`ulimit -v`), below the {MIN_ADDRESS_SPACE_MB} MiB "
+                              "openqa needs to load its libraries: it would run out of memory; raise the limit")
         args = build_parser().parse_args(argv)
         COMMANDS[args.command](args)
     except OpenQAError as exc:  # one line, whatever a file name or a record held
@@ -550,6 +555,15 @@ def _run(argv: list[str] | None) -> int:
         reason = " ".join(str(exc).split())
         hint = OUT_OF_MEMORY if "map segment" in reason or "allocate memory" in reason else "reinstall openqa"
         print(printable(f"openqa: error: cannot load {exc.name or 'a library'} ({reason}): {hint}"), file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if not address_space_limited():
+            raise
+        # Under ``ulimit -v`` a failed allocation inside a library's C code surfaces as any exception
+        # (an IndexError from the regex compiler while numpy loads): one line, not a traceback.
+        reason = " ".join(str(exc).split())[:200]
+        print(printable(f"openqa: error: {type(exc).__name__} ({reason}) under an address-space limit: {OUT_OF_MEMORY}"),
+              file=sys.stderr)
         return 1
     return 0
 
