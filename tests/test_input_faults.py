@@ -10,31 +10,21 @@ import resource
 import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
 
-from openqa.cli import main
 from openqa.data import read_question_file
 from openqa.data.pasted import make_question, parse_block
 from openqa.evaluate.results import write_all_or_none
 from openqa.retrieval.manifest import atomic_folder
 from openqa.text.unicode import normalize, printable
-from tests.helpers import QUESTIONS, make_data_dir
+from tests import test_cli_faults
+from tests.helpers import QUESTIONS, failures_in_threads, make_data_dir
 from tests.test_cli import OPENQA, run
 from tests.test_cli_faults import one_line_error
 
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> list[str]:
-    """Location flags of a data folder and its built custom index."""
-    root = tmp_path_factory.mktemp("input-faults")
-    data, indexes = make_data_dir(root), root / "indexes"
-    assert main(["index", "--lang", "en", "--data-dir", str(data), "--index-dir", str(indexes)]) == 0
-    return ["--data-dir", str(data), "--index-dir", str(indexes)]
-
-
+site = test_cli_faults.site  # the fixture of a data folder and its built custom index
 PLAIN = QUESTIONS[0]
 FULL_WIDTH = {ord(c): ord(c) + 0xFEE0 for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"}
 
@@ -127,21 +117,12 @@ def test_escape_sequences_in_a_corpus_reach_the_terminal_as_symbols(tmp_path):
 def test_concurrent_writers_of_one_result_set_never_share_a_temporary(tmp_path):
     """Runs writing the same result names at once (5 of 180 failed after scoring) each have their own."""
     files = {tmp_path / name: "" for name in ("r.predictions.jsonl", "r.md", "r.json")}
-    failures: list[BaseException] = []
 
     def writer(n: int) -> None:
-        try:
-            for i in range(30):
-                write_all_or_none({path: f"{n}-{i}\n" * 200 for path in files})
-        except BaseException as exc:  # noqa: BLE001 (collected for the assertion)
-            failures.append(exc)
+        for i in range(30):
+            write_all_or_none({path: f"{n}-{i}\n" * 200 for path in files})
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert failures == []
+    assert failures_in_threads(writer, 6) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in files)  # no temporary left
 
 
