@@ -212,7 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
 def _settings(args: argparse.Namespace) -> Settings:
     """Locations from flags and environment; ``--output`` is the results folder of eval and filter-agreement."""
     results = args.output if args.command in ("eval", "filter-agreement") else None
-    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url, args.settings_dir, results)
+    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url, args.settings_dir, results,
+                            check_settings=True)
 
 
 def _note(message: str) -> None:

@@ -34,7 +34,8 @@ class Settings:
     es_url: str | None = None
     settings_dir: Path = Path(TUNED_FOLDER)
     results_dir: Path = Path(DEFAULT_RESULTS)
-    #: Whether ``settings_dir`` was asked for (flag or environment), not derived from the index folder.
+    #: Whether ``settings_dir`` was asked for on the command line (flag or environment), not derived
+    #: from the index folder: then it must exist (a library caller may name one ``tune`` will make).
     settings_given: bool = False
 
     @classmethod
@@ -46,11 +47,13 @@ class Settings:
         es_url: str | None = None,
         settings_dir: str | os.PathLike | None = None,
         results_dir: str | os.PathLike | None = None,
+        check_settings: bool = False,
     ) -> "Settings":
         """Take each setting from its flag, else its environment variable, else the default.
 
         The tuned-settings folder defaults to ``tuned/`` beside the index folder, so it travels
-        with the indexes; results default to ``./eval/results``.
+        with the indexes; results default to ``./eval/results``. ``check_settings`` (the command
+        line): a settings folder given by flag or environment must exist when read (``tuned_dir``).
         """
 
         def pick(flag, env: str, default=None):
@@ -65,7 +68,7 @@ class Settings:
             es_url=es_url or os.environ.get(ENV_ES_URL) or None,
             settings_dir=pick(settings_dir, ENV_SETTINGS, indexes.parent / TUNED_FOLDER),
             results_dir=pick(results_dir, ENV_RESULTS, DEFAULT_RESULTS),
-            settings_given=settings_dir is not None or bool(os.environ.get(ENV_SETTINGS)),
+            settings_given=check_settings and (settings_dir is not None or bool(os.environ.get(ENV_SETTINGS))),
         )
 
     def tuned_dir(self) -> Path:
