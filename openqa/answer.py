@@ -16,6 +16,7 @@ from openqa.languages import LANGUAGES, language
 from openqa.retrieval.base import SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.text.tokenize import Tokenizer
+from openqa.text.unicode import printable
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -195,7 +196,8 @@ SHOWN_CHARS = 600
 def render(result: OptionScores, engine: SearchEngine, top_options: int, evidence: int, color: bool,
            sure: dict[str, Any] | None = None) -> str:
     """Human-readable ranking, with each option's probability (``sure``, from ``assess``) and the
-    evidence of the ``top_options`` best options."""
+    evidence of the ``top_options`` best options; corpus and question text is made ``printable``
+    (its escape sequences and newlines shown, not acted on)."""
     if not result.matched:
         return f"Prediction: none: {no_match_message(engine.manifest['lang'])}"
     data = as_dict(result, engine, evidence, sure)
@@ -207,15 +209,15 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
         lines = [f"Prediction: {data['prediction']}" + (f"  ({tie_message(result, engine.manifest['lang'])})" if data["tied"] else "")]
         if sure and sure["probability"] is not None:
             lines.append(f"  {confidence_line(sure)}")
-    lines += [f"  {key}: {value}" for key, value in result.details.items()]
+    lines += [printable(f"  {key}: {value}") for key, value in result.details.items()]  # a model's reply too
     for rank, opt in enumerate(data["options"]):
         score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"
         chance = f"p {opt['probability']:.2f}, " if "probability" in opt else ""
-        lines.append(f"  {opt['letter']}. {opt['text']}  ({chance}{score})")
+        lines.append(printable(f"  {opt['letter']}. {opt['text']}  ({chance}{score})"))
         if rank >= top_options:
             continue
         for ev in opt["evidence"]:
             shown = [(start, end) for start, end in ev["spans"] if end <= SHOWN_CHARS]
-            text = highlight(ev["text"][:SHOWN_CHARS], shown, color)
-            lines.append(f"      [{ev['book']} {ev['id']}, {ev['score']:.2f}] {text}")
+            text = highlight(printable(ev["text"][:SHOWN_CHARS]), shown, color)  # one for one: spans hold
+            lines.append(printable(f"      [{ev['book']} {ev['id']}, {ev['score']:.2f}] ") + text)
     return "\n".join(lines)

@@ -16,7 +16,9 @@ from types import FrameType
 from openqa.config import DEFAULT_RESULTS, ENV_RESULTS, Settings
 from openqa.errors import OpenQAError
 from openqa.languages import DEFAULT_LANG, LANGS, language
+from openqa.limits import MIN_ADDRESS_SPACE_MB, address_space_limited, address_space_shortfall
 from openqa.scorers.query import QUERY_MODES
+from openqa.text.unicode import printable
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -218,11 +220,12 @@ def build_parser() -> argparse.ArgumentParser:
 def _settings(args: argparse.Namespace) -> Settings:
     """Locations from flags and environment; ``--output`` is the results folder of eval and filter-agreement."""
     results = args.output if args.command in ("eval", "filter-agreement") else None
-    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url, args.settings_dir, results)
+    return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url, args.settings_dir, results,
+                            check_settings=True)
 
 
 def _note(message: str) -> None:
-    print(f"openqa: {message}", file=sys.stderr)
+    print(f"openqa: {printable(message)}", file=sys.stderr)
 
 
 def _print_json(record: dict) -> None:
@@ -317,6 +320,9 @@ def cmd_eval(args: argparse.Namespace) -> None:
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
+        if args.json:
+            _print_json({"retrievers": table, "skipped": skipped, "files": {"summary": str(path.resolve())}})
+            return
         for why in skipped:
             print(f"skipping {why}", file=sys.stderr)
         for name, row in table.items():
@@ -543,6 +549,10 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+#: What a ``MemoryError`` (or a library that cannot be mapped) is reported as.
+OUT_OF_MEMORY = "out of memory (a memory limit, `ulimit -v`, or input too large)"
+
+
 class _Notes(logging.Handler):
     """What the modules below log (``logging.getLogger(__name__)``: a wait for another build's lock),
     printed as ``openqa: ...`` notes."""
@@ -560,19 +570,37 @@ def _run(argv: list[str] | None) -> int:
     if not any(isinstance(handler, _Notes) for handler in logger.handlers):
         logger.addHandler(_Notes())
     try:
+        limit = address_space_shortfall()
+        if limit is not None:  # before numpy and scipy load: they cannot report it
+            raise OpenQAError(f"the address space is limited to {limit} MiB (`ulimit -v`), below the {MIN_ADDRESS_SPACE_MB} MiB "
+                              "openqa needs to load its libraries: it would run out of memory; raise the limit")
         args = build_parser().parse_args(argv)
         COMMANDS[args.command](args)
-    except OpenQAError as exc:
-        print(f"openqa: error: {exc}", file=sys.stderr)
+    except OpenQAError as exc:  # one line, whatever a file name or a record held
+        print(f"openqa: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("openqa: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:
-        print(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
+        print(printable(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")), file=sys.stderr)
         return 1
     except MemoryError:
-        print("openqa: error: out of memory (a memory limit, `ulimit -v`, or input too large)", file=sys.stderr)
+        print(f"openqa: error: {OUT_OF_MEMORY}", file=sys.stderr)
+        return 1
+    except ImportError as exc:  # a library's code that cannot be mapped (``ulimit -v``), a broken install
+        reason = " ".join(str(exc).split())
+        hint = OUT_OF_MEMORY if "map segment" in reason or "allocate memory" in reason else "reinstall openqa"
+        print(printable(f"openqa: error: cannot load {exc.name or 'a library'} ({reason}): {hint}"), file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if not address_space_limited():
+            raise
+        # Under ``ulimit -v`` a failed allocation inside a library's C code surfaces as any exception
+        # (an IndexError from the regex compiler while numpy loads): one line, not a traceback.
+        reason = " ".join(str(exc).split())[:200]
+        print(printable(f"openqa: error: {type(exc).__name__} ({reason}) under an address-space limit: {OUT_OF_MEMORY}"),
+              file=sys.stderr)
         return 1
     return 0
 

@@ -34,6 +34,9 @@ class Settings:
     es_url: str | None = None
     settings_dir: Path = Path(TUNED_FOLDER)
     results_dir: Path = Path(DEFAULT_RESULTS)
+    #: Whether ``settings_dir`` was asked for on the command line (flag or environment), not derived
+    #: from the index folder: then it must exist (a library caller may name one ``tune`` will make).
+    settings_given: bool = False
 
     @classmethod
     def resolve(
@@ -44,11 +47,13 @@ class Settings:
         es_url: str | None = None,
         settings_dir: str | os.PathLike | None = None,
         results_dir: str | os.PathLike | None = None,
+        check_settings: bool = False,
     ) -> "Settings":
         """Take each setting from its flag, else its environment variable, else the default.
 
         The tuned-settings folder defaults to ``tuned/`` beside the index folder, so it travels
-        with the indexes; results default to ``./eval/results``.
+        with the indexes; results default to ``./eval/results``. ``check_settings`` (the command
+        line): a settings folder given by flag or environment must exist when read (``tuned_dir``).
         """
 
         def pick(flag, env: str, default=None):
@@ -63,7 +68,18 @@ class Settings:
             es_url=es_url or os.environ.get(ENV_ES_URL) or None,
             settings_dir=pick(settings_dir, ENV_SETTINGS, indexes.parent / TUNED_FOLDER),
             results_dir=pick(results_dir, ENV_RESULTS, DEFAULT_RESULTS),
+            settings_given=check_settings and (settings_dir is not None or bool(os.environ.get(ENV_SETTINGS))),
         )
+
+    def tuned_dir(self) -> Path:
+        """The folder of the user's ``openqa tune`` choices, to read: one asked for by flag or
+        environment must be a folder (else its choices would be silently ignored); the default one
+        beside the index folder may be missing (nothing tuned yet)."""
+        if self.settings_given and not self.settings_dir.is_dir():
+            what = "is not a folder" if self.settings_dir.exists() else "not found"
+            raise OpenQAError(f"settings folder {self.settings_dir} {what} (--settings-dir or ${ENV_SETTINGS}): "
+                              "give the folder `openqa tune` wrote to")
+        return self.settings_dir
 
     def require_data_dir(self) -> Path:
         """The MedQA ``data_clean`` folder, or a one-line error saying how to set it."""

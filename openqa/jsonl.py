@@ -6,50 +6,48 @@ thousands of digits) is reported like a decoding error."""
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
+import os
 from functools import partial
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, Iterator
 
 from openqa.errors import DataError
 
 
-@contextmanager
-def opened(path: Path) -> Iterator[BinaryIO]:
-    """``path`` open for reading bytes; a file that is missing or cannot be read is a ``DataError``."""
+def numbered_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int, bytes]]:
+    """The raw lines of ``path`` with their numbers (from 1). A line over ``max_bytes`` (``/dev/zero``
+    has one endless line) or a file that cannot be read is a ``DataError`` naming it as not ``what``.
+    A FIFO that no program writes to reads as empty instead of waiting for a writer forever."""
     try:
-        with open(path, "rb") as handle:
-            yield handle
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO waits for a writer unless non-blocking
+        os.set_blocking(fd, True)  # then wait for what a writer sends, as usual
+        with open(fd, "rb") as handle:
+            for number, raw in enumerate(iter(partial(handle.readline, max_bytes + 1), b""), start=1):
+                if len(raw) > max_bytes:
+                    raise DataError(f"{path}:{number}: line longer than {max_bytes:,} bytes: not {what}")
+                yield number, raw
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
-def numbered_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int, bytes]]:
-    """The raw lines of ``path`` with their numbers (from 1). A line over ``max_bytes`` (``/dev/zero``
-    has one endless line) or a file that cannot be read is a ``DataError`` naming it as not ``what``."""
-    with opened(path) as handle:
-        for number, raw in enumerate(iter(partial(handle.readline, max_bytes + 1), b""), start=1):
-            if len(raw) > max_bytes:
-                raise DataError(f"{path}:{number}: line longer than {max_bytes:,} bytes: not {what}")
-            yield number, raw
-
-
-def whole_file(path: Path, max_bytes: int, what: str) -> bytes:
-    """All of ``path`` (a JSON document read at once); more than ``max_bytes`` is a ``DataError``
-    naming it as not ``what``, found after reading ``max_bytes + 1`` bytes at most."""
-    with opened(path) as handle:
-        data = handle.read(max_bytes + 1)
-    if len(data) > max_bytes:
-        raise DataError(f"{path}: larger than {max_bytes:,} bytes: not {what}")
-    return data
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json``'s ``object_pairs_hook``: an object, refused (ValueError) when a key repeats, since
+    ``json`` would keep the last value and silently drop the others (an option, a question)."""
+    record = dict(pairs)
+    if len(record) < len(pairs):
+        seen: set[str] = set()
+        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
+        raise ValueError(f"key {repeated!r} repeated in one object")
+    return record
 
 
 def decode(line: str) -> Any:
-    """One JSON value; a ValueError saying in a few words what is wrong with it otherwise."""
+    """One JSON value; a ValueError saying in a few words what is wrong with it otherwise (a key
+    repeated in one object included)."""
     try:
-        return json.loads(line)
+        return json.loads(line, object_pairs_hook=unique_keys)
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} at column {exc.colno}") from None
     except RecursionError:

@@ -153,7 +153,7 @@ class Method(ABC):
     def settings(self, ctx: Context, target: Exam, overrides: Overrides, keep: Callable[[str], bool]) -> tuple[IRSettings, dict[str, Any], dict[str, str]]:
         """The tuned settings for ``target`` with ``overrides``, and the record of those ``keep``
         selects (with the exam) and their sources."""
-        chosen, sources = resolve_settings(self.name, target.dataset, ctx.settings.settings_dir, overrides.given(), ctx.corpus)
+        chosen, sources = resolve_settings(self.name, target.dataset, ctx.settings.tuned_dir(), overrides.given(), ctx.corpus)
         used = [k for k in sources if keep(k)]
         record: dict[str, Any] = {**{k: getattr(chosen, k) for k in used}, "exam": target.exam}
         return chosen, record, {**{k: sources[k] for k in used}, "exam": target.source}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from openqa.answer import as_dict, assess, solve
 from openqa.corpus.sources import corpus_tag
-from openqa.data import Question, dataset_spec, load_questions, read_question_file
+from openqa.data import Question, dataset_spec, load_questions, read_question_file_digest
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import confidence_report, risk_coverage_png
 from openqa.evaluate.metrics import paired_bootstrap, prediction_rows, summarise
@@ -106,10 +106,9 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         questions = load_questions(req.dataset, split, ctx.settings.require_data_dir())
         name, data = req.dataset, spec.files[split]
     else:
-        questions = read_question_file(Path(req.questions), subset=req.subset)
         path = Path(req.questions)
-        with open(path, "rb") as handle:  # the file by name and content: no machine path in the record
-            data = f"{path.name} (sha256 {hashlib.file_digest(handle, 'sha256').hexdigest()[:16]})"
+        questions, digest = read_question_file_digest(path, subset=req.subset)  # one read: a pipe has no second
+        data = f"{path.name} (sha256 {digest[:16]})"  # the file by name and content: no machine path in the record
         name, split = path.stem, "file"
     if req.limit is not None:
         questions = questions[: req.limit]

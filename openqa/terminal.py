@@ -26,6 +26,7 @@ from typing import Callable, TextIO
 
 from openqa.data.pasted import is_complete
 from openqa.errors import OpenQAError
+from openqa.text.unicode import printable
 
 #: How long after an empty line more pasted text may follow and still belong to the same question.
 PASTE_GAP_S = 0.05
@@ -138,7 +139,7 @@ def answer_loop(answer: Callable[[str], str], fd: int, out: TextIO = sys.stdout,
                 try:
                     print(answer(block), file=out)
                 except OpenQAError as exc:
-                    print(f"openqa: {exc}", file=err)
+                    print(f"openqa: {printable(str(exc))}", file=err)
                 print(file=out, flush=True)
                 lines.clear()
                 if reader.eof:

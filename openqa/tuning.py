@@ -23,6 +23,7 @@ from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import Calibration, confidence_report
 from openqa.evaluate.metrics import summarise
 from openqa.evaluate.results import run_record, write_atomic
+from openqa.jsonl import decode
 from openqa.retrieval.hybrid import Fusion
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.hybrid import HybridScorer, fuse_options
@@ -107,10 +108,10 @@ def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None
 
 def _read_record(path: Path) -> dict[str, Any]:
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = decode(path.read_text(encoding="utf-8"))
         IRSettings(**record["chosen"])
         return record
-    except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError) as exc:  # ValueError: not JSON, not UTF-8, nested too deep
         raise OpenQAError(f"{path}: unreadable tuning record ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
 
 

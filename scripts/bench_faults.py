@@ -7,7 +7,7 @@ tried, clean errors, right answers, clean stops, and every bad outcome (tracebac
 exits, indexes lost or served half-written, scratch folders, crash logs, inconsistent result sets,
 temporary files: target 0 of each). The full-disk case mounts a tiny tmpfs, so it runs as root only.
 
-    python scripts/bench_faults.py                 # everything (some 5-10 minutes here)
+    python scripts/bench_faults.py                 # everything (some 20 minutes here)
     python scripts/bench_faults.py --quick         # the part the tests run
     python scripts/bench_faults.py --engines custom,lucene --tries 5
 """

@@ -7,8 +7,10 @@ import os
 import pty
 import select
 import signal
+import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 BOOKS = {
     "Micro": [
@@ -56,6 +58,24 @@ def make_data_dir(root: Path) -> Path:
         lines = "".join(json.dumps(q) + "\n" for q in QUESTIONS)
         (questions / f"phrases_no_exclude_{split}.jsonl").write_text(lines)
     return data
+
+
+def failures_in_threads(work: Callable[[int], None], n: int) -> list[BaseException]:
+    """Run ``work(0)`` .. ``work(n - 1)`` at once, each in its own thread; what they raised."""
+    failures: list[BaseException] = []
+
+    def guarded(who: int) -> None:
+        try:
+            work(who)
+        except BaseException as exc:  # noqa: BLE001 (collected for the caller's assertion)
+            failures.append(exc)
+
+    threads = [threading.Thread(target=guarded, args=(who,)) for who in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return failures
 
 
 def default_sigint() -> None:

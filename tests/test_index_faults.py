@@ -24,7 +24,7 @@ from openqa.retrieval.dense import DenseIndex
 from openqa.retrieval.manifest import FILES, MANIFEST, atomic_folder, folder_lock, lock_holder
 from openqa.retrieval.registry import build_hint, build_index, index_folder, open_index, tokenizer_config
 from openqa.text.tokenize import EnglishTokenizer, make_tokenizer
-from tests.helpers import make_data_dir
+from tests.helpers import failures_in_threads, make_data_dir
 from tests.test_cli import OPENQA, run
 from tests.test_dense import CORPUS, PARAGRAPHS, BagOfWordsEncoder
 
@@ -265,22 +265,13 @@ def test_overlapping_builds_both_succeed_and_the_last_to_finish_wins(tmp_path):
 
 def test_many_concurrent_builds_never_collide(tmp_path):
     final = tmp_path / "en-custom"
-    errors: list[BaseException] = []
 
     def builds(who: int) -> None:
-        try:
-            for _ in range(20):  # the unlocked swap failed in every such run
-                with atomic_folder(final) as scratch:
-                    (scratch / "who").write_text(str(who))
-        except BaseException as exc:  # collected for the assertion below
-            errors.append(exc)
+        for _ in range(20):  # the unlocked swap failed in every such run
+            with atomic_folder(final) as scratch:
+                (scratch / "who").write_text(str(who))
 
-    threads = [threading.Thread(target=builds, args=(who,)) for who in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    assert failures_in_threads(builds, 4) == []
     assert (final / "who").read_text() in {"0", "1", "2", "3"}
     assert [p.name for p in tmp_path.iterdir()] == ["en-custom"]
 

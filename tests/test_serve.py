@@ -149,7 +149,7 @@ def test_evidence_spans_point_at_matched_words(url):
 
 def test_chinese_is_parsed_answered_and_marked(url):
     status, request = call(url, "/v1/parse", {"text": ZH_BLOCK})
-    assert status == 200 and request == {"question": "哪种药物抑制细菌细胞壁合成？",
+    assert status == 200 and request == {"question": "哪种药物抑制细菌细胞壁合成?",  # NFKC, as the corpus
                                          "options": {"A": "阿司匹林", "B": "头孢曲松", "C": "庆大霉素"}}
     data = ask(url, request, lang="zh", **TOP1)
     assert data["prediction"] == "B" and data["lang"] == "zh"

@@ -93,9 +93,22 @@ def test_your_tune_overrides_the_shipped_choice_and_results_go_where_asked(fixtu
     assert summary["settings"]["sources"]["top_n"] == "your openqa tune: tuned/ir-custom-us.json"  # no machine path
     assert summary["settings"]["top_n"] == json.loads(mine.read_text())["chosen"]["top_n"]
     assert summary["files"]["summary"] == str(tmp_path / "results" / "us-test-ir-custom.json")
-    elsewhere = run("eval", "--dataset", "us", "--json", *loc, "--settings-dir", str(tmp_path / "none"), "--output", str(tmp_path / "o"))
+    (tmp_path / "empty").mkdir()
+    elsewhere = run("eval", "--dataset", "us", "--json", *loc, "--settings-dir", str(tmp_path / "empty"), "--output", str(tmp_path / "o"))
     assert json.loads(elsewhere.stdout)["settings"]["sources"]["top_n"].startswith("shipped with openqa")
     assert (tmp_path / "o" / "us-test-ir-custom.json").is_file()
+
+
+def test_a_settings_folder_asked_for_must_be_a_folder(fixture_data, tmp_path):
+    """An explicit --settings-dir or $OPENQA_SETTINGS that is missing or a file would silently drop
+    the user's tuned choices: a one-line error instead. Nothing asked for: the shipped choice."""
+    loc = ["--data-dir", str(fixture_data), "--index-dir", str(tmp_path / "indexes")]
+    (tmp_path / "a-file").write_text("x")
+    for flag, env in (([ "--settings-dir", str(tmp_path / "none")], {}), ([], {"OPENQA_SETTINGS": str(tmp_path / "a-file")})):
+        result = run("eval", "--dataset", "us", "--limit", "2", *loc, *flag, env=env)
+        assert result.returncode == 2 and "Traceback" not in result.stderr
+        assert result.stderr.count("\n") == 1 and "settings folder" in result.stderr, result.stderr
+        assert ("not found" if flag else "is not a folder") in result.stderr
 
 
 def test_ir_evaluation_does_not_import_torch(fixture_data, tmp_path):

@@ -1,6 +1,7 @@
 """OCR clean-up of MedQA textbooks: one cleaned paragraph per line, and idempotent.
 
-``clean_line`` repairs one line, in this order: drop invisible characters, NFKC-normalise,
+``clean_line`` repairs one line, in this order: drop invisible characters and NFKC-normalise
+(``openqa.text.unicode.normalize``, which questions get too), blank private-use glyphs,
 blank out repeated-character noise, normalise whitespace, then return "" if what is left
 is a page number, a figure/table stub or mostly non-letters. ``clean_book`` cleans every
 line, drops empty lines, then drops running headers/footers and (English only) joins
@@ -11,10 +12,10 @@ cleaned text returns it unchanged.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 
 from openqa.languages import LANGS, LANGUAGES
+from openqa.text.unicode import normalize
 
 #: A short line seen at least this often in one book is a running header or footer.
 HEADER_MIN_REPEATS = 5
@@ -24,16 +25,9 @@ HEADER_MAX_CHARS = 60
 #: characters than this is table or figure debris.
 MIN_LETTER_SHARE = 0.4
 
-# Characters that carry no text: format characters (zero-width space/joiners, soft
-# hyphen, BOM, bidi marks) are deleted, so "Com\ufeffmunication" stays one word.
-_FORMAT_CHARS = re.compile(
-    r"[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb]"
-)
-# Control characters (except whitespace ones) and private-use glyphs are PDF extraction
-# leftovers (bullets, arrows); they become a space so the words around them stay apart.
-_JUNK_GLYPHS = re.compile(
-    r"[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\ue000-\uf8ff\U000f0000-\U0010ffff]"
-)
+# Private-use glyphs are PDF extraction leftovers (bullets, arrows); they become a space so the
+# words around them stay apart.
+_PRIVATE_USE = re.compile(r"[\ue000-\uf8ff\U000f0000-\U0010ffff]")
 # The same non-alphanumeric character 4+ times ("....", "-----", "____", "****").
 # "+" is exempt: "(++++)" is a clinical grade, not noise.
 _REPEATED_CHAR = re.compile(r"([^\w\s+]|_)\1{3,}")
@@ -73,8 +67,7 @@ def clean_book(text: str, lang: str) -> str:
 def clean_line(line: str, lang: str) -> str:
     """Clean one line of OCR text; "" when the line is pure debris (page number, stub, noise)."""
     _check_lang(lang)
-    line = _drop_invisible(line)  # first, so NFKC sees the characters that stay side by side
-    line = _normalise_unicode(line)
+    line = _PRIVATE_USE.sub(" ", normalize(line))  # normalize: as every question is
     line = _blank_repeated_chars(line)
     line = _normalise_whitespace(line)
     return "" if _is_debris(line) else line
@@ -84,16 +77,6 @@ def _check_lang(lang: str) -> None:
     """Refuse a language the rules were not written for, rather than clean it wrongly."""
     if lang not in LANGS:
         raise ValueError(f"unknown language {lang!r}: choose one of {LANGS}")
-
-
-def _drop_invisible(line: str) -> str:
-    """Delete zero-width/format characters and turn control and private-use glyphs into spaces."""
-    return _JUNK_GLYPHS.sub(" ", _FORMAT_CHARS.sub("", line))
-
-
-def _normalise_unicode(line: str) -> str:
-    """NFKC: ligatures ("ﬁ" -> "fi"), full-width forms ("（" -> "("), odd spaces become plain."""
-    return unicodedata.normalize("NFKC", line)
 
 
 def _blank_repeated_chars(line: str) -> str:

@@ -12,6 +12,7 @@ from openqa.data.questions import (
     load_questions,
     parse_train_split,
     read_question_file,
+    read_question_file_digest,
     split_questions,
 )
 
@@ -27,5 +28,6 @@ __all__ = [
     "load_questions",
     "parse_train_split",
     "read_question_file",
+    "read_question_file_digest",
     "split_questions",
 ]

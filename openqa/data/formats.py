@@ -9,54 +9,62 @@ from __future__ import annotations
 import csv
 import io
 import json
-from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from openqa.data.questions import MAX_LINE_BYTES, Question, _parse_record
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines, opened, whole_file
+from openqa.jsonl import decode, numbered_lines, unique_keys
 
 #: Formats read here, besides MedQA's JSONL.
 FORMATS = ("mirage", "medmcqa", "mmlu")
 
-#: The largest MIRAGE benchmark file read: it is one JSON document, read whole (MIRAGE ships it on
-#: one line, so the JSON-lines limit does not apply). MMLU-Med and MedMCQA alone take 1.6 MB and all
-#: five datasets (7,663 questions) a few MB: 64 MiB leaves room for larger ones, and
-#: ``--questions /dev/zero`` still stops at once.
+
+#: The numbered raw lines of a question file, read once (``read_lines``): a pipe cannot be read twice.
+Lines = list[tuple[int, bytes]]
+
+
+#: The largest MIRAGE benchmark file read (one JSON document, often on one line: all five subsets
+#: of the real one fit).
 MAX_MIRAGE_BYTES = 64 << 20
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """The numbered lines of ``path`` as text (each at most ``MAX_LINE_BYTES``; a byte-order mark dropped)."""
-    for number, raw in numbered_lines(path, MAX_LINE_BYTES, "a question file"):
+def read_lines(path: Path) -> Lines:
+    """Every line of ``path`` with its number, from one read: each at most ``MAX_LINE_BYTES``, except
+    a first line that opens a JSON object (a MIRAGE file on one line), which may reach ``MAX_MIRAGE_BYTES``."""
+    try:
+        lines = list(numbered_lines(path, MAX_MIRAGE_BYTES, "a question file"))
+    except DataError as exc:
+        if ": line longer than" not in str(exc):
+            raise
+        raise DataError(f"{path}: larger than {MAX_MIRAGE_BYTES:,} bytes: not a MIRAGE benchmark file") from None
+    first = next((number for number, raw in lines if raw.strip()), None)
+    for number, raw in lines:
+        if len(raw) > MAX_LINE_BYTES and not (number == first and raw.lstrip(b"\xef\xbb\xbf \t").startswith(b"{")):
+            raise DataError(f"{path}:{number}: line longer than {MAX_LINE_BYTES:,} bytes: not a question file")
+    return lines
+
+
+def _lines(path: Path, lines: Lines) -> Iterator[tuple[int, str]]:
+    """The numbered lines of ``path`` as text (a byte-order mark dropped)."""
+    for number, raw in lines:
         try:
             yield number, raw.decode("utf-8-sig" if number == 1 else "utf-8")
         except UnicodeDecodeError:
             raise DataError(f"{path}:{number}: not valid UTF-8") from None
 
 
-def _first_line(path: Path) -> tuple[str, bool]:
-    """The first line of ``path`` that is not blank (at most ``MAX_LINE_BYTES`` of it, a byte-order
-    mark dropped) and whether it goes on past that (a MIRAGE file on one line)."""
-    with opened(path) as handle:
-        for raw in iter(partial(handle.readline, MAX_LINE_BYTES + 1), b""):
-            if raw.strip():
-                return raw[:MAX_LINE_BYTES].decode("utf-8", errors="replace").lstrip("\ufeff"), len(raw) > MAX_LINE_BYTES
-    return "", False
-
-
-def detect(path: Path) -> str:
+def detect(path: Path, lines: Lines) -> str:
     """The format of a question file: ``mmlu`` (a .csv), ``medmcqa`` (JSON lines with ``opa``),
-    ``mirage`` (one JSON object of datasets, on one line or many), else ``medqa`` (MedQA's JSON
-    lines); only the first line that is not blank is read (a line longer than any question's that
-    opens an object is MIRAGE's)."""
+    ``mirage`` (one JSON object of datasets), else ``medqa`` (MedQA's JSON lines); only the first
+    line that is not blank is read."""
     if path.suffix.lower() == ".csv":
         return "mmlu"
-    first, longer = _first_line(path)
-    opening = first.strip()
-    if longer:
-        return "mirage" if opening.startswith("{") else "medqa"  # the JSON-lines reader names the long line
+    first = ""
+    for number, raw in lines:
+        if raw.strip():
+            first = raw.decode("utf-8-sig" if number == 1 else "utf-8", errors="replace")
+            break
     try:
         record = decode(first)
     except ValueError:
@@ -67,16 +75,16 @@ def detect(path: Path) -> str:
         if "question" in record or "options" in record:
             return "medqa"
         return "mirage"
-    # a MIRAGE file written over many lines opens with "{" and no closing brace
+    opening = first.strip()  # a MIRAGE file written over many lines opens with "{" and no closing brace
     return "mirage" if opening.startswith("{") and not opening.endswith("}") else "medqa"
 
 
-def read_other(path: Path, fmt: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def read_other(path: Path, lines: Lines, fmt: str, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
     """The questions of ``path`` in format ``fmt``."""
     if subset is not None and fmt != "mirage":
         raise DataError(f"{path}: --subset picks a dataset of a MIRAGE benchmark file; this is a {fmt} file")
     readers = {"mirage": _mirage, "medmcqa": _medmcqa, "mmlu": _mmlu}
-    questions = readers[fmt](path, prefix, n_options, subset)
+    questions = readers[fmt](path, lines, prefix, n_options, subset)
     if not questions:
         raise DataError(f"{path}: no questions")
     return questions
@@ -88,21 +96,16 @@ def _line_of(text: str, needle: str, start: int = 0) -> int:
     return text.count("\n", 0, at) + 1 if at >= 0 else 1
 
 
-def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
-    raw = whole_file(path, MAX_MIRAGE_BYTES, "a MIRAGE benchmark file")
+def _mirage(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+    text = "".join(line for _, line in _lines(path, lines))
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise DataError(f"{path}:{line}: not valid UTF-8") from None
-    try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=unique_keys)  # a repeated id is an error, not a lost question
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
     except (RecursionError, ValueError):
         try:
             decode(text)
-        except ValueError as exc:  # nesting past the recursion limit, an integer of thousands of digits
+        except ValueError as exc:  # nesting past the recursion limit, a huge integer, a repeated key
             raise DataError(f"{path}: invalid JSON ({exc})") from None
         raise
     if not isinstance(data, dict) or not data or not all(isinstance(v, dict) for v in data.values()):
@@ -128,10 +131,10 @@ def _mirage(path: Path, prefix: str, n_options: int | None, subset: str | None) 
     return questions
 
 
-def json_records(path: Path) -> Iterator[tuple[int, Any]]:
+def json_records(path: Path, lines: Lines) -> Iterator[tuple[int, Any]]:
     """The JSON value of each line of a JSON-lines file that is not blank, with its line number; a
     line that is not JSON is a ``file:line`` error."""
-    for line_no, line in _lines(path):
+    for line_no, line in _lines(path, lines):
         if not line.strip():
             continue
         try:
@@ -140,9 +143,9 @@ def json_records(path: Path) -> Iterator[tuple[int, Any]]:
             raise DataError(f"{path}:{line_no}: invalid JSON ({exc})") from None
 
 
-def _medmcqa(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def _medmcqa(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
     questions = []
-    for line_no, record in json_records(path):
+    for line_no, record in json_records(path, lines):
         try:
             questions.append(_parse_record(_medmcqa_record(record), f"{prefix}-{line_no}", n_options))
         except ValueError as exc:
@@ -170,9 +173,9 @@ def _medmcqa_record(record: Any) -> dict[str, Any]:
     return {"question": record.get("question"), "options": options, "answer_idx": chr(ord("A") + cop - 1)}
 
 
-def _mmlu(path: Path, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
+def _mmlu(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:
     questions = []
-    reader = csv.reader(io.StringIO("".join(line for _, line in _lines(path))))
+    reader = csv.reader(io.StringIO("".join(line for _, line in _lines(path, lines))))
     while True:
         try:
             row = next(reader)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from openqa.data.questions import Question
 from openqa.errors import OpenQAError
+from openqa.text.unicode import normalize
 
 #: The most options a question may have (A-J) and the most characters a question may hold.
 MAX_OPTIONS = 10
@@ -23,7 +24,8 @@ MAX_CHARS = 20_000
 #: ``A: text``, ``A. text``, ``(A) text``, ``A) text``, ``A=text``, ``A：text``, ``A、text``, ``（A）text``.
 #: The option text is the rest of the line, stripped in Python: a lazy group followed by ``\s*$``
 #: backtracks over every space run, quadratic in the line's length (a 136 KB line took 83 s).
-_OPTION_LINE = re.compile(r"\s*[(（]?([A-Ja-j])\s*[:.)=：、．）](.*)")
+#: Letters past J are matched too, so that an 11th option is refused as one, not read as question text.
+_OPTION_LINE = re.compile(r"\s*[(（]?([A-Za-z])\s*[:.)=：、．）](.*)")
 #: Terminal escape sequences (colours, cursor moves) and other control characters but tab and newline.
 _ESCAPES = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]|[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -33,10 +35,11 @@ class TooLongError(OpenQAError):
 
 
 def clean_text(text: str) -> str:
-    """Text without a byte-order mark, terminal escape codes or control characters, and with
-    Windows/old-Mac line ends made ``\\n``."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff")
-    return _ESCAPES.sub("", text)
+    """Text without terminal escape codes or control characters, with Windows/old-Mac line ends made
+    ``\\n``, and normalised as the corpus is (``openqa.text.unicode.normalize``: full-width option
+    letters such as ``Ａ：`` then read as ``A:``, a zero-width space cannot hide a word)."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return normalize(_ESCAPES.sub("", text))
 
 
 def make_question(text: str, options: dict[str, str], qid: str = "interactive") -> Question:
@@ -64,7 +67,7 @@ def parse_option_flags(flags: list[str]) -> dict[str, str]:
     options: dict[str, str] = {}
     for flag in flags:
         letter, sep, text = flag.partition("=")
-        letter = letter.strip().upper()
+        letter = normalize(letter).strip().upper()
         if not sep or len(letter) != 1 or not letter.isalpha():
             raise OpenQAError(f"--option must look like 'A=text', not {flag!r}")
         if letter in options:

@@ -10,6 +10,7 @@ from typing import Any, Sequence
 
 from openqa.errors import DataError
 from openqa.languages import LANGUAGES
+from openqa.text.unicode import normalize
 
 #: Split names a dataset can be asked for, in the order of the original release.
 SPLITS = ("train", "dev", "test")
@@ -29,6 +30,14 @@ class Question:
     answer: str
     meta_info: str | None = None
     metamap_phrases: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        """Normalise the text the way the corpus is (``openqa.text.unicode.normalize``), whatever
+        made the question (a file, a paste, a request): a full-width, ligatured or zero-width-split
+        word then finds the terms of its plain form, and bidirectional controls are dropped."""
+        for name in ("question", "answer"):
+            object.__setattr__(self, name, normalize(getattr(self, name)))
+        object.__setattr__(self, "options", {letter: normalize(text) for letter, text in self.options.items()})
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready form, so predictions and reports can carry the question."""
@@ -167,14 +176,14 @@ def _parse_record(record: Any, qid: str, n_options: int | None) -> Question:
         raise ValueError(f"expected a JSON object, found {type(record).__name__}")
 
     question = record.get("question")
-    if not isinstance(question, str) or not question.strip():
+    if not isinstance(question, str) or not normalize(question).strip():
         raise ValueError("missing or empty 'question'")
 
     options = record.get("options")
     if not isinstance(options, dict) or len(options) < 2:
         raise ValueError("'options' must be an object of at least two letter -> text entries")
     for letter, text in options.items():
-        if not isinstance(text, str) or not text.strip():
+        if not isinstance(text, str) or not normalize(text).strip():
             raise ValueError(f"option {letter!r} is not a non-empty string")
     letters = _option_letters(len(options))
     if list(options) != letters:
@@ -186,7 +195,7 @@ def _parse_record(record: Any, qid: str, n_options: int | None) -> Question:
     if not isinstance(answer_idx, str) or answer_idx not in options:
         raise ValueError(f"'answer_idx' {answer_idx!r} is not one of the option letters {', '.join(options)}")
     answer = record.get("answer")
-    if answer is not None and (not isinstance(answer, str) or answer.strip() != options[answer_idx].strip()):
+    if answer is not None and (not isinstance(answer, str) or normalize(answer).strip() != normalize(options[answer_idx]).strip()):
         raise ValueError(f"'answer' {answer!r} is not the text of option {answer_idx}")
 
     meta_info = record.get("meta_info")
@@ -216,6 +225,13 @@ MAX_LINE_BYTES = 1 << 20
 def read_question_file(
     path: Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
 ) -> list[Question]:
+    """The questions of ``path`` (see ``read_question_file_digest``)."""
+    return read_question_file_digest(path, qid_prefix, n_options, subset)[0]
+
+
+def read_question_file_digest(
+    path: Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
+) -> tuple[list[Question], str]:
     """Read and validate a MedQA-format JSONL file, so bad data stops the run with file and line named.
     MIRAGE, MedMCQA and MMLU files are recognised by their first line or extension and read by
     ``openqa.data.formats`` (``subset``: the dataset of a MIRAGE file).
@@ -223,17 +239,21 @@ def read_question_file(
     Each question's id is ``f"{qid_prefix}-{line_number}"`` (prefix defaults to the file stem;
     line numbers count blank lines, which are skipped). ``answer``, when present, must equal the
     text of option ``answer_idx`` after stripping whitespace (it is exactly equal in every record
-    of the shipped files); the Question always carries the option's text.
+    of the shipped files); the Question always carries the option's text. Also returned: the
+    SHA-256 of the bytes read, so a record names the file by content without reading it again
+    (``/dev/stdin``, a FIFO: a second read would find nothing, or wait for a writer).
     """
     path = Path(path)
     prefix = path.stem if qid_prefix is None else qid_prefix
-    from openqa.data.formats import detect, json_records, read_other
+    from openqa.data.formats import detect, json_records, read_lines, read_other
 
-    fmt = detect(path)
+    lines = read_lines(path)  # once, then detected and parsed: a pipe (/dev/stdin) cannot be read again
+    digest = hashlib.sha256(b"".join(raw for _, raw in lines)).hexdigest()
+    fmt = detect(path, lines)
     if fmt != "medqa" or subset is not None:
-        return read_other(path, fmt, prefix, n_options, subset)
+        return read_other(path, lines, fmt, prefix, n_options, subset), digest
     questions: list[Question] = []
-    for line_no, record in json_records(path):  # a byte-order mark may open the file
+    for line_no, record in json_records(path, lines):  # a byte-order mark may open the file
         try:
             questions.append(_parse_record(record, f"{prefix}-{line_no}", n_options))
         except ValueError as exc:
@@ -241,7 +261,7 @@ def read_question_file(
 
     if not questions:
         raise DataError(f"{path}: no questions")
-    return questions
+    return questions, digest
 
 
 def dataset_spec(dataset: str) -> DatasetSpec:

@@ -9,15 +9,14 @@ import json
 import os
 import platform
 import resource
-import signal
+import secrets
 import sys
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from openqa.errors import OpenQAError
+from openqa.signals import interrupts_held
 
 
 def run_record(command: str | None = None) -> dict[str, Any]:
@@ -39,20 +38,22 @@ def write_atomic(path: Path, text: str | bytes) -> None:
 def write_all_or_none(files: dict[Path, str | bytes]) -> None:
     """Write several files so that each keeps its old content or all get their new one.
 
-    Each text goes to a hidden ``.NAME.tmp`` first; if any write fails (Ctrl-C, a full disk) every
+    Each text goes to a hidden ``.<unique>.NAME.tmp`` first (its own, so that runs writing the same
+    names at once never share one); if any write fails (Ctrl-C, a full disk) every
     temporary file is removed and the old files stay. Then the temporary files take their names in
     a few renames during which Ctrl-C and SIGTERM are held and delivered once all are done: an
     interruption leaves all old or all new files and no temporary one. (Only a SIGKILL inside those
     microseconds can mix them; ``read_result_set`` detects that.)
     """
-    temps = {path: path.with_name(f".{path.name}.tmp") for path in files}
+    temps: dict[Path, Path] = {}
     try:
         for path, text in files.items():
+            temps[path] = _temporary(path)
             if isinstance(text, bytes):
                 temps[path].write_bytes(text)
             else:
                 temps[path].write_text(text, encoding="utf-8")
-        with _interrupts_held():
+        with interrupts_held():
             for path, tmp in temps.items():
                 tmp.replace(path)
     except BaseException:
@@ -61,22 +62,10 @@ def write_all_or_none(files: dict[Path, str | bytes]) -> None:
         raise
 
 
-@contextmanager
-def _interrupts_held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM inside the block, then deliver them as they would have been (in the
-    main thread only: elsewhere signal handlers cannot be changed, and they are never run)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum)) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-        for sig in dict.fromkeys(held):
-            signal.raise_signal(sig)
+def _temporary(path: Path) -> Path:
+    """The hidden temporary name of ``path`` for this write, ``.<pid>-<random>.NAME.tmp``: no other
+    process or call writing ``path`` at the same time has it."""
+    return path.with_name(f".{os.getpid()}-{secrets.token_hex(6)}.{path.name}.tmp")
 
 
 def ensure_writable(folder: Path, flag: str = "--output", create: bool = True) -> Path:

@@ -44,7 +44,7 @@ from openqa.retrieval.base import (
     term_ids,
 )
 from openqa.retrieval.custom_kernel import LANES, rank_groups
-from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
+from openqa.retrieval.manifest import MANIFEST, atomic_folder, require_words, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 #: The weights of a format-1 index (one ``.npz``, read whole; still opened).
@@ -139,6 +139,7 @@ def document_weights(term_lists: Iterable[list[str]], params: DocParams) -> tupl
         start += len(batch)
     doc_len = np.concatenate(lengths).astype(np.float64) if lengths else np.zeros(0)
     n, n_terms = len(doc_len), len(vocab)
+    require_words(n_terms)
     doc_freq = np.zeros(n_terms, np.int64)
     for chunk in chunks:
         doc_freq[chunk.terms] += chunk.runs

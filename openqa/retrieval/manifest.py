@@ -22,7 +22,8 @@ Indexes built before files were recorded (no ``files`` key) still open, with the
 counts across files and parse failures are caught, a same-sized edit (a shuffled vocabulary) is not.
 
 ``atomic_folder`` builds in a scratch folder and swaps it in with two renames under a lock on
-the parent folder, so overlapping builds serialise their swaps (the last to finish wins). A
+the parent folder, with Ctrl-C and SIGTERM held until both are done, so overlapping builds
+serialise their swaps (the last to finish wins) and an interruption never lands between them. A
 kill between the renames leaves the previous index hidden as ``.NAME.old-*``: the next open
 or build renames it back. A build removes scratch folders that builds killed on this machine
 left behind (their names carry host and process id); a live build's are never touched.
@@ -45,6 +46,8 @@ from typing import Any, Iterator
 
 from openqa import __version__
 from openqa.errors import IndexDamagedError, IndexMismatchError, IndexMissingError, OpenQAError
+from openqa.jsonl import decode
+from openqa.signals import interrupts_held
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +114,8 @@ def read_manifest(folder: Path, build_hint: str) -> dict[str, Any]:
     if not path.is_file():
         raise IndexMissingError(f"no index at {folder}: build it with `{build_hint}`")
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        manifest = decode(path.read_text(encoding="utf-8"))  # nesting too deep, a huge number: ValueError
+    except ValueError as exc:  # UnicodeDecodeError too
         raise damaged(folder, MANIFEST, f"is not valid JSON ({exc})", build_hint) from None
     if not isinstance(manifest, dict):
         raise damaged(folder, MANIFEST, f"holds a JSON {type(manifest).__name__}, not an object", build_hint)
@@ -178,6 +181,14 @@ def check_counts(folder: Path, what: str, counts: dict[str, Any], build_hint: st
         raise damaged(folder, f"{what} counts", f"disagree ({listed})", build_hint)
 
 
+def require_words(terms: int) -> None:
+    """Refuse to build an index of no terms (every word a stop word, a single letter or another
+    script): it could answer nothing, and would be refused as damaged on every open."""
+    if not terms:
+        raise OpenQAError("the corpus has no indexable words (only stop words, single characters or another "
+                          "language's script?): nothing to index")
+
+
 @contextmanager
 def atomic_folder(final: Path) -> Iterator[Path]:
     """Yield a scratch folder that replaces ``final`` only if the block completes.
@@ -189,13 +200,15 @@ def atomic_folder(final: Path) -> Iterator[Path]:
     """
     final = Path(final)
     final.parent.mkdir(parents=True, exist_ok=True)
+    if final.exists() and not final.is_dir():  # it would be hidden by the swap and never removed
+        raise OpenQAError(f"{final} is a file, not an index folder: move it away, then build again")
     with folder_lock(final.parent):
         _tidy(final)
     scratch = _hidden(final, BUILDING, f"{socket.gethostname()}-{os.getpid()}-{time.time_ns()}")
     try:
         scratch.mkdir()  # inside the try: a Ctrl-C just after the folder appears removes it too
         yield scratch
-        with folder_lock(final.parent):
+        with folder_lock(final.parent), interrupts_held():  # a Ctrl-C between the renames waits for both
             retired = _hidden(final, OLD, str(time.time_ns()))
             if final.exists():
                 final.rename(retired)

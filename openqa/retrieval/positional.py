@@ -17,7 +17,7 @@ from tqdm import tqdm
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import EngineOptions, Index, Opening, batches, term_ids
-from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
+from openqa.retrieval.manifest import MANIFEST, atomic_folder, require_words, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 POSITIONS = "positions.npy"
@@ -75,6 +75,7 @@ class PositionalIndex(Index):
             starts.append(np.repeat(firsts - (np.cumsum(lengths) - lengths), lengths) + np.arange(len(batch_ids)))
             cursor += int((lengths + GAP).sum())
             rows += len(batch)
+        require_words(len(vocab))
         all_ids = np.concatenate(ids) if ids else np.zeros(0, np.int32)
         pos = np.concatenate(starts) if starts else np.zeros(0, np.int64)
         order = np.argsort(all_ids, kind="stable")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Iterator
 
 from openqa.corpus.paragraphs import SEGMENTATION_VERSION, Paragraph
 from openqa.corpus.sources import Corpus, check_name, textbooks
 from openqa.errors import OpenQAError
+from openqa.jsonl import decode
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.dense import DenseIndex
@@ -47,8 +47,8 @@ def recorded_source(index_dir: Path, corpus: str) -> str | None:
     """The path a named corpus was indexed from, as any of its indexes' manifests records it."""
     for manifest in sorted(Path(index_dir).glob(f"{check_name(corpus)}-*/{MANIFEST}")):
         try:
-            recorded = json.loads(manifest.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            recorded = decode(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # nesting too deep included
             continue
         if isinstance(recorded, dict) and recorded.get("corpus") == corpus and recorded.get("corpus_source"):
             return str(recorded["corpus_source"])

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from faultsuite.tally import OPENQA, Case
+from faultsuite.third import third_round_cases
 
 #: Hostile cases of each category in the quick run (each also has its own test).
 QUICK_PER_CATEGORY = 1
@@ -187,6 +188,7 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool, tiny: Pa
         *hostile_input(qfile, loc, root),
         *hostile_environment(qfile, loc, an, out),
         *edited_manifests(root, data, custom, pmi),
+        *third_round_cases(qfile, loc, root, data),
         *([full_disk_case(loc, tiny)] if tiny else []),
         lock_case(root, data),
     ]

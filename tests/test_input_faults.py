@@ -1,0 +1,220 @@
+"""Third round of command-line faults: questions normalised the way the corpus is, question files
+read once (pipes, FIFOs), corpus text escaped on the terminal, result temporaries of concurrent
+runs, a Ctrl-C inside an index swap, a memory limit, and the smaller refusals of issue 32."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from openqa.data import read_question_file
+from openqa.data.pasted import make_question, parse_block
+from openqa.evaluate.results import write_all_or_none
+from openqa.retrieval.manifest import atomic_folder
+from openqa.text.unicode import normalize, printable
+from tests import test_cli_faults
+from tests.helpers import QUESTIONS, failures_in_threads, make_data_dir
+from tests.test_cli import OPENQA, run
+from tests.test_cli_faults import one_line_error
+
+site = test_cli_faults.site  # the fixture of a data folder and its built custom index
+PLAIN = QUESTIONS[0]
+FULL_WIDTH = {ord(c): ord(c) + 0xFEE0 for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"}
+
+
+def mangled(text: str) -> str:
+    """``text`` as a PDF or web page may give it: full-width letters, a zero-width space and a soft
+    hyphen inside words, an "fi" ligature, and a right-to-left override."""
+    words = text.split(" ")
+    words[0] = words[0].translate(FULL_WIDTH)
+    words = [w[:3] + "\u200b" + w[3:] if len(w) > 6 else w for w in words]
+    return "\u202e" + " ".join(words).replace("fi", "\ufb01").replace("ation", "a\u00adtion")
+
+
+def test_a_mangled_question_reads_as_its_plain_form_from_flags_pastes_and_files(tmp_path):
+    options = {k: mangled(v) for k, v in PLAIN["options"].items()}
+    assert mangled(PLAIN["question"]) != PLAIN["question"]
+    flags = make_question(mangled(PLAIN["question"]), options)
+    pasted = parse_block(mangled(PLAIN["question"]) + "\n" + "\n".join(f"{k.translate(FULL_WIDTH)}：{v}" for k, v in options.items()))
+    path = tmp_path / "q.jsonl"
+    path.write_text(json.dumps({**PLAIN, "question": mangled(PLAIN["question"]), "options": options,
+                                "answer": options[PLAIN["answer_idx"]]}) + "\n")
+    (from_file,) = read_question_file(path)
+    for question in (flags, pasted, from_file):
+        assert question.question == PLAIN["question"] and question.options == PLAIN["options"]
+    assert normalize(normalize(mangled("x ﬁ y"))) == normalize(mangled("x ﬁ y"))
+
+
+def test_a_mangled_question_predicts_what_its_plain_form_does(site):
+    def answer(question: dict) -> dict:
+        options = [f"--option={k}={v}" for k, v in question["options"].items()]
+        result = run("answer", "--question", question["question"], *options, "--json", *site)
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    plain = answer(PLAIN)
+    odd = answer({"question": mangled(PLAIN["question"]), "options": {k: mangled(v) for k, v in PLAIN["options"].items()}})
+    assert odd["prediction"] == plain["prediction"] and any(o["score"] for o in plain["options"])
+    assert [o["score"] for o in odd["options"]] == [o["score"] for o in plain["options"]]
+
+
+def test_a_question_file_piped_to_dev_stdin_loses_no_question(site, tmp_path):
+    """The file is read from one handle: a pipe cannot be read twice (the first question was lost)."""
+    lines = "".join(json.dumps(q) + "\n" for q in QUESTIONS)
+    result = subprocess.run([OPENQA, "eval", "--questions", "/dev/stdin", "--json", "--output", str(tmp_path), *site],
+                            input=lines, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == len(QUESTIONS)
+
+
+def test_a_fifo_with_a_writer_is_read_and_one_without_is_a_one_line_error(site, tmp_path):
+    fifo = tmp_path / "q.fifo"
+    os.mkfifo(fifo)
+    lonely = run("eval", "--questions", str(fifo), *site)  # nobody writes: no wait for a writer
+    assert f"{fifo}: no questions" in one_line_error(lonely)
+    child = subprocess.Popen([OPENQA, "eval", "--questions", str(fifo), "--json", "--output", str(tmp_path), *site],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(fifo, "w") as writer:  # waits for the reader, as a writer does
+        writer.write("".join(json.dumps(q) + "\n" for q in QUESTIONS))
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0, err
+    assert json.loads(out)["n"] == len(QUESTIONS)
+
+
+def test_printable_shows_control_characters_one_for_one():
+    text = "a\x1b]0;owned\x07b\nc\u202ed\x9b"
+    shown = printable(text)
+    assert len(shown) == len(text) and shown == "a\u241b]0;owned\u2407b\u240ac\ufffdd\ufffd"
+    assert printable("plain, 中文 ＡＢ") == "plain, 中文 ＡＢ"
+
+
+def test_escape_sequences_in_a_corpus_reach_the_terminal_as_symbols(tmp_path):
+    """A JSONL corpus is taken as it is: its titles, ids and text may hold escape sequences (set the
+    window title, clear the screen) and newlines; ``openqa answer`` shows them, never sends them."""
+    corpus = tmp_path / "evil.jsonl"
+    corpus.write_text("".join(json.dumps(p) + "\n" for p in [
+        {"id": "p1\n[fake 0.99]", "title": "Book\x1b]0;owned\x07", "text": "Ceftriaxone \x1b[2J blocks cell wall synthesis."},
+        {"id": "p2", "title": "Other", "text": "Gentamicin binds the 30S ribosome\x1b[31m."},
+    ]))
+    ix = ["--index-dir", str(tmp_path / "ix")]
+    assert run("index", "--lang", "en", "--corpus", str(corpus), *ix).returncode == 0
+    result = run("answer", "--corpus", "evil", "--question", "Which drug blocks cell wall synthesis?", "--option",
+                 "A=Ceftriaxone", "--option", "B=Gentamicin", "--top-n", "1", *ix)
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout and "\u241b]0;owned\u2407" in result.stdout
+    evidence = [line for line in result.stdout.splitlines() if line.startswith("      [")]
+    assert evidence and all("fake" not in line or "\u240a" in line for line in evidence)
+    assert not any(line.startswith("[fake") for line in result.stdout.splitlines())
+
+
+def test_concurrent_writers_of_one_result_set_never_share_a_temporary(tmp_path):
+    """Runs writing the same result names at once (5 of 180 failed after scoring) each have their own."""
+    files = {tmp_path / name: "" for name in ("r.predictions.jsonl", "r.md", "r.json")}
+
+    def writer(n: int) -> None:
+        for i in range(30):
+            write_all_or_none({path: f"{n}-{i}\n" * 200 for path in files})
+
+    assert failures_in_threads(writer, 6) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in files)  # no temporary left
+
+
+def test_a_ctrl_c_between_the_renames_of_an_index_swap_lands_after_both(tmp_path, monkeypatch):
+    final = tmp_path / "en-custom"
+    final.mkdir()
+    (final / "manifest.json").write_text("old")
+    rename = Path.rename
+
+    def ctrl_c_on_the_first_rename(self, target):
+        if self == final:
+            os.kill(os.getpid(), signal.SIGINT)
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "rename", ctrl_c_on_the_first_rename)
+    with pytest.raises(KeyboardInterrupt):
+        with atomic_folder(final) as scratch:
+            (scratch / "manifest.json").write_text("new")
+    assert (final / "manifest.json").read_text() == "new"
+
+
+def test_a_deeply_nested_manifest_is_a_one_line_error(site, tmp_path):
+    data, indexes = Path(site[1]), tmp_path / "indexes"
+    index = indexes / "en-custom"
+    index.mkdir(parents=True)
+    (index / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
+    err = one_line_error(run("eval", "--dataset", "us", "--data-dir", str(data), "--index-dir", str(indexes)))
+    assert "manifest.json is not valid JSON (nested too deeply)" in err
+
+
+def test_eval_under_a_400_mb_address_space_limit_stops_in_one_line(site, tmp_path):
+    """OpenBLAS used to spin forever there, deaf to SIGTERM (and a C++ abort at 550 MB): a limit
+    under openqa.limits.MIN_ADDRESS_SPACE_MB is refused in one line before any library loads."""
+    for kb in (400_000, 550_000):
+        limited = f'ulimit -v {kb}; exec "$0" "$@"'
+        result = subprocess.run(["bash", "-c", limited, OPENQA, "eval", "--dataset", "us", "--output", str(tmp_path), *site],
+                                capture_output=True, text=True, timeout=300)
+        assert "below the 640 MiB openqa needs" in one_line_error(result) and "out of memory" in result.stderr
+
+
+def test_openblas_gets_one_thread_only_under_a_memory_limit():
+    code = "import os, openqa; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (64 << 30, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+    limited = subprocess.run([sys.executable, "-c", code], env=env, preexec_fn=limit, capture_output=True, text=True)
+    free = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert limited.stdout.strip() == "1"
+    if resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY:
+        assert free.stdout.strip() == "None"
+
+
+def test_a_corpus_without_indexable_words_is_refused_at_build(tmp_path):
+    corpus = tmp_path / "stop.jsonl"
+    corpus.write_text('{"id": "p1", "title": "t", "text": "the of and a"}\n')
+    for engine in ("custom", "pmi"):
+        result = run("index", "--lang", "en", "--engine", engine, "--corpus", str(corpus), "--index-dir", str(tmp_path / "ix"))
+        assert result.returncode == 2 and "Traceback" not in result.stderr and "Warning" not in result.stderr
+        assert "no indexable words" in result.stderr.strip().splitlines()[-1]  # after the progress bar
+    assert not (tmp_path / "ix").exists() or not any((tmp_path / "ix").iterdir())
+
+
+def test_eval_retrieval_json_prints_json(site, tmp_path):
+    result = run("eval", "--dataset", "us", "--retrieval", "--retrievers", "ir-custom", "--json",
+                 "--output", str(tmp_path), *site)
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)
+    assert set(record["retrievers"]) == {"ir-custom"} and Path(record["files"]["summary"]).is_file()
+
+
+def test_repeated_option_keys_and_mirage_ids_are_refused(site, tmp_path):
+    jsonl = tmp_path / "q.jsonl"
+    jsonl.write_text('{"question": "Why?", "options": {"A": "x", "A": "z", "B": "y"}, "answer_idx": "A"}\n')
+    assert f"{jsonl}:1: invalid JSON (key 'A' repeated in one object)" in one_line_error(run("eval", "--questions", str(jsonl), *site))
+    mirage = tmp_path / "benchmark.json"
+    record = '{"question": "Why?", "options": {"A": "x", "B": "y"}, "answer": "A"}'
+    mirage.write_text('{"medqa": {"0001": %s, "0001": %s}}\n' % (record, record))
+    assert "key '0001' repeated" in one_line_error(run("eval", "--questions", str(mirage), *site))
+
+
+def test_a_file_at_an_index_name_is_refused_and_kept(tmp_path):
+    data = make_data_dir(tmp_path)
+    (tmp_path / "ix").mkdir()
+    (tmp_path / "ix" / "en-custom").write_text("mine")
+    err = one_line_error(run("index", "--lang", "en", "--data-dir", str(data), "--index-dir", str(tmp_path / "ix")))
+    assert "is a file, not an index folder" in err
+    assert sorted(p.name for p in (tmp_path / "ix").iterdir()) == ["en-custom"]
+    assert (tmp_path / "ix" / "en-custom").read_text() == "mine"
+
+
+def test_an_eleventh_pasted_option_is_refused_as_one(site):
+    lines = ["What?"] + [f"{chr(ord('A') + i)}: option {i}" for i in range(11)]
+    assert "at most 10 options (A-J), not 11" in one_line_error(run("answer", *site, stdin="\n".join(lines) + "\n"))
