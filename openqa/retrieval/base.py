@@ -12,6 +12,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVa
 
 import numpy as np
 
+from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
 from openqa.retrieval.manifest import MANIFEST, check_counts, check_manifest, damaged, loading, mismatch, read_manifest
 from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
@@ -283,6 +284,7 @@ class SearchEngine(Index):
         (others ignore them); ``progress`` is told how many queries each batch finished."""
         out: list[list[Hit]] = []
         for batch in batches(queries, self.query_batch):
+            checkpoint()
             out += self.search_batch(batch, k)
             if progress:
                 progress(len(batch))

@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
+from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
 from openqa.retrieval.base import (
     PARAGRAPHS,
@@ -432,7 +433,9 @@ class CustomBM25(SearchEngine):
     ) -> list[list[Hit]]:
         """All ``queries`` tokenized once and ranked in one call (threads share them out); avgQL,
         unless ``params`` fix it, is the paper's average query length over these queries."""
-        hits = self.rank(self.encode(queries), k, params).hits()
+        terms = self.encode(queries)
+        checkpoint()
+        hits = self.rank(terms, k, params).hits()
         if progress:
             progress(len(queries))
         return hits
