@@ -108,6 +108,16 @@ def test_a_slow_request_gets_a_503_naming_its_time_limit_while_others_are_answer
     assert status == 503 and "within its limit of 1 s per request" in error["error"]
 
 
+def ask_and_leave(url: str, question: str, seconds: float) -> None:
+    """Ask ``question`` (with the English options) and hang up ``seconds`` later."""
+    connection = HTTPConnection(url.removeprefix("http://"), timeout=10)
+    body = json.dumps({"question": question, "options": EN["options"]})
+    connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": "application/json"})
+    time.sleep(seconds)
+    connection.sock.shutdown(socket.SHUT_RDWR)
+    connection.close()
+
+
 def test_a_job_whose_client_went_away_never_starts(site, monkeypatch):
     url = site[0]
     calls: list[str] = []
@@ -116,13 +126,8 @@ def test_a_job_whose_client_went_away_never_starts(site, monkeypatch):
             for n in range(engines_module.WORKERS)]
     for thread in busy:
         thread.start()
-    time.sleep(0.5)  # every worker is scoring
-    connection = HTTPConnection(url.removeprefix("http://"), timeout=10)
-    body = json.dumps({"question": "GONE drug?", "options": EN["options"]})
-    connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": "application/json"})
-    time.sleep(0.3)
-    connection.sock.shutdown(socket.SHUT_RDWR)
-    connection.close()
+    time.sleep(0.5)  # the workers this lane may hold are scoring
+    ask_and_leave(url, "GONE drug?", 0.3)
     for thread in busy:
         thread.join(timeout=30)
     time.sleep(1.0)  # the gone request's job would start now, if it were still queued
@@ -466,12 +471,7 @@ def test_a_job_whose_client_left_stops_scoring(site, monkeypatch):
     url = site[0]
     steps: list[str] = []
     checkpointed_scoring(monkeypatch, 10.0, steps, only="LEFT")
-    connection = HTTPConnection(url.removeprefix("http://"), timeout=10)
-    body = json.dumps({"question": "LEFT which drug?", "options": EN["options"]})
-    connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": "application/json"})
-    time.sleep(0.5)
-    connection.sock.shutdown(socket.SHUT_RDWR)
-    connection.close()
+    ask_and_leave(url, "LEFT which drug?", 0.5)
     time.sleep(1.0)  # noticed within a poll (0.2 s), stopped at the next step
     taken = len(steps)
     time.sleep(0.5)
