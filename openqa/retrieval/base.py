@@ -163,9 +163,10 @@ class Index(ABC):
     manifest: dict[str, Any]
 
     def warm(self) -> None:
-        """Load now what the first query would load (the Chinese script converter), so that a
-        server's first request does not pay for it."""
-        self.tokenizer.prepare_query("")
+        """Load now what the first query would load (the Chinese script converter, jieba's
+        dictionary), so that a server's first request does not pay for it (nor, while one loads
+        in a single call that holds the GIL, every other request)."""
+        self.tokenizer.tokenize(self.tokenizer.prepare_query("warm 热身"))
 
     @classmethod  # noqa: B027  (a hook that most engines leave empty: they take any options)
     def check_options(cls, options: EngineOptions) -> None:

@@ -358,6 +358,12 @@ class CustomBM25(SearchEngine):
         at.counts("paragraph", {source: paragraphs, MANIFEST: at.paragraphs})
         return cls(at.folder, at.manifest, weights, vocab, at.store)
 
+    def warm(self) -> None:
+        """Also load the compiled kernel (numba's cached machine code: a second or two, during which
+        every other first search would wait) with one search."""
+        super().warm()
+        self.search(["warm"], 1)
+
     def query_terms(self, text: str) -> list[str]:
         """The terms of query text, after the tokenizer's query normalisation."""
         tok = self.tokenizer
