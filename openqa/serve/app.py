@@ -4,12 +4,15 @@ Each endpoint parses a request, calls one function (``parse_block``, ``make_ques
 ``Engines`` that hold the opened methods) and returns its record. Bad input gets a 4xx status and
 a one-line JSON error, ``{"error": "..."}``, never a traceback: 400 for what ``openqa answer``
 refuses (empty question, fewer than two options, a repeated letter), for an unknown method or
-language and for a body that is empty, not JSON, not UTF-8 or holds a lone surrogate; 403 for a
+language and for a body that is empty, not JSON, not UTF-8, holds a lone surrogate, is nested too
+deeply or holds a number too long to read; 403 for a
 Host header that does not name this server (DNS rebinding); 404 for a method this server does
-not offer (the message names the ``openqa index`` command that builds its index); 408 for a body
+not offer (the message names the ``openqa index`` command that builds its index) or a path it
+does not have, 405 for an HTTP method a path does not take (whatever the body); 408 for a body
 that does not arrive in time; 413 for a question over its method's size limit or an oversized
-body; 422 for a request of the wrong shape; 503 for a request over its method's time limit or
-whose index is being rebuilt. The event loop only moves bytes: parsing and scoring run in
+body; 422 for a request of the wrong shape (types are strict: ``"5"`` is no number); 503 for a
+request over its method's time limit, whose index is being rebuilt, or in flight when the server
+stops. The event loop only moves bytes: parsing and scoring run in
 threads. The API docs at ``/docs`` load Swagger UI from the package ``fastapi-offline``, so they
 work without a network, as does the page.
 """
