@@ -126,7 +126,7 @@ def test_a_job_whose_client_went_away_never_starts(site, monkeypatch):
             for n in range(engines_module.WORKERS)]
     for thread in busy:
         thread.start()
-    time.sleep(0.5)  # the workers this lane may hold are scoring
+    time.sleep(0.5)  # every worker is scoring
     ask_and_leave(url, "GONE drug?", 0.3)
     for thread in busy:
         thread.join(timeout=30)
