@@ -641,3 +641,10 @@ def test_the_accuracy_line_is_left_out_when_the_operator_changed_the_settings(tm
     finally:
         tuned.close(0)
         own.close(0)
+
+
+def test_the_page_without_javascript_says_so_and_cannot_submit(site):
+    with urllib.request.urlopen(site[0] + "/", timeout=30) as response:
+        page = response.read().decode()
+    assert "<noscript>" in page and "needs JavaScript" in page.replace("\n      ", " ")
+    assert '<button type="submit" id="solve" disabled>' in page  # the script turns it on
