@@ -7,17 +7,23 @@ a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases 
 
 * oversized (bodies over the limit, announced or streamed; questions over a method's size limit),
 * a 136 KB paste whose line once made the parser quadratic, malformed bodies (empty, form-encoded,
-  lone surrogate, not UTF-8, wrong types, a repeated key), HEAD requests, a foreign Host header,
-* slow (a body trickled a byte at a time; the largest Chinese PMI questions allowed, four at once),
-  disconnecting (clients that send a large question and hang up),
-* concurrent (20 clients asking English and Chinese questions with both methods at once), and the
+  lone surrogate, not UTF-8, wrong types, a repeated key, deep nesting, a 5,000-digit number, loose
+  types), a wrong route or method with a bad body, HEAD requests, a foreign Host header, pages that
+  must load nothing remote, examples in a stable order,
+* slow (a body trickled a byte at a time; request heads trickled or never sent; the largest Chinese
+  PMI questions allowed, four at once), disconnecting (clients that send a large question and hang
+  up, at once or after 0.5 s: the server's CPU must be idle again),
+* concurrent (20 clients asking English and Chinese questions with both methods at once), fairness
+  (English answers while 12 heavy Chinese requests within the limits run: p50, p95), and the
   English index rebuilt, then deleted, then rebuilt again under that load,
-* the process: a second server on the same port, SIGTERM with a slow-body client connected, and a
-  second Ctrl-C.
+* the process: a second server on the same port; SIGTERM, SIGHUP and a second Ctrl-C, each with a
+  slow-body client connected and (SIGTERM, SIGHUP, three Ctrl-C) with heavy requests in flight.
 
 Counted per case and in total: requests, statuses, 5xx answers that the case did not expect (a 503
-is expected only where a time limit or a rebuild is the point), the longest health-probe stall
-while the case ran (target under 1 s), and tracebacks in the server's log (target 0). Then served
+is expected only where a time limit, a rebuild or a stop is the point), the longest health-probe
+stall while the case ran (target under 1 s), tracebacks and 500s in the server's log (target 0),
+English p95 under the heavy Chinese load (target under 1 s) and the longest stop under load
+(target under 5 s). Then served
 answers are compared with ``openqa answer --json`` on the same questions (prediction and every
 option's score; target: 0 differ), also after the index was rebuilt. Every loop is bounded and
 every request has a timeout.
@@ -50,10 +56,11 @@ from bench_serve import OPENQA, free_port, wait_until_up
 
 from benchlib import RESULTS, data_dir, write_record
 from openqa.data import Question, load_questions
-from openqa.serve.app import BODY_SECONDS, MAX_BODY
+from openqa.serve.app import BODY_SECONDS, HEADER_SECONDS, MAX_BODY
 
 RESULT = RESULTS / "bench-serve-faults.json"
-TARGETS = {"unexpected_5xx": 0, "tracebacks": 0, "health_stall_s": 1.0, "answers_differing": 0}
+TARGETS = {"unexpected_5xx": 0, "tracebacks": 0, "health_stall_s": 1.0, "answers_differing": 0,
+           "english_p95_under_zh_load_s": 1.0, "stop_under_load_s": 5.0, "logged_500": 0}
 #: Seconds one request may take before it counts as hung.
 REQUEST_TIMEOUT = 60
 METHODS = ("ir-custom", "pmi")
@@ -130,8 +137,23 @@ def answer_body(question: Question | SimpleNamespace, method: str, lang: str) ->
                        "lang": lang}).encode()
 
 
-def raw_exchange(port: int, data: bytes, trickle: float = 0.0, hang_up: bool = False) -> int | str:
-    """Send raw bytes (one a ``trickle`` seconds apart, if given); the status, or what happened."""
+def heavy_bodies(zh: list[Question], big_zh: list[SimpleNamespace]) -> list[bytes]:
+    """Heavy Chinese requests within the limits: 8 ir-custom of 10,000 characters with top_n 100, 4 PMI at its limit."""
+    text = "".join(q.question for q in zh[:400])
+    custom = [json.dumps({"question": text[i * 300:i * 300 + 9_000], "options": {k: v * 40 for k, v in zh[i].options.items()},
+                          "method": "ir-custom", "lang": "zh", "top_n": 100}).encode() for i in range(8)]
+    return custom + [answer_body(question, "pmi", "zh") for question in big_zh]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process so far (Linux ``/proc``)."""
+    fields_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def raw_exchange(port: int, data: bytes, trickle: float = 0.0, hang_up: bool = False, linger: float = 0.0) -> int | str:
+    """Send raw bytes (one a ``trickle`` seconds apart, if given); the status, or what happened
+    (hanging up ``linger`` seconds after sending, if asked to)."""
     with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT) as sock:
         if trickle:
             head, body = data.split(b"\r\n\r\n", 1)
@@ -145,6 +167,7 @@ def raw_exchange(port: int, data: bytes, trickle: float = 0.0, hang_up: bool = F
         else:
             sock.sendall(data)
         if hang_up:
+            time.sleep(linger)
             return "hung up"
         reply = sock.recv(200)
     return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "no reply"
@@ -153,8 +176,10 @@ def raw_exchange(port: int, data: bytes, trickle: float = 0.0, hang_up: bool = F
 class Bench:
     """The server under test, its probe, the questions, and the cases run so far."""
 
-    def __init__(self, port: int, index_dir: Path, data_dir: Path, probe: Probe) -> None:
-        self.port, self.index_dir, self.data_dir, self.probe = port, index_dir, data_dir, probe
+    def __init__(self, port: int, index_dir: Path, data_dir: Path, probe: Probe, pid: int) -> None:
+        self.port, self.index_dir, self.data_dir, self.probe, self.pid = port, index_dir, data_dir, probe, pid
+        self.fair: dict[str, Any] = {}
+        self.stops: list[float] = []
         self.questions = {lang: load_questions(dataset, "test", data_dir) for lang, dataset in DATASETS.items()}
         self.cases: list[Case] = []
 
@@ -282,6 +307,71 @@ def hostile_cases(bench: Bench) -> None:
 
     bench.case("disconnecting: four large PMI questions, clients hang up", "disconnecting", {"hung up", 200}, disconnecting)
 
+    def deep_and_huge(case: Case) -> None:
+        for path in ("/v1/answer", "/v1/parse"):
+            bench.post(case, path, b'{"question": ' + b"[" * 50_000 + b"]" * 50_000 + b"}")
+            bench.post(case, path, b'{"question": "Why?", "options": {"A": "x", "B": "y"}, "top_n": ' + b"9" * 5000 + b"}")
+
+    bench.case("deeply nested JSON and a 5,000-digit number (answer, parse)", "malformed", {400}, deep_and_huge)
+
+    def wrong_route(case: Case) -> None:
+        for method, path in (("POST", "/v1/nothing"), ("POST", "/nothing"), ("PUT", "/v1/answer"), ("DELETE", "/v1/parse"),
+                             ("POST", "/v1/health")):
+            case.statuses.append(request(port, method, path, b"{not json")[0])
+
+    bench.case("wrong route or method with a bad body", "malformed", {404, 405}, wrong_route)
+
+    def loose_types(case: Case) -> None:
+        for field_, value in (("top_n", "5"), ("top_n", True), ("evidence", 5.0), ("lang", 1)):
+            bench.post(case, "/v1/answer", json.dumps({**ok, field_: value}).encode())
+
+    bench.case('loose types ("top_n": "5", true, "evidence": 5.0) refused, not converted', "malformed", {422}, loose_types)
+
+    def offline_pages(case: Case) -> None:
+        for path in ("/redoc", "/docs", "/"):
+            status, body = request(port, "GET", path)
+            text = body.decode(errors="replace") if isinstance(body, bytes) else json.dumps(body)
+            remote = [part for part in text.split('"') if part.startswith(("http://", "https://", "//"))]
+            case.statuses.append(status if not remote else f"remote {remote[0][:60]}")
+        page = request(port, "GET", "/")[1]
+        if b"<noscript>" not in page or b'id="solve" disabled' not in page:
+            case.statuses.append("page without a noscript message or with Solve on")
+
+    bench.case("/redoc, /docs and the page load nothing remote; the page says it needs JavaScript", "malformed", {200},
+               offline_pages)
+
+    def same_examples(case: Case) -> None:
+        seen = {json.dumps(request(port, "GET", f"/v1/examples?lang={lang}")[1]) for lang in ("en", "zh", "en", "zh")}
+        case.statuses.append(200 if len(seen) == 2 else "examples differ between loads")
+
+    bench.case("examples in the same order on every load", "malformed", {200}, same_examples)
+
+    def trickled_heads(case: Case) -> None:
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT) for _ in range(50)]
+        started = time.monotonic()
+        for sock in socks[1::2]:
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nX-Slow: ")
+        open_ = set(range(len(socks)))
+        while open_ and time.monotonic() - started < HEADER_SECONDS + 5:
+            for k in list(open_):
+                try:
+                    if k % 2:
+                        socks[k].sendall(b"x")
+                    gone = socks[k].recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+                except BlockingIOError:
+                    gone = False
+                except OSError:
+                    gone = True
+                if gone:
+                    open_.discard(k)
+            time.sleep(0.5)
+        case.statuses += ["closed"] * (len(socks) - len(open_)) + ["still open"] * len(open_)
+        case.note = f"50 sockets (25 trickling a header byte every 0.5 s, 25 silent): closed within {time.monotonic() - started:.1f} s"
+        for sock in socks:
+            sock.close()
+
+    bench.case(f"trickled and silent request heads cut off ({HEADER_SECONDS:g} s)", "slow", {"closed"}, trickled_heads)
+
     def concurrent(case: Case) -> None:
         bodies = [answer_body(qs[n], method, lang) for n in range(25) for lang, qs in bench.questions.items()
                   for method in METHODS]
@@ -293,6 +383,54 @@ def hostile_cases(bench: Bench) -> None:
             case.statuses.append("differs from alone")
 
     bench.case("concurrent: 20 clients, en and zh, ir-custom and pmi", "concurrent", {200}, concurrent)
+
+    heavy = heavy_bodies(zh, big_zh)
+
+    def fair(case: Case) -> None:
+        stop, latencies = threading.Event(), []
+
+        def english(k: int) -> None:
+            for n in range(100_000):  # bounded: until the heavy requests are answered
+                if stop.is_set():
+                    return
+                sent = time.monotonic()
+                status, _ = request(port, "POST", "/v1/answer", answer_body(en[(k * 50 + n) % len(en)], "ir-custom", "en"))
+                latencies.append(time.monotonic() - sent)
+                if status != 200:
+                    case.statuses.append(f"en {status}")
+
+        clients = [threading.Thread(target=english, args=(k,), daemon=True) for k in range(2)]
+        with ThreadPoolExecutor(len(heavy)) as pool:
+            answers = pool.map(lambda b: request(port, "POST", "/v1/answer", b)[0], heavy)
+            time.sleep(0.5)
+            for client in clients:
+                client.start()
+            case.statuses += list(answers)
+        stop.set()
+        for client in clients:
+            client.join(timeout=REQUEST_TIMEOUT)
+        ordered = sorted(latencies)
+        bench.fair = {"english_requests": len(ordered), "english_p50_s": round(ordered[len(ordered) // 2], 3),
+                      "english_p95_s": round(ordered[int(len(ordered) * 0.95)], 3), "english_max_s": round(ordered[-1], 3)}
+        case.note = (f"{len(heavy)} heavy zh requests (8 ir-custom of 10,000 characters with top_n 100, 4 PMI at its size "
+                     f"limit) beside 2 English ir-custom clients: {bench.fair}")
+
+    bench.case("fair: English answers while heavy Chinese requests run", "fairness", {200, 503}, fair)
+
+    def left_early(case: Case) -> None:
+        for body in heavy[:4]:
+            case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                                    b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+                                              hang_up=True, linger=0.5))
+        time.sleep(1.5)
+        before = cpu_seconds(bench.pid)
+        time.sleep(3)
+        busy = cpu_seconds(bench.pid) - before
+        case.note = f"server CPU from 1.5 s to 4.5 s after the clients left: {busy:.2f} s"
+        case.statuses.append("idle" if busy < 0.5 else f"busy {busy:.1f} s")
+
+    bench.case("four heavy requests whose clients leave at 0.5 s: the work stops", "disconnecting", {"hung up", "idle"},
+               left_early)
 
 
 def swap_cases(bench: Bench, env: dict[str, str]) -> None:
@@ -348,6 +486,22 @@ def swap_cases(bench: Bench, env: dict[str, str]) -> None:
 
     bench.case("index deleted under load (503 naming the rebuild)", "index swapped", {200, 503}, deleted)
 
+    def while_deleted(case: Case) -> None:
+        took, error = [], {}
+        for n in range(20):
+            sent = time.monotonic()
+            status, error = request(port, "POST", "/v1/answer", bodies[n])
+            took.append(time.monotonic() - sent)
+            case.statuses += [status, request(port, "POST", "/v1/answer", answer_body(bench.questions["zh"][n], "ir-custom", "zh"))[0]]
+        changed = request(port, "GET", "/v1/health")[1].get("changed", [])
+        named = "openqa index --lang en --engine custom" in str(error) and changed and all("en-custom" in c for c in changed)
+        case.note = f"503 for en-custom: median {sorted(took)[len(took) // 2] * 1000:.0f} ms; {str(error)[:160]}"
+        if not named:
+            case.statuses.append("index or rebuild not named")
+
+    bench.case("while deleted: quick 503s naming the index and its rebuild, zh still answered", "index swapped", {200, 503},
+               while_deleted)
+
     def back(case: Case) -> None:
         rebuild()
         case.statuses.append(request(port, "POST", "/v1/answer", bodies[0])[0])
@@ -393,7 +547,7 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
         case.statuses.append(result.returncode if not printed_url else "printed a URL")
         case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
 
-    def stop(signals: list[int], slow_client: bool) -> Callable[[Case], None]:
+    def stop(signals: list[int], slow_client: bool, load: bool = False) -> Callable[[Case], None]:
         def run(case: Case) -> None:
             port = free_port()
             args = [*serve[:serve.index("--port") + 1], str(port), *serve[serve.index("--port") + 2:]]
@@ -406,13 +560,28 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                 if client:
                     client.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
                     time.sleep(0.3)
+                pool = ThreadPoolExecutor(len(heavy))
+                answers = [pool.submit(request, port, "POST", "/v1/answer", b) for b in (heavy if load else [])]
+                time.sleep(2 if load else 0)  # the heavy requests are being scored
                 started = time.monotonic()
                 for sig in signals:
                     server.send_signal(sig)
                     time.sleep(0.5)
                 server.wait(timeout=60)
-                case.note = f"exited {server.returncode} {time.monotonic() - started:.1f} s after the first signal"
+                took = time.monotonic() - started
+                case.note = f"exited {server.returncode} {took:.1f} s after the first signal"
                 case.statuses.append(server.returncode)
+                if load:
+                    bench.stops.append(took)
+                    answered = []
+                    for answer in answers:
+                        try:
+                            answered.append(answer.result(timeout=REQUEST_TIMEOUT)[0])
+                        except OSError as exc:  # a request the stopped server never answered
+                            answered.append(type(exc).__name__)
+                    case.statuses += answered
+                    case.note += f"; {len(heavy)} heavy requests in flight answered {answered}"
+                pool.shutdown()
                 if client:
                     client.close()
             except subprocess.TimeoutExpired:
@@ -421,10 +590,16 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                 server.kill()
         return run
 
+    heavy = heavy_bodies(bench.questions["zh"], [])[:6]
     for name, run, expected in (
         ("a second openqa serve on the busy port fails before printing a URL", second_on_busy_port, {2}),
         ("SIGTERM with a slow-body client connected", stop([signal.SIGTERM], True), {0}),
         ("a second Ctrl-C stops at once (exit 130)", stop([signal.SIGINT, signal.SIGINT], True), {130}),
+        ("SIGHUP with a slow-body client connected (as SIGTERM)", stop([signal.SIGHUP], True), {0}),
+        ("SIGTERM under load: 6 heavy zh requests in flight", stop([signal.SIGTERM], False, load=True), {0, 200, 503}),
+        ("SIGHUP under load: 6 heavy zh requests in flight", stop([signal.SIGHUP], False, load=True), {0, 200, 503}),
+        ("three Ctrl-C under load: exit 130 at the second", stop([signal.SIGINT] * 3, True, load=True),
+         {130, 200, 503, "ConnectionResetError", "RemoteDisconnected"}),
     ):
         case = Case(name, "process", expected)
         start = time.monotonic()
@@ -469,7 +644,7 @@ def main() -> None:
         try:
             wait_until_up(port, server)
             probe.start()
-            bench = Bench(port, scratch, data, probe)
+            bench = Bench(port, scratch, data, probe, server.pid)
             hostile_cases(bench)
             before = compare_with_cli(bench, env, args.compare)
             swap_cases(bench, env)
@@ -495,6 +670,10 @@ def main() -> None:
         "answers_compared": before["compared"] + after["compared"],
         "answers_differing": before["differing"] + after["differing"],
         "server_exit": server.returncode,
+        "logged_500": text.count(" 500 Internal Server Error"),
+        "english_under_zh_load": bench.fair,
+        "english_p95_under_zh_load_s": bench.fair.get("english_p95_s"),
+        "stop_under_load_s": round(max(bench.stops, default=float("nan")), 2),
     }
     record = {
         "dataset": "us+mainland", "split": "test", "method": "openqa serve fault benchmark (ir-custom, pmi)",
@@ -502,7 +681,10 @@ def main() -> None:
         "totals": totals, "targets": TARGETS,
         "met": {"unexpected_5xx": totals["unexpected_5xx"] <= 0, "tracebacks": totals["tracebacks"] <= 0,
                 "health_stall_s": totals["health_stall_s"] < TARGETS["health_stall_s"],
-                "answers_differing": totals["answers_differing"] <= 0},
+                "answers_differing": totals["answers_differing"] <= 0,
+                "english_p95_under_zh_load_s": (totals["english_p95_under_zh_load_s"] or 99) < TARGETS["english_p95_under_zh_load_s"],
+                "stop_under_load_s": totals["stop_under_load_s"] < TARGETS["stop_under_load_s"],
+                "logged_500": totals["logged_500"] <= 0},
         "cases": cases, "answers_before_swap": before, "answers_after_swap": after,
         "server": " ".join(["openqa", *serve[1:-2]]), "seconds": round(time.time() - started, 1),
         "notes": "5xx counts every 5xx answer; unexpected_5xx leaves out the 503s a case asks for (a time limit, an "

@@ -239,7 +239,7 @@ def test_serve_opens_the_named_corpus(corpora):
     from openqa.config import Settings
     from openqa.data.pasted import make_question
     from openqa.pipeline import Context
-    from openqa.serve.engines import Engines
+    from openqa.serve.engines import Engines, RequestError
 
     _, data, indexes = corpora
     ctx = Context(Settings.resolve(str(data), str(indexes), None, None, None, None), corpus="pm")
@@ -247,6 +247,10 @@ def test_serve_opens_the_named_corpus(corpora):
     try:
         question = make_question("Which drug blocks bacterial cell wall synthesis?", {"A": "Gentamicin", "B": "Ceftriaxone"})
         record = engines.answer(question, None, None, 1, 1).result(timeout=60)
+        shutil.rmtree(indexes / "pm-en-custom")  # a deleted index is named by its own folder, with its rebuild
+        with pytest.raises(RequestError, match="the pm-en-custom index of ir-custom .* --name pm"):
+            engines.answer(question).result(timeout=60)
+        assert "index pm-en-custom deleted" in engines.describe()[0]["changed"]
     finally:
         engines.close()
     assert record["options"][0]["evidence"][0]["id"] == "m1"  # the JSONL corpus' own ids, not the textbooks'

@@ -70,11 +70,12 @@ def tiny_engines(root: Path, methods: list[str], request: Request = Request()) -
 
 
 @contextmanager
-def running(app: Any) -> Iterator[str]:
-    """Serve ``app`` with uvicorn in a thread on a free loopback port; yield its base URL; stop it."""
+def running(app: Any, http: Any = "auto") -> Iterator[str]:
+    """Serve ``app`` with uvicorn (its HTTP protocol ``http``) in a thread on a free loopback port;
+    yield its base URL; stop it."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, http=http))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT

@@ -53,7 +53,7 @@ def url(tmp_path_factory) -> Iterator[str]:
     engines = tiny_engines(root, ["ir-custom", "pmi", "llm"], Request(llm=llm))
     with running(create_app(engines)) as base:
         yield base
-    engines.close(wait=False)
+    engines.close(0)
 
 
 @pytest.fixture(scope="module")

@@ -22,14 +22,19 @@ from typing import Any
 
 import pytest
 
+from openqa.answer import solve
+from openqa.cancel import cancellable, checkpoint
 from openqa.config import Settings
+from openqa.data.pasted import make_question
 from openqa.errors import IndexDamagedError
+from openqa.methods import Overrides, Request
 from openqa.pipeline import Context
 from openqa.retrieval.registry import build_index
 from openqa.serve import engines as engines_module
-from openqa.serve.app import create_app
+from openqa.serve.app import create_app, header_timed
 from openqa.serve.engines import Engines, Limits
-from tests.test_serve import EN, TOP1, ZH_BLOCK, ask, call, free_port, running, tiny_site
+from openqa.serve.workers import FairPool
+from tests.test_serve import EN, TOP1, ZH_BLOCK, ask, call, free_port, running, tiny_engines, tiny_site
 
 #: Generous bound for what must be quick (the event loop stays free): far below the stalls it guards against.
 QUICK_S = 5.0
@@ -43,7 +48,7 @@ def site(tmp_path):
     engines = Engines(Context(settings), ["en", "zh"], ["ir-custom", "pmi"])
     with running(create_app(engines)) as url:
         yield url, engines, data, indexes
-    engines.close(wait=False)
+    engines.close(0)
 
 
 def timed(fn, *args, **kwargs) -> tuple[float, Any]:
@@ -78,8 +83,8 @@ def test_each_method_has_a_size_limit_named_in_a_413(site):
     body = {"question": "x " * 3500, "options": {"A": "Aspirin", "B": "Heparin"}, "method": "pmi"}
     status, data = call(url, "/v1/answer", body)
     assert status == 413 and "question too long for pmi" in data["error"] and "at most 6000" in data["error"]
-    status, _ = call(url, "/v1/answer", {**body, "method": "ir-custom"})
-    assert status == 200
+    status, answer = call(url, "/v1/answer", {**body, "method": "ir-custom"})
+    assert status == 200, answer
     status, methods = call(url, "/v1/methods")
     assert {o["method"]: o["limits"]["max_chars"] for o in methods["served"]} == {"ir-custom": 20000, "pmi": 6000}
 
@@ -103,6 +108,16 @@ def test_a_slow_request_gets_a_503_naming_its_time_limit_while_others_are_answer
     assert status == 503 and "within its limit of 1 s per request" in error["error"]
 
 
+def ask_and_leave(url: str, question: str, seconds: float) -> None:
+    """Ask ``question`` (with the English options) and hang up ``seconds`` later."""
+    connection = HTTPConnection(url.removeprefix("http://"), timeout=10)
+    body = json.dumps({"question": question, "options": EN["options"]})
+    connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": "application/json"})
+    time.sleep(seconds)
+    connection.sock.shutdown(socket.SHUT_RDWR)
+    connection.close()
+
+
 def test_a_job_whose_client_went_away_never_starts(site, monkeypatch):
     url = site[0]
     calls: list[str] = []
@@ -112,12 +127,7 @@ def test_a_job_whose_client_went_away_never_starts(site, monkeypatch):
     for thread in busy:
         thread.start()
     time.sleep(0.5)  # every worker is scoring
-    connection = HTTPConnection(url.removeprefix("http://"), timeout=10)
-    body = json.dumps({"question": "GONE drug?", "options": EN["options"]})
-    connection.request("POST", "/v1/answer", body=body, headers={"Content-Type": "application/json"})
-    time.sleep(0.3)
-    connection.sock.shutdown(socket.SHUT_RDWR)
-    connection.close()
+    ask_and_leave(url, "GONE drug?", 0.3)
     for thread in busy:
         thread.join(timeout=30)
     time.sleep(1.0)  # the gone request's job would start now, if it were still queued
@@ -168,7 +178,7 @@ def test_a_deleted_index_is_a_503_until_it_is_rebuilt(site):
     shutil.rmtree(indexes / "en-custom")
     status, error = call(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]})
     assert status == 503 and "en-custom index of ir-custom (en) was deleted or is being rebuilt" in error["error"]
-    assert "<index folder>/en-custom" in error["error"] and str(indexes) not in error["error"]
+    assert "openqa index --lang en --engine custom" in error["error"] and str(indexes) not in error["error"]
     health = call(url, "/v1/health")[1]
     assert health["status"] == "changed" and "deleted or being rebuilt" in health["changed"][0]
     assert ask(url, EN, lang="en", method="pmi")["method"] == "pmi"  # the other indexes still serve
@@ -408,3 +418,233 @@ def test_examples_come_from_the_data_folder_by_a_stated_rule(site, monkeypatch):
             assert call(other, "/v1/examples?lang=en")[1]["note"] == "the server was started without a MedQA data folder"
     finally:
         bare.close()
+
+
+# -- fairness, cancellation and stopping ---------------------------------------------------------
+
+
+def checkpointed_scoring(monkeypatch, seconds: float, steps: list[str], only: str) -> None:
+    """Make scoring questions containing ``only`` take ``seconds`` in small steps, each after a
+    cancellation checkpoint (as a scorer's options or batches), recording the steps taken."""
+    real = engines_module.answer_record
+
+    def slow(opened, question, evidence):
+        if only in question.question:
+            for _ in range(int(seconds / 0.05)):
+                checkpoint()
+                steps.append(question.question)
+                time.sleep(0.05)
+        return real(opened, question, evidence)
+
+    monkeypatch.setattr(engines_module, "answer_record", slow)
+
+
+def test_a_checkpoint_stops_a_scorer_and_does_nothing_outside_a_cancellable_block(site):
+    url, engines, _, _ = site
+    opened = engines.offers["en", "pmi"].opened
+    question = make_question(EN["question"], EN["options"])
+    assert solve(opened.scorer, question).prediction()  # no check set: scores as ever
+
+    def cancelled() -> None:
+        raise RuntimeError("cancelled")
+
+    with cancellable(cancelled), pytest.raises(RuntimeError, match="cancelled"):
+        solve(opened.scorer, question)
+    with cancellable(cancelled), pytest.raises(RuntimeError, match="cancelled"):
+        solve(engines.offers["en", "ir-custom"].opened.scorer, question)
+
+
+def test_a_job_over_its_time_stops_scoring_at_its_next_checkpoint(site, monkeypatch):
+    url = site[0]
+    monkeypatch.setitem(engines_module.LIMITS, "ir-custom", Limits(20_000, 1.0))
+    steps: list[str] = []
+    checkpointed_scoring(monkeypatch, 10.0, steps, only="LONG")
+    status, error = call(url, "/v1/answer", {"question": "LONG which drug?", "options": EN["options"]})
+    assert status == 503 and "within its limit of 1 s" in error["error"]
+    time.sleep(0.5)
+    taken = len(steps)
+    time.sleep(0.5)
+    assert len(steps) == taken and taken < 10.0 / 0.05 / 2  # stopped, long before its 10 s
+
+
+def test_a_job_whose_client_left_stops_scoring(site, monkeypatch):
+    url = site[0]
+    steps: list[str] = []
+    checkpointed_scoring(monkeypatch, 10.0, steps, only="LEFT")
+    ask_and_leave(url, "LEFT which drug?", 0.5)
+    time.sleep(1.0)  # noticed within a poll (0.2 s), stopped at the next step
+    taken = len(steps)
+    time.sleep(0.5)
+    assert 0 < taken == len(steps)
+
+
+def test_short_requests_never_wait_behind_heavy_ones(site, monkeypatch):
+    url = site[0]
+    monkeypatch.setitem(engines_module.LIMITS, "ir-custom", Limits(20_000, 15.0, heavy_chars=300))
+    steps: list[str] = []
+    checkpointed_scoring(monkeypatch, 4.0, steps, only="HEAVY")
+    heavy = {"question": "HEAVY which drug? " + "cell wall " * 40, "options": EN["options"], "lang": "en"}
+    clients = [threading.Thread(target=call, args=(url, "/v1/answer", heavy)) for _ in range(2 * engines_module.WORKERS)]
+    for client in clients:
+        client.start()
+    time.sleep(0.5)  # the heavy requests hold what they may of the pool; the others queue
+    took, answer = timed(ask, url, EN, **TOP1)
+    assert answer["prediction"] == "C" and took < 2.0
+    assert len(set(steps)) == 1 and len(steps) < 4.0 / 0.05 * engines_module.HEAVY_SHARE
+    site[1].stop()  # the heavy ones stop at their next checkpoint
+    for client in clients:
+        client.join(timeout=30)
+
+
+def test_the_pool_serves_lanes_in_turn_and_drops_cancelled_jobs():
+    pool = FairPool(2, "test", heavy_share=1)
+    started: list[str] = []
+    gate = threading.Event()
+
+    def job(name: str) -> Any:
+        def run() -> str:
+            started.append(name)
+            gate.wait(10)
+            return name
+        return run
+
+    try:
+        first = [pool.submit("a", True, job(f"a{n}")) for n in range(3)]
+        time.sleep(0.2)
+        assert started == ["a0"]  # one heavy job at a time; the other worker waits for other lanes
+        gone = pool.submit("b", False, job("b-gone"))
+        gone.cancel()
+        light = pool.submit("b", False, job("b1"))
+        time.sleep(0.2)
+        assert started == ["a0", "b1"] and gone.cancelled()
+        gate.set()
+        assert [f.result(10) for f in first] == ["a0", "a1", "a2"] and light.result(10) == "b1"
+    finally:
+        gate.set()
+        pool.shutdown(1.0)
+
+
+def test_stopping_answers_requests_in_flight_with_a_503_and_stops_their_jobs(site, monkeypatch):
+    url, engines, _, _ = site
+    steps: list[str] = []
+    checkpointed_scoring(monkeypatch, 20.0, steps, only="FLIGHT")
+    results: list[Any] = []
+    thread = threading.Thread(target=lambda: results.append(
+        call(url, "/v1/answer", {"question": "FLIGHT which drug?", "options": EN["options"]})))
+    thread.start()
+    time.sleep(0.5)
+    started = time.monotonic()
+    engines.stop()
+    thread.join(timeout=30)
+    assert time.monotonic() - started < QUICK_S
+    status, error = results[0]
+    assert status == 503 and "the server is stopping" in error["error"]
+    taken = len(steps)
+    time.sleep(0.3)
+    assert len(steps) == taken
+    assert call(url, "/v1/answer", {"question": "Which drug?", "options": EN["options"]})[0] == 503
+
+
+@pytest.mark.parametrize("body", [
+    b'{"question": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+    b'{"question": "Why?", "options": {"A": "x", "B": "y"}, "top_n": ' + b"9" * 5000 + b"}",
+])
+@pytest.mark.parametrize("path", ["/v1/answer", "/v1/parse"])
+def test_deep_nesting_and_huge_numbers_are_a_400(site, body, path):
+    status, error = call(site[0], path, raw=body)
+    assert status == 400 and ("nested too deeply" in error["error"] or "number too long" in error["error"])
+
+
+@pytest.mark.parametrize("method, path, status", [
+    ("POST", "/v1/nothing", 404), ("POST", "/nothing", 404), ("PUT", "/v1/answer", 405), ("DELETE", "/v1/parse", 405),
+])
+def test_a_wrong_route_or_method_with_a_bad_body_is_a_404_or_405(site, method, path, status):
+    request = urllib.request.Request(site[0] + path, data=b"{not json", method=method,
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as caught:
+        urllib.request.urlopen(request, timeout=30)
+    assert caught.value.code == status
+
+
+@pytest.mark.parametrize("field, value", [("top_n", "5"), ("top_n", True), ("evidence", 5.0), ("question", 5),
+                                          ("method", 1)])
+def test_fields_of_the_wrong_type_are_refused_not_converted(site, field, value):
+    status, error = call(site[0], "/v1/answer", {"question": "Why?", "options": EN["options"], field: value})
+    assert status == 422 and error["error"].startswith(field)
+
+
+def test_a_deleted_index_is_refused_without_reopening_it(site, monkeypatch):
+    url, engines, _, indexes = site
+    import shutil
+
+    opened: list[str] = []
+    real = engines._open
+    monkeypatch.setattr(engines, "_open", lambda *args: opened.append(args) or real(*args))
+    shutil.rmtree(indexes / "en-custom")
+    for _ in range(3):
+        assert call(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]})[0] == 503
+    assert opened == []
+
+
+def test_a_trickled_request_head_is_cut_off(tmp_path):
+    data, indexes = tiny_site(tmp_path)
+    settings = Settings.resolve(data_dir=data, index_dir=indexes, settings_dir=tmp_path / "tuned")
+    engines = Engines(Context(settings), ["en"], ["ir-custom"])
+    try:
+        with running(create_app(engines), http=header_timed(1.0)) as url:
+            with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=30) as sock:
+                started = time.monotonic()
+                sock.sendall(b"GET /v1/health HTTP/1.1\r\n")
+                for _ in range(100):  # a header byte every 0.1 s: never done within the 1 s allowed
+                    try:
+                        sock.sendall(b"X")
+                    except OSError:
+                        break
+                    time.sleep(0.1)
+                    if sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                        break
+            assert time.monotonic() - started < QUICK_S
+            assert call(url, "/v1/health")[0] == 200  # a request whose head arrives at once is served
+    finally:
+        engines.close(0)
+
+
+def test_sighup_stops_the_server_like_sigterm(tmp_path):
+    port = free_port()
+    process = start_server(tmp_path, port)
+    try:
+        wait_up(process, port)
+        started = time.monotonic()
+        process.send_signal(signal.SIGHUP)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and "Traceback" not in err and time.monotonic() - started < QUICK_S
+
+
+def test_redoc_loads_nothing_from_elsewhere(site):
+    url = site[0]
+    with urllib.request.urlopen(url + "/redoc", timeout=30) as response:
+        page, policy = response.read().decode(), response.headers["Content-Security-Policy"]
+    assert policy.startswith("default-src 'self'") and "http" not in policy
+    assert 'src="/static-offline-docs/redoc.standalone.js"' in page and "cdn" not in page.lower()
+    with urllib.request.urlopen(url + "/static-offline-docs/redoc.standalone.js", timeout=30) as response:
+        assert response.status == 200
+
+
+def test_the_accuracy_line_is_left_out_when_the_operator_changed_the_settings(tmp_path):
+    tuned = tiny_engines(tmp_path / "tuned", ["ir-custom"])
+    own = tiny_engines(tmp_path / "own", ["ir-custom"], Request(Overrides(top_n=3)))
+    try:
+        assert tuned.accuracy["en", "ir-custom"]["record"] == "eval/results/us-test-ir-custom.json"
+        assert own.accuracy["en", "ir-custom"] is None  # measured with top_n 10, served with 3
+    finally:
+        tuned.close(0)
+        own.close(0)
+
+
+def test_the_page_without_javascript_says_so_and_cannot_submit(site):
+    with urllib.request.urlopen(site[0] + "/", timeout=30) as response:
+        page = response.read().decode()
+    assert "<noscript>" in page and "needs JavaScript" in page.replace("\n      ", " ")
+    assert '<button type="submit" id="solve" disabled>' in page  # the script turns it on

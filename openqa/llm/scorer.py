@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from tqdm import tqdm
 
+from openqa.cancel import checkpoint
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.llm.backends import Backend, ChatBackend, Request, reply_problem
@@ -112,6 +113,7 @@ class LLMScorer(OptionScorer):
             return [[] for _ in questions], [{} for _ in questions]
         ranked, own = [], []
         for q in tqdm(questions, desc=f"retrieving ({self.engine.name})", unit="q", disable=not progress):
+            checkpoint()
             if s.evidence == "options":
                 per_option = self.retriever.retrieve([q], s.top, False, query=self.query)[0]
                 ranked.append(interleave(per_option))
@@ -181,12 +183,14 @@ class LLMScorer(OptionScorer):
 
             if self.settings.concurrency == 1:
                 for i, prompt in enumerate(prompts):
+                    checkpoint()
                     done(i, self._ask(prompt, tally))
             else:
                 pool = ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="openqa-llm")
                 try:
                     futures = {pool.submit(self._ask, prompt, tally): i for i, prompt in enumerate(prompts)}
                     for future in as_completed(futures):
+                        checkpoint()
                         done(futures[future], future.result())
                 finally:
                     pool.shutdown(wait=False, cancel_futures=True)

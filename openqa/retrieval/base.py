@@ -12,6 +12,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVa
 
 import numpy as np
 
+from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
 from openqa.retrieval.manifest import MANIFEST, check_counts, check_manifest, damaged, loading, mismatch, read_manifest
 from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
@@ -162,9 +163,10 @@ class Index(ABC):
     manifest: dict[str, Any]
 
     def warm(self) -> None:
-        """Load now what the first query would load (the Chinese script converter), so that a
-        server's first request does not pay for it."""
-        self.tokenizer.prepare_query("")
+        """Load now what the first query would load (the Chinese script converter, jieba's
+        dictionary), so that a server's first request does not pay for it (nor, while one loads
+        in a single call that holds the GIL, every other request)."""
+        self.tokenizer.tokenize(self.tokenizer.prepare_query("warm 热身"))
 
     @classmethod  # noqa: B027  (a hook that most engines leave empty: they take any options)
     def check_options(cls, options: EngineOptions) -> None:
@@ -283,6 +285,7 @@ class SearchEngine(Index):
         (others ignore them); ``progress`` is told how many queries each batch finished."""
         out: list[list[Hit]] = []
         for batch in batches(queries, self.query_batch):
+            checkpoint()
             out += self.search_batch(batch, k)
             if progress:
                 progress(len(batch))

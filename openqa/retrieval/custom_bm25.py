@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from tqdm import tqdm
 
+from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
 from openqa.retrieval.base import (
     PARAGRAPHS,
@@ -358,6 +359,12 @@ class CustomBM25(SearchEngine):
         at.counts("paragraph", {source: paragraphs, MANIFEST: at.paragraphs})
         return cls(at.folder, at.manifest, weights, vocab, at.store)
 
+    def warm(self) -> None:
+        """Also load the compiled kernel (numba's cached machine code: a second or two, during which
+        every other first search would wait) with one search."""
+        super().warm()
+        self.search(["warm"], 1)
+
     def query_terms(self, text: str) -> list[str]:
         """The terms of query text, after the tokenizer's query normalisation."""
         tok = self.tokenizer
@@ -433,7 +440,9 @@ class CustomBM25(SearchEngine):
     ) -> list[list[Hit]]:
         """All ``queries`` tokenized once and ranked in one call (threads share them out); avgQL,
         unless ``params`` fix it, is the paper's average query length over these queries."""
-        hits = self.rank(self.encode(queries), k, params).hits()
+        terms = self.encode(queries)
+        checkpoint()
+        hits = self.rank(terms, k, params).hits()
         if progress:
             progress(len(queries))
         return hits

@@ -14,6 +14,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
 from openqa.retrieval.base import EngineOptions, Index, Opening, batches, term_ids
@@ -115,6 +116,7 @@ class PositionalIndex(Index):
 
     def _gram_positions(self, gram: Gram) -> np.ndarray:
         """Start positions of an n-gram; an empty string is a wildcard slot (skip-bigram)."""
+        checkpoint()
         result = None
         for offset, term in enumerate(gram):
             if not term:
@@ -135,6 +137,7 @@ class PositionalIndex(Index):
         postings = [self.grams(x) for x in xs]
         sizes = np.array([len(p) for p in postings])
         for row, y in enumerate(ys):
+            checkpoint()
             py = self.grams(y)
             if len(py) == 0 or not xs:
                 continue

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
+from openqa.cancel import checkpoint
 from openqa.data import Question
 from openqa.retrieval.positional import Gram, PositionalIndex
 from openqa.scorers.base import OptionScorer, OptionScores
@@ -45,12 +46,14 @@ class PMIScorer(OptionScorer):
 
     def _present(self, text: str) -> list[tuple[Gram, int]]:
         """The n-grams of ``text`` that occur in the corpus, with their counts."""
+        checkpoint()
         tok = self.index.tokenizer
         counted = ((g, len(self.index.grams(g))) for g in ngrams(tok.tokenize(tok.prepare_query(text))))
         return [(g, c) for g, c in counted if c > 0]
 
     def option_pmi(self, asked: list[tuple[Gram, int]], option: list[tuple[Gram, int]]) -> float:
         """Mean PMI over the co-occurring (question n-gram, option n-gram) pairs of distinct n-grams."""
+        checkpoint()
         if not asked or not option:
             return NO_EVIDENCE
         xs, cx = zip(*asked)

@@ -4,12 +4,15 @@ Each endpoint parses a request, calls one function (``parse_block``, ``make_ques
 ``Engines`` that hold the opened methods) and returns its record. Bad input gets a 4xx status and
 a one-line JSON error, ``{"error": "..."}``, never a traceback: 400 for what ``openqa answer``
 refuses (empty question, fewer than two options, a repeated letter), for an unknown method or
-language and for a body that is empty, not JSON, not UTF-8 or holds a lone surrogate; 403 for a
+language and for a body that is empty, not JSON, not UTF-8, holds a lone surrogate, is nested too
+deeply or holds a number too long to read; 403 for a
 Host header that does not name this server (DNS rebinding); 404 for a method this server does
-not offer (the message names the ``openqa index`` command that builds its index); 408 for a body
+not offer (the message names the ``openqa index`` command that builds its index) or a path it
+does not have, 405 for an HTTP method a path does not take (whatever the body); 408 for a body
 that does not arrive in time; 413 for a question over its method's size limit or an oversized
-body; 422 for a request of the wrong shape; 503 for a request over its method's time limit or
-whose index is being rebuilt. The event loop only moves bytes: parsing and scoring run in
+body; 422 for a request of the wrong shape (types are strict: ``"5"`` is no number); 503 for a
+request over its method's time limit, whose index is being rebuilt, or in flight when the server
+stops. The event loop only moves bytes: parsing and scoring run in
 threads. The API docs at ``/docs`` load Swagger UI from the package ``fastapi-offline``, so they
 work without a network, as does the page.
 """
@@ -31,12 +34,14 @@ from typing import Any, Callable, Iterable, Iterator
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.openapi.docs import get_redoc_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from openqa import __version__
@@ -44,7 +49,7 @@ from openqa.data import Question
 from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
 from openqa.errors import OpenQAError
 from openqa.methods import Request as MethodRequest
-from openqa.serve.engines import Engines, RequestError, limits, overtime
+from openqa.serve.engines import CLOSE_SECONDS, Engines, RequestError, limits, overtime, size, stopping
 from openqa.serve.examples import examples
 from openqa.workspace import Context
 
@@ -59,12 +64,24 @@ MAX_BODY = 6 * MAX_CHARS + 16 * 1024
 BODY_SECONDS = 20.0
 #: How often a request waiting for its answer looks whether its client is still there (seconds).
 POLL_SECONDS = 0.2
-#: Seconds the server waits for requests in flight after Ctrl-C or SIGTERM before closing them.
-GRACE_SECONDS = 5
+#: Seconds the server waits for requests still arriving after Ctrl-C, SIGTERM or SIGHUP before answering
+#: them with a 503 (requests being scored get theirs at once): with ``CLOSE_SECONDS`` for the jobs to
+#: stop, the server is gone within 5 s.
+GRACE_SECONDS = 3
+#: The signals that stop the server (SIGHUP: its terminal closed).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Seconds a client may take to send a request's line and headers (a trickle is cut off).
+HEADER_SECONDS = 10.0
 #: Option letters, as ``openqa answer`` takes them (A-J).
 LETTERS = "ABCDEFGHIJ"[:MAX_OPTIONS]
 #: Host names every server answers to when bound to loopback.
 LOOPBACK = ("localhost", "127.0.0.1", "::1")
+#: Where ``fastapi-offline`` serves the docs' scripts and styles.
+OFFLINE_DOCS = "/static-offline-docs"
+#: A page that may load only from this server (inline code and blob workers included, as ReDoc needs).
+SAME_ORIGIN = "default-src 'self' 'unsafe-inline' data: blob:"
+#: CSS hiding the ReDoc bundle's remote logo.
+NO_LOGO = 'img[src^="http"] { display: none; }'
 #: Wording of ``openqa answer``'s messages that names its flags, as a web client reads it.
 WEB_WORDS = {" (or --option A=text)": ""}
 
@@ -73,7 +90,7 @@ class AnswerRequest(BaseModel):
     """A question to solve: its text, its options, and optionally the method, language, top-N
     and how many evidence paragraphs to return per option."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
         "question": "A sexually active man has septic arthritis of the knee. Which drug blocks cell wall synthesis?",
         "options": {"A": "Gentamicin", "B": "Ciprofloxacin", "C": "Ceftriaxone", "D": "Trimethoprim"},
         "method": "ir-custom", "lang": "en", "evidence": 3,
@@ -90,7 +107,7 @@ class AnswerRequest(BaseModel):
 class ParseRequest(BaseModel):
     """A pasted block: the question, then its options one per line (``A: ...``, ``（A）...``)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     text: str = Field(description="question lines, then option lines A, B, ... last (as `openqa answer` reads them)")
 
 
@@ -201,6 +218,10 @@ def check_json(body: bytes) -> None:
     except json.JSONDecodeError as exc:
         raise RequestError(f"the request body is not valid JSON ({exc.msg} at character {exc.pos}); "
                            "send a JSON object with Content-Type: application/json") from None
+    except RecursionError:
+        raise RequestError("the request body is nested too deeply: send a JSON object of strings and numbers") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        raise RequestError(f"the request body holds a number too long to read ({exc})") from None
     try:
         json.dumps(data, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -239,15 +260,21 @@ class Guard:
     server (403: a page elsewhere whose name was rebound to this address must not reach the API),
     answers HEAD as GET without the body, and reads a request body before the app sees it, refusing
     one over ``limit`` bytes (413: at once when its Content-Length says so, else as soon as the bytes
-    received pass it), one that does not arrive within ``BODY_SECONDS`` (408) and, for ``/v1`` POSTs,
-    one that is not a JSON text (``check_json``). A JSON body is handed on labelled as JSON, so a
-    client that sent JSON as a form (``curl -d``) is understood."""
+    received pass it), one that does not arrive within ``BODY_SECONDS`` (408) and, for a ``/v1``
+    route that takes a POST, one that is not a JSON text (``check_json``; any other path or method
+    gets the router's 404 or 405, whatever its body). A JSON body is handed on labelled as JSON, so
+    a client that sent JSON as a form (``curl -d``) is understood."""
 
-    def __init__(self, app: ASGIApp, limit: int, hosts: Iterable[str], any_ip: bool) -> None:
+    def __init__(self, app: ASGIApp, limit: int, hosts: Iterable[str], any_ip: bool, router: Router) -> None:
         self.app = app
         self.limit = limit
         self.hosts = {host_name(host) for host in hosts}
         self.any_ip = any_ip
+        self.router = router
+
+    def routed(self, scope: Scope) -> bool:
+        """Whether a route of the app takes this path with this method."""
+        return any(route.matches(scope)[0] is Match.FULL for route in self.router.routes)
 
     def host_allowed(self, header: str | None) -> bool:
         if header is None:
@@ -258,10 +285,19 @@ class Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
         try:
-            await self.guarded(scope, receive, send)
-        except asyncio.CancelledError:  # the server stops (its grace period is over): no traceback for that
-            return None
+            await self.guarded(scope, receive, sending)
+        except asyncio.CancelledError:  # the server stops (its grace period is over): a 503, no traceback
+            if not started:
+                await _error(503, str(stopping()))(scope, receive, send)
+        return None
 
     async def guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = Headers(scope=scope)
@@ -272,7 +308,7 @@ class Guard:
                                      " (its operator can add names with --allow-host)")(scope, receive, send)
         if scope["method"] == "HEAD":
             scope, send = {**scope, "method": "GET"}, _without_body(send)
-        if scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        if scope["method"] in ("GET", "HEAD", "OPTIONS") or not self.routed(scope):
             return await self.app(scope, receive, send)
         try:
             body = await asyncio.wait_for(self.read(headers, receive), BODY_SECONDS)
@@ -322,9 +358,11 @@ def _without_body(send: Send) -> Send:
     return head
 
 
-async def _answered(future: Future[dict[str, Any]], request: Request, deadline: float, what: str) -> dict[str, Any]:
+async def _answered(future: Future[dict[str, Any]], request: Request, deadline: float, what: str,
+                    stopped: threading.Event) -> dict[str, Any]:
     """The result of a scoring job, waited for without blocking the event loop; a 503 past the
-    deadline, a 499 once the client has disconnected (the job is then abandoned by the caller)."""
+    deadline or once the server stops (``stopped``), a 499 once the client has disconnected (the
+    job is then abandoned by the caller)."""
     waiting = asyncio.wrap_future(future)
     try:
         while True:
@@ -333,6 +371,8 @@ async def _answered(future: Future[dict[str, Any]], request: Request, deadline: 
                 return waiting.result()
             if await request.is_disconnected():
                 raise RequestError("the client closed the connection", 499)
+            if stopped.is_set():
+                raise stopping()
             if time.monotonic() > deadline:
                 raise overtime(what)
     finally:
@@ -346,10 +386,10 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
         title="openqa", version=__version__,
         description="Solve medical licensing exam questions with evidence from the MedQA textbooks. "
                     "No authentication: bind to 127.0.0.1 (the default) unless you mean to share it.",
-        swagger_ui_parameters={"validatorUrl": None},
+        swagger_ui_parameters={"validatorUrl": None}, redoc_url=None,
     )
 
-    app.add_middleware(Guard, limit=MAX_BODY, hosts=hosts, any_ip=any_ip)
+    app.add_middleware(Guard, limit=MAX_BODY, hosts=hosts, any_ip=any_ip, router=app.router)
 
     @app.exception_handler(OpenQAError)
     async def _refused(request: Request, exc: OpenQAError) -> JSONResponse:
@@ -370,6 +410,17 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
         return _error(500, f"internal error ({type(exc).__name__}); the server's log has the details")
 
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/redoc", include_in_schema=False)
+    async def redoc(request: Request) -> HTMLResponse:
+        """ReDoc from ``fastapi-offline``'s files, told by its Content-Security-Policy to load nothing
+        from elsewhere (its bundle would fetch the Redocly logo from a CDN; that image is hidden)."""
+        root = request.scope.get("root_path", "")
+        page = get_redoc_html(openapi_url=f"{root}{app.openapi_url}", title="openqa - ReDoc", with_google_fonts=False,
+                              redoc_js_url=f"{root}{OFFLINE_DOCS}/redoc.standalone.js",
+                              redoc_favicon_url=f"{root}{OFFLINE_DOCS}/favicon.png")
+        html = bytes(page.body).decode().replace("</head>", f"<style>{NO_LOGO}</style></head>", 1)
+        return HTMLResponse(html, headers={"Content-Security-Policy": SAME_ORIGIN})
 
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
@@ -413,14 +464,13 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
         limit = limits(method)
         deadline = time.monotonic() + limit.seconds
         question = await run_in_threadpool(_checked, make_question, body.question, _lettered(body.options))
-        size = len(question.question) + sum(map(len, question.options.values()))
-        if size > limit.max_chars:
-            raise RequestError(f"question too long for {method}: {size} characters with its options "
+        if size(question) > limit.max_chars:
+            raise RequestError(f"question too long for {method}: {size(question)} characters with its options "
                                f"(at most {limit.max_chars} per request)", 413)
         abandoned = threading.Event()
         future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline)
         try:
-            return await _answered(future, request, deadline, f"{method} ({lang})")
+            return await _answered(future, request, deadline, f"{method} ({lang})", engines.stopping)
         finally:
             abandoned.set()  # a job still queued or waiting for its index never starts
             future.cancel()
@@ -447,18 +497,62 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-class _Server:
-    """uvicorn's server whose first Ctrl-C or SIGTERM stops it gracefully (requests in flight get
-    ``GRACE_SECONDS``) and whose second one stops it at once; the signals are not raised again
-    after the stop, so the caller decides the exit status (``forced``)."""
+def header_timed(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol (h11) that closes a connection whose request line and headers have not
+    all arrived ``seconds`` after it opened or after the request's first byte (uvicorn times out an
+    idle kept-alive connection, not a trickled head, so each such client would hold a socket for ever)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
 
-    def __init__(self, app: FastAPI) -> None:
+    class HeaderTimed(H11Protocol):
+        timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.start_timer()
+
+        def start_timer(self) -> None:
+            if self.timer is None:
+                self.timer = self.loop.call_later(seconds, self.head_late)
+
+        def stop_timer(self) -> None:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+
+        def data_received(self, data: bytes) -> None:
+            before = self.cycle
+            if before is None or before.response_complete:  # these bytes begin a request's head
+                self.start_timer()
+            super().data_received(data)
+            if self.cycle is not before:  # its head arrived in full
+                self.stop_timer()
+
+        def head_late(self) -> None:
+            self.timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.stop_timer()
+            super().connection_lost(exc)
+
+    return HeaderTimed
+
+
+class _Server:
+    """uvicorn's server whose first Ctrl-C, SIGTERM or SIGHUP stops it gracefully and whose second
+    one stops it at once; the signals are not raised again after the stop, so the caller decides the
+    exit status (``forced``). The first signal calls ``on_stop`` (the jobs in flight stop at their
+    next checkpoint and their requests get a 503 saying the server stops); a client still sending
+    its request after ``GRACE_SECONDS`` gets that 503 too."""
+
+    def __init__(self, app: FastAPI, on_stop: Callable[[], None]) -> None:
         import uvicorn
 
         class Server(uvicorn.Server):
             @contextlib.contextmanager
             def capture_signals(self) -> Iterator[None]:
-                originals = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+                originals = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
                 try:
                     yield
                 finally:
@@ -468,8 +562,10 @@ class _Server:
             def handle_exit(self, sig: int, frame: Any) -> None:
                 self.force_exit = self.should_exit
                 self.should_exit = True
+                on_stop()
 
-        self.server = Server(uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS))
+        self.server = Server(uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS,
+                                            http=header_timed(HEADER_SECONDS)))
 
     def run(self, sock: socket.socket) -> bool:
         """Serve on ``sock`` until stopped; whether the stop was forced (a second signal)."""
@@ -497,8 +593,8 @@ def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: i
             shown = f"[{host}]" if ":" in host else host
             ctx.notify(f"page at http://{shown}:{port}/ and API docs at http://{shown}:{port}/docs"
                        + ("" if host in LOOPBACK else "; no authentication: anyone who reaches this address can use it"))
-            forced = _Server(create_app(engines, hosts, any_ip=wildcard)).run(sock)
+            forced = _Server(create_app(engines, hosts, any_ip=wildcard), engines.stop).run(sock)
         finally:
-            engines.close(wait=not forced)
+            engines.close(0.0 if forced else CLOSE_SECONDS)
     if forced:
         raise KeyboardInterrupt

@@ -3,15 +3,17 @@ that keep a request from stalling the others or reading an index that changed on
 
 Every index is opened once at start-up and shared by all requests. Scorers and engines take
 their query settings per call, so one opened index serves many threads: questions are scored on
-a pool of ``WORKERS`` threads. A method whose engine calls into a JVM (ir-es over Lucene, whose
-threads must be attached) keeps one long-lived thread of its own, and so does an LLM run in process
-(it answers one prompt at a time: its queue must not hold the pool's threads). A model is opened
-once for every language served.
+a pool of ``WORKERS`` threads shared fairly (``openqa.serve.workers``: a queue per method,
+language and weight, served in turn; heavy requests hold at most ``HEAVY_SHARE`` workers). A
+method whose engine calls into a JVM (ir-es over Lucene, whose threads must be attached) keeps one
+long-lived thread of its own, and so does an LLM run in process (it answers one prompt at a time:
+its queue must not hold the pool's threads). A model is opened once for every language served.
 
 Limits: each method has a size limit (characters of question and options) and a time limit per
-request (waiting and working). A request that goes over its time, or whose client disconnects,
-is abandoned: a job still queued never starts; one already scoring finishes its (size-bounded)
-work and its answer is dropped.
+request (waiting and working). A request that goes over its time, whose client disconnects, or
+that is in flight when the server stops is abandoned: a job still queued never starts; one already
+scoring stops at its scorer's next cancellation checkpoint (``openqa.cancel``: between options or
+batches).
 
 An index rebuilt or deleted while serving is noticed by its manifest's stamp (inode, size and
 modification time of ``manifest.json``: one ``stat`` per index per request). The next request
@@ -26,13 +28,15 @@ from __future__ import annotations
 import os
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Hashable, TypeVar
 
 import openqa
 from openqa.answer import no_match_message
+from openqa.cancel import cancellable
 from openqa.data import Question
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
 from openqa.languages import LANGS
@@ -42,6 +46,7 @@ from openqa.retrieval.base import Index
 from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.registry import index_folder, open_index
 from openqa.serve.examples import measured_accuracy
+from openqa.serve.workers import FairPool
 from openqa.workspace import Context, Exam
 
 T = TypeVar("T")
@@ -54,6 +59,12 @@ REQUEST_FIELDS = {"--top-n": "request top_n", "--lang": "lang"}
 #: Threads scoring questions (beside the JVM's own thread): more than the cores, so a few large questions
 #: cannot hold every thread while small ones wait.
 WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
+#: How many of the workers heavy requests may hold together (the rest are kept for short ones): half the cores.
+HEAVY_SHARE = max(1, (os.cpu_count() or 2) // 2)
+#: A request asking for more paragraphs per option than this is heavy.
+HEAVY_TOP_N = 20
+#: Seconds ``Engines.close`` waits for the jobs in flight to reach a checkpoint and stop.
+CLOSE_SECONDS = 1.0
 #: Engines that call into a JVM: the methods over them run on one long-lived thread.
 JVM_ENGINES = frozenset({"lucene"})
 
@@ -61,10 +72,12 @@ JVM_ENGINES = frozenset({"lucene"})
 @dataclass(frozen=True)
 class Limits:
     """What one request to a method may ask for: characters of question and options together, and
-    seconds from arriving to answered (queueing included)."""
+    seconds from arriving to answered (queueing included); a request over ``heavy_chars`` characters
+    is heavy (it waits in a queue of its own and shares ``HEAVY_SHARE`` workers with other heavy ones)."""
 
     max_chars: int
     seconds: float
+    heavy_chars: int = 4_000
 
 
 #: Limits per method. PMI counts co-occurrences of every question term with every option term in
@@ -73,13 +86,19 @@ class Limits:
 #: order of the options: a 1.5B GGUF model on one CPU thread takes 10-30 s a prompt with evidence
 #: (requests queue behind each other there), a GPU server about a second. The others search an
 #: inverted or vector index once per option and stay under half a second at 20,000 characters.
-LIMITS = {"pmi": Limits(6_000, 15.0), "llm": Limits(20_000, 600.0)}
+#: Heavy: above MedQA's longest question with its options (3,637 characters); PMI from 2,000.
+LIMITS = {"pmi": Limits(6_000, 15.0, 2_000), "llm": Limits(20_000, 600.0)}
 DEFAULT_LIMITS = Limits(20_000, 15.0)
 
 
 def limits(method: str) -> Limits:
     """The per-request limits of ``method``."""
     return LIMITS.get(method, DEFAULT_LIMITS)
+
+
+def size(question: Question) -> int:
+    """Characters of a question and its options together (what the limits count)."""
+    return len(question.question) + sum(map(len, question.options.values()))
 
 
 class RequestError(OpenQAError):
@@ -207,6 +226,11 @@ def overtime(what: str) -> RequestError:
                         "(the server is busy or the question is large); try again", 503)
 
 
+def stopping() -> RequestError:
+    """The 503 of a request in flight when the server stops."""
+    return RequestError("the server is stopping: this request was not finished; try again once it is back", 503)
+
+
 class Engines:
     """The methods a server offers per language, opened once, and the worker threads that use them."""
 
@@ -221,23 +245,26 @@ class Engines:
         self.methods = [n for n, m in METHODS.items() if m.ready(request)] if methods == [ALL] else pick(methods, tuple(METHODS), "method")
         for name in self.methods:
             METHODS[name].require(request)
-        self.pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="openqa-score")
-        self.jvm = ThreadPoolExecutor(1, thread_name_prefix="openqa-jvm")
-        self.alone = ThreadPoolExecutor(1, thread_name_prefix="openqa-model")
-        self._reload = threading.Lock()
+        self.pool = FairPool(WORKERS, "openqa-score", HEAVY_SHARE)
+        self.jvm = FairPool(1, "openqa-jvm", 1)
+        self.alone = FairPool(1, "openqa-model", 1)
+        self.stopping = threading.Event()
+        self._reload = {(lang, name): threading.Lock() for lang in self.langs for name in self.methods}
         self.reloads: list[dict[str, Any]] = []
         self.offers = {
-            (lang, name): self._worker(name, lang).submit(self._open, name, lang).result()
+            (lang, name): self._worker(name, lang).submit((lang, name), False, partial(self._open, name, lang)).result()
             for lang in self.langs
             for name in self.methods
         }
         self.ctx = replace(self.ctx, build_missing=False)  # shares the cache of open indexes
-        self.accuracy = {key: measured_accuracy(ctx.settings, key[1], key[0], ctx.corpus) for key in self.offers}
+        self.accuracy = {key: measured_accuracy(ctx.settings, key[1], key[0], ctx.corpus,
+                                                offer.opened.settings if offer.opened else None)
+                         for key, offer in self.offers.items()}
         if not any(offer.opened for offer in self.offers.values()):
             first = next(iter(self.offers.values()))
             raise OpenQAError(f"nothing to serve: {first.error}")
 
-    def _worker(self, method: str, lang: str) -> ThreadPoolExecutor:
+    def _worker(self, method: str, lang: str) -> FairPool:
         """The JVM's thread for a method over a JVM engine; the model's thread for a model in process
         (its requests wait there, never on the pool's threads, and one whose client left never
         starts); else the pool."""
@@ -269,17 +296,26 @@ class Engines:
         """The indexes of ``offer`` whose manifest changed on disk (rebuilt, deleted, or built since)."""
         return [key for key, was in offer.stamps.items() if stamp(self._folder(key)) != was]
 
+    def _names(self, keys: list[tuple[str, str]]) -> str:
+        """The folder names of indexes (a named corpus's own, not the textbooks')."""
+        return ", ".join(self._folder(key).name for key in keys)
+
     def _fresh(self, method: str, lang: str, failed: Offer | None = None) -> Offer:
         """The offer for ``method``/``lang``, reopened first if one of its indexes changed on disk
         (or it is still ``failed``, an offer a file of which could not be read; in the calling
-        worker thread; reloads take turns). A changed index that cannot be opened now is a 503 naming the rebuild; the
-        offer is swapped in whole, never half-updated."""
+        worker thread; reloads of one offer take turns, others go on). An index without a manifest
+        (deleted, or a rebuild not yet swapped in) is a 503 at once, without trying to open it; one
+        that cannot be opened is a 503 naming the rebuild. The offer is swapped in whole, never half-updated."""
         offer = self.offers[lang, method]
         if offer is not failed and not self.changed(offer):
             if offer.opened is None:
                 raise RequestError(f"{method} ({lang}) is not available: {offer.error}", 404)
             return offer
-        with self._reload:
+        gone = [key for key in offer.stamps if stamp(self._folder(key)) is None]
+        if gone:
+            raise RequestError(f"the {self._names(gone)} index of {method} ({lang}) was deleted or is being rebuilt since "
+                               f"the server opened it; try again once the rebuild has finished ({self._rebuild(gone)})", 503)
+        with self._reload[lang, method]:
             offer = self.offers[lang, method]
             changed = self.changed(offer) or (list(offer.stamps) if offer is failed else [])
             if not changed:  # another request reopened it meanwhile
@@ -289,7 +325,7 @@ class Engines:
             offer = self._open(method, lang)
             if offer.opened is not None:
                 self.offers[lang, method] = offer
-            names = ", ".join(f"{lang}-{engine}" for lang, engine in changed)
+            names = self._names(changed)
             self.reloads.append({"method": method, "lang": lang, "indexes": names, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                                  "ok": offer.opened is not None, **({"error": offer.error} if offer.error else {})})
             del self.reloads[:-20]
@@ -299,6 +335,11 @@ class Engines:
             raise RequestError(f"the {names} index of {method} ({lang}) {what} since the server opened it: "
                                f"{offer.error}; try again once the rebuild has finished", 503)
         return offer
+
+    def _rebuild(self, keys: list[tuple[str, str]]) -> str:
+        """The commands that build ``keys`` (over the server's named corpus, if any)."""
+        corpus = f" --corpus <its source> --name {self.ctx.corpus}" if self.ctx.corpus else ""
+        return "; ".join(f"openqa index --lang {lang} --engine {engine}{corpus}" for lang, engine in keys)
 
     def offer(self, method: str | None, lang: str | None) -> tuple[str, str]:
         """The method and language a request asks for (default: the first of each list), or a one-line
@@ -321,7 +362,9 @@ class Engines:
                ) -> Future[dict[str, Any]]:
         """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
         language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
-        index. The job stops before scoring once ``abandoned`` is set or ``deadline``
+        index. The job waits in the queue of its method, language and weight (heavy: over its
+        method's ``heavy_chars`` or ``HEAVY_TOP_N``), and stops (before scoring, or at the scorer's
+        next checkpoint) once ``abandoned`` is set, the server stops, or ``deadline``
         (``time.monotonic``; default: the method's time limit from now) has passed."""
         method, lang = self.offer(method, lang)
         if top_n is not None and not METHODS[method].takes("top_n"):
@@ -329,14 +372,24 @@ class Engines:
         abandoned = abandoned or threading.Event()
         deadline = deadline if deadline is not None else time.monotonic() + limits(method).seconds
         what = f"{method} ({lang})"
+        heavy = size(question) > limits(method).heavy_chars or (top_n or 0) > HEAVY_TOP_N
+
+        def check() -> None:
+            if abandoned.is_set():
+                raise Abandoned
+            if self.stopping.is_set():
+                raise stopping()
+            if time.monotonic() > deadline:
+                raise overtime(what)
 
         def work() -> dict[str, Any]:
+            with cancellable(check):
+                return attempts()
+
+        def attempts() -> dict[str, Any]:
             failed, failure = None, "it kept changing"
             for _ in range(3):  # an index swapped while scoring: score again on the new one
-                if abandoned.is_set():
-                    raise Abandoned
-                if time.monotonic() > deadline:
-                    raise overtime(what)
+                check()
                 offer = self._fresh(method, lang, failed)
                 try:
                     opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
@@ -351,7 +404,7 @@ class Engines:
             raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "
                                "has finished", 503)
 
-        return self._worker(method, lang).submit(work)
+        return self._worker(method, lang).submit((method, lang, heavy), heavy, work)
 
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""
@@ -370,13 +423,21 @@ class Engines:
                       "accuracy": self.accuracy[offer.lang, offer.method]}
             changed = self.changed(offer)
             if changed:
-                gone = [f"{lang}-{engine}" for lang, engine in changed if stamp(self._folder((lang, engine))) is None]
-                record["changed"] = (f"index {', '.join(gone)} deleted or being rebuilt" if gone else
+                gone = [key for key in changed if stamp(self._folder(key)) is None]
+                record["changed"] = (f"index {self._names(gone)} deleted or being rebuilt" if gone else
                                      "index rebuilt since opened: reopened on the next request")
             out.append(record)
         return out
 
-    def close(self, wait: bool = True) -> None:
-        """Stop the worker threads: after the requests in flight, or (``wait`` off) dropping the queued ones."""
+    def stop(self) -> None:
+        """Tell the jobs in flight to stop (each at its next checkpoint, answered with a 503 naming the
+        stop) and refuse new ones the same way."""
+        self.stopping.set()
+
+    def close(self, wait_s: float = CLOSE_SECONDS) -> None:
+        """Stop: drop the queued jobs, tell the running ones to stop, and wait up to ``wait_s``
+        seconds for them (the worker threads are daemons: one still in a long step never holds the process)."""
+        self.stop()
+        deadline = time.monotonic() + wait_s
         for worker in (self.pool, self.jvm, self.alone):
-            worker.shutdown(wait=wait, cancel_futures=not wait)
+            worker.shutdown(max(0.0, deadline - time.monotonic()))

@@ -60,9 +60,12 @@ def examples(data_dir: Path | None, lang: str) -> dict[str, Any]:
     return out
 
 
-def measured_accuracy(settings: Settings, method: str, lang: str, corpus: str | None) -> dict[str, Any] | None:
+def measured_accuracy(settings: Settings, method: str, lang: str, corpus: str | None,
+                      used: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The method's accuracy on the language's test split from its result record, with the
-    sentence the page shows; None without such a record (or over a named corpus)."""
+    sentence the page shows; None without such a record, over a named corpus, or when a setting
+    the record gives has another value in ``used`` (the settings the server scores with: the
+    operator's own tuning or flags), since that number was not measured with them."""
     if corpus is not None:
         return None
     dataset = Exam.resolve(lang=lang).dataset
@@ -75,6 +78,9 @@ def measured_accuracy(settings: Settings, method: str, lang: str, corpus: str | 
             continue
         if (record.get("dataset"), record.get("split"), record.get("method")) != (dataset, "test", method) \
                 or record.get("variant") or record.get("limit"):
+            continue
+        measured = record.get("settings") or {}
+        if used is not None and any(key != "sources" and key in used and used[key] != value for key, value in measured.items()):
             continue
         books = re.search(r"(\d+) books", str(record.get("corpus", "")))
         where = f"{n:,} questions" + (f", {books.group(1)} books" if books else "")

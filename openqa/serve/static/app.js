@@ -5,7 +5,8 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/;
+const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/g;
+const LATIN_WORD = /[A-Za-z\u00c0-\u024f]+/g;
 const LANG_NAMES = { en: "English", zh: "Chinese" };
 let served = { languages: ["en"], default: { lang: "en" }, served: [] };
 let answer = null;      // the answer shown
@@ -55,12 +56,12 @@ async function loadMethods() {
   $("lang").append(...served.languages.map((lang) => element("option", { value: lang, textContent: `${lang} (${LANG_NAMES[lang] || lang})` })));
   const missing = served.served.filter((offer) => !offer.available);
   if (missing.length) $("status").textContent = `Not available on this server: ${missing.map((o) => `${o.method} (${o.lang})`).join(", ")}.`;
-  await Promise.all(served.languages.map(loadExamples));
+  const loaded = await Promise.all(served.languages.map((lang) => api(`v1/examples?lang=${encodeURIComponent(lang)}`)));
+  loaded.forEach((data, i) => showExamples(served.languages[i], data));  // in the server's order, however they arrive
 }
 
 // Real MedQA questions from the server's data folder, with the rule that chose them.
-async function loadExamples(lang) {
-  const data = await api(`v1/examples?lang=${encodeURIComponent(lang)}`);
+function showExamples(lang, data) {
   if (!data.questions.length) return;
   $("examples").hidden = false;
   $("examples-rule").append(element("span", { textContent: `${LANG_NAMES[lang] || lang}: ${data.rule}. ` }));
@@ -80,11 +81,13 @@ function useExample(q, lang) {
   run();  // an example replaces a question still being solved: the older reply will be dropped
 }
 
-// The language to ask for: the one chosen, else Chinese for text in Chinese script if served.
+// The language to ask for: the one chosen, else Chinese for text mostly in Chinese script (at least as
+// many Chinese characters as Latin words: one character in an English question does not count) if served.
 function language(text) {
   const chosen = $("lang").value;
   if (chosen !== "auto") return chosen;
-  const wanted = CJK.test(text) ? "zh" : "en";
+  const count = (pattern) => (text.match(pattern) || []).length;
+  const wanted = count(CJK) && count(CJK) >= count(LATIN_WORD) ? "zh" : "en";
   return served.languages.includes(wanted) ? wanted : served.default.lang;
 }
 
@@ -306,6 +309,7 @@ function toggleKeys(show = $("keys").hidden) {
 }
 
 document.addEventListener("DOMContentLoaded", () => {
+  $("solve").disabled = false;  // off in the page itself, so that without JavaScript a question is never submitted and lost
   $("ask").addEventListener("submit", solve);
   $("text").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
