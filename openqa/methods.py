@@ -14,8 +14,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from openqa.config import DEFAULT_METHOD  # noqa: F401  (the default method, named beside the registry)
 from openqa.data import Question
 from openqa.errors import OpenQAError
+from openqa.extras import needs
 from openqa.languages import language
 from openqa.llm.settings import LLMSettings
 from openqa.retrieval.base import Index
@@ -25,6 +27,7 @@ from openqa.retrieval.elastic import ElasticBM25
 from openqa.retrieval.hybrid import FusedEngine, Fusion
 from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
+from openqa.retrieval.registry import engine_class
 from openqa.scorers.base import OptionScorer
 from openqa.scorers.hybrid import HybridScorer
 from openqa.scorers.ir import IRScorer, IRSettings
@@ -87,6 +90,8 @@ class Method(ABC):
     parts: tuple[str, ...] = ()
     #: What a ``Request`` must give before the method can be opened (said when it is missing).
     needs: str = ""
+    #: The install extra whose packages the method needs beyond its engine's (``openqa.extras``).
+    extra: str | None = None
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
@@ -186,6 +191,7 @@ class FusedMethod(Method):
     summary: str
     parts: tuple[str, str]
     retrieves: bool = True
+    extra: str | None = None
 
     def takes(self, setting: str) -> bool:
         return any(method(part).takes(setting) for part in self.parts)
@@ -218,6 +224,7 @@ class ReaderMethod(Method):
     name: str
     summary: str
     needs: str = "--model: a run folder or checkpoint written by openqa train"
+    extra: str | None = None
 
     def ready(self, request: Request) -> bool:
         return bool(request.model)
@@ -250,6 +257,7 @@ class LLMMethod(Method):
     name: str
     summary: str
     needs: str = "--model: a local folder, hub id or .gguf file (or, with --endpoint, the server's model name)"
+    extra: str | None = None
 
     def ready(self, request: Request) -> bool:
         return request.llm is not None
@@ -324,15 +332,12 @@ METHODS: dict[str, Method] = {
         IndexMethod(name="pmi", summary="PMI of question and option n-grams", engine="pmi",
                     make=_pmi, tuner=tune_query_mode, retrieves=False, uses=("query",)),
         IndexMethod(name="dense", summary="sentence-embedding search (FAISS)", engine="dense", make=_dense, tuner=tune_ir),
-        FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense")),
-        ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)"),
-        LLMMethod(name="llm", summary="an instruction model reading the evidence (with --model; see --evidence, --scoring)"),
+        FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense"), extra="dense"),
+        ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)", extra="readers"),
+        LLMMethod(name="llm", summary="an instruction model reading the evidence (with --model; see --evidence, --scoring)",
+                  extra="llm"),
     )
 }
-
-
-#: The method a command uses when none is named.
-DEFAULT_METHOD = "ir-custom"
 
 
 def method(name: str) -> Method:
@@ -347,7 +352,9 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     ``request`` lacks what it needs (``Method.needs``)."""
     m = method(name)
     m.require(request)
-    return m.open(ctx, target, request)
+    engine = request.engine or m.engine
+    with needs(f"method {name}", m.extra or (engine_class(engine).extra if engine else None)):
+        return m.open(ctx, target, request)
 
 
 def open_retrieving(ctx: Context, name: str, target: Exam, query: str | None = None) -> Opened:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from scipy.stats import binomtest
-
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.scorers.base import OptionScores
@@ -18,6 +16,8 @@ def wilson_interval(correct: int, n: int) -> tuple[float, float]:
     """95% Wilson score interval of an accuracy, in percent."""
     if n == 0:
         return (0.0, 0.0)
+    from scipy.stats import binomtest  # scipy.stats takes a second to import: only when a result is summarised
+
     ci = binomtest(correct, n).proportion_ci(confidence_level=0.95, method="wilson")
     return (round(100 * ci.low, 2), round(100 * ci.high, 2))
 
