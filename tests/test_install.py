@@ -25,22 +25,35 @@ def sh(*args: str | Path, cwd: Path | None = None, timeout: int = 600) -> subpro
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def core(tmp_path_factory):
-    """The wheel of this tree and a fresh environment with it installed, core only (pip's cache
-    makes this a minute; the package index must be reachable)."""
-    root = tmp_path_factory.mktemp("install")
+def build_wheel(root: Path) -> Path:
+    """The wheel of this tree (its package, pyproject and README copied first, so no build files
+    land in the checkout), built in ``root/dist``."""
     src = root / "src"
     src.mkdir()
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     shutil.copytree(ROOT / "openqa", src / "openqa", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     built = sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root / "dist", src)
-    assert built.returncode == 0, built.stderr
-    wheel = next((root / "dist").glob("openqa_medqa-*.whl"))
-    made = sh(sys.executable, "-m", "venv", root / "venv")
-    assert made.returncode == 0, made.stderr
-    installed = sh(root / "venv" / "bin" / "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", wheel)
+    if built.returncode != 0:
+        raise RuntimeError(f"building the wheel failed: {built.stderr.strip()}")
+    return next((root / "dist").glob("openqa_medqa-*.whl"))
+
+
+def fresh_env(folder: Path, *requirements: str | Path) -> subprocess.CompletedProcess:
+    """A new virtual environment in ``folder`` with ``requirements`` installed by pip (the outcome)."""
+    made = sh(sys.executable, "-m", "venv", folder)
+    if made.returncode != 0:
+        return made
+    return sh(folder / "bin" / "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", *requirements, timeout=3600)
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory):
+    """The wheel of this tree and a fresh environment with it installed, core only (pip's cache
+    makes this a minute; the package index must be reachable)."""
+    root = tmp_path_factory.mktemp("install")
+    wheel = build_wheel(root)
+    installed = fresh_env(root / "venv", wheel)
     if installed.returncode != 0 and "No matching distribution" in installed.stderr:
         pytest.skip(f"the package index cannot be reached: {installed.stderr.strip().splitlines()[-1]}")
     assert installed.returncode == 0, installed.stderr
