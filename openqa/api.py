@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, overload
 
 from openqa.corpus.sources import user_corpus
-from openqa.errors import OpenQAError, UsageError
+from openqa.errors import IndexDamagedError, OpenQAError, UsageError
 from openqa.extras import needs
 from openqa.progress import shown
 from openqa.retrieval.base import SearchEngine
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from openqa.data import Question
     from openqa.llm.settings import LLMSettings
     from openqa.methods import Opened, Request
+    from openqa.pipeline import EvalRequest
     from openqa.retrieval.base import Index
     from openqa.scorers.base import OptionScores
     from openqa.workspace import Context, Exam
@@ -49,10 +50,6 @@ if TYPE_CHECKING:
 #: Paragraphs per query ``search`` returns when no ``k`` is given, and the most it may ask for.
 DEFAULT_K = 10
 MAX_K = 10_000
-
-
-def _silent(message: str) -> None:
-    """Notes of work done on the caller's behalf (a quick index built first) are not printed."""
 
 
 @dataclass(frozen=True)
@@ -72,8 +69,9 @@ class Workspace:
     zh_mode: str | None = None
     corpus: str | None = None
 
-    def context(self, notify: Callable[[str], None] = _silent) -> Context:
-        """The ``Context`` the layers below take; ``notify`` receives one-line notes."""
+    def context(self, notify: Callable[[str], None] | None = None) -> Context:
+        """The ``Context`` the layers below take; ``notify`` receives one-line notes (of work done on
+        the caller's behalf, such as a quick index built first; default: none is said)."""
         from openqa.config import Settings
         from openqa.retrieval.base import EngineOptions
         from openqa.workspace import Context
@@ -81,7 +79,7 @@ class Workspace:
         s = Settings.resolve(self.data_dir, self.index_dir, self.models_dir, self.es_url, self.settings_dir, self.results_dir)
         options = EngineOptions(connection=s.es_url, encoder=self.encoder, models_dir=s.models_dir,
                                 faiss_index=self.faiss_index or "flat")
-        return Context(s, options, self.ngram, self.zh_mode, notify, self.corpus)
+        return Context(s, options, self.ngram, self.zh_mode, corpus=self.corpus, **({"notify": notify} if notify else {}))
 
     @classmethod
     def of(cls, workspace: Workspace | None = None, **given: Any) -> Workspace:
@@ -173,18 +171,25 @@ def search_hits(engine: Index, queries: Sequence[str], k: int) -> list[list[Sear
 def open_folder(folder: str | Path, workspace: Workspace | None = None) -> Index:
     """The index in ``folder`` (any name or place), opened as its manifest says it was built: its
     files are checked against the manifest as ``Index.load`` always does."""
-    from openqa.retrieval.manifest import read_manifest
-    from openqa.retrieval.registry import engine_class
+    import json
+
+    from openqa.retrieval.manifest import MANIFEST, read_manifest
+    from openqa.retrieval.registry import build_hint, engine_class
 
     folder = Path(folder)
-    hint = f"the index in {folder} is not usable: rebuild it with openqa index"
-    manifest = read_manifest(folder, hint)
-    engine = manifest.get("engine")
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        lang, engine, tokenizer = manifest["lang"], manifest["engine"], manifest["tokenizer"]
+    except (OSError, ValueError, TypeError, KeyError):
+        read_manifest(folder, "openqa index --lang LANG --engine ENGINE")  # says what is wrong
+        raise IndexDamagedError(f"{folder / MANIFEST} does not say the index's language, engine and tokenizer: "
+                                "rebuild it with openqa index") from None
     cls = engine_class(str(engine))
     expected = {key: manifest[key] for key in ("lang", "corpus", "tokenizer", "segmentation") if key in manifest}
-    ctx = Workspace.of(workspace).context()
+    flags = {k: v for k, v in tokenizer.items() if k in cls.tokenizers.get(lang, {}) or k == "mode"}  # what index's flags set
+    hint = build_hint(lang, engine, flags, manifest.get("corpus"), manifest.get("corpus_source"))
     with needs(f"engine {engine}", cls.extra):
-        return cls.load(folder, expected, hint, ctx.options)
+        return cls.load(folder, expected, hint, Workspace.of(workspace).context().options)
 
 
 class Searcher:
@@ -422,7 +427,7 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
     return evaluate_request(Workspace.of(workspace, **where).context(), request, progress)
 
 
-def evaluate_request(ctx: Context, request: Any, progress: bool = False, command: str | None = None) -> Evaluation:
+def evaluate_request(ctx: Context, request: EvalRequest, progress: bool = False, command: str | None = None) -> Evaluation:
     """``openqa.pipeline.evaluate`` of an ``EvalRequest`` in ``ctx``, typed (the CLI's path)."""
     from openqa.pipeline import evaluate as run
 

@@ -94,6 +94,8 @@ def test_library_calls_print_nothing_and_raise_openqa_errors(site, capfd, tmp_pa
         searcher.search("aspirin", k=0)
     with pytest.raises(UsageError, match="does not search paragraphs"):
         Searcher.from_folder(tmp_path / "ix" / "en-pmi")
+    with pytest.raises(OpenQAError, match=f"^no index at {tmp_path / 'nothing'}: build it with"):
+        Searcher.from_folder(tmp_path / "nothing")
     with pytest.raises(OpenQAError, match="empty question"):
         Solver.open(**where).answer(" ", ["a", "b"])
     with pytest.raises(OpenQAError, match="unknown method 'nope'"):

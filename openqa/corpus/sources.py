@@ -36,7 +36,7 @@ from openqa.corpus.paragraphs import (
     corpus_checksum,
 )
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines
+from openqa.jsonl import decode, numbered_lines, text_line
 
 #: Kinds of corpora and what each is.
 TEXTBOOKS, FOLDER, JSONL = "textbooks", "folder", "jsonl"
@@ -174,10 +174,7 @@ def parse_record(path: Path, number: int, raw: bytes, expected: JsonlFormat | No
     or a ``file:line`` error saying what is wrong with it; ``expected`` is the format of the
     file's first record, which every later one must share."""
     where = f"{path}:{number}"
-    try:
-        line = raw.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    line = text_line(where, raw)
     if not line.strip():
         return None
     try:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines
+from openqa.jsonl import decode, numbered_lines, text_line
 
 #: The longest line of a topics file.
 MAX_TOPIC_BYTES = 1 << 20
@@ -50,10 +50,7 @@ def read_topics(path: Path) -> dict[str, str]:
     topics: dict[str, str] = {}
     for number, raw in numbered_lines(path, MAX_TOPIC_BYTES, "a topics file"):
         where = f"{path}:{number}"
-        try:
-            line = raw.decode("utf-8").rstrip("\r\n")
-        except UnicodeDecodeError as exc:
-            raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        line = text_line(where, raw)
         if not line.strip():
             continue
         qid, text = _topic(where, line)
