@@ -469,10 +469,14 @@ def cmd_search(args: argparse.Namespace) -> None:
     if topics is not None:
         _write_run(searcher, topics, k, args)
         return
+    from openqa.pipeline import corpus_line, provenance
+
     hits = searcher.search(args.query, k)
     if args.json:
-        _print_json({"query": args.query, "k": k, "hits": [h.to_dict() for h in hits]})
+        _print_json({"query": args.query, "k": k, "hits": [h.to_dict() for h in hits], "corpus": corpus_line(searcher.manifest),
+                     "index": provenance(searcher.engine)})
         return
+    _note(f"{searcher.manifest['engine']} index of {corpus_line(searcher.manifest)}; the engine's default query parameters")
     for hit in hits:
         print(f"{hit.rank:>3}. [{hit.book} {hit.id}, {hit.score:.2f}] {' '.join(hit.text.split())[:300]}")
     if not hits:
