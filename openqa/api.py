@@ -3,8 +3,8 @@ a few lines, with the same results as the commands (which are written over these
 
 >>> from openqa import Solver
 >>> solver = Solver.open("ir-custom", lang="en", data_dir="../shared/medqa/data_clean")
->>> solver.answer("Which drug blocks bacterial cell wall synthesis?",
-...               {"A": "Gentamicin", "B": "Ceftriaxone"}).prediction
+>>> solver.answer("Which drug irreversibly inhibits cyclooxygenase?", {"A": "Ceftriaxone", "B": "Aspirin"}).prediction
+'B'
 
 - ``Searcher``: a search engine over one index (opened from a language and engine, a corpus name,
   or an index folder); ``search(query, k)`` gives ranked ``SearchHit``s (paragraph id, book,

@@ -42,7 +42,7 @@ def build_wheel(root: Path) -> Path:
 def fresh_env(folder: Path, *requirements: str | Path) -> subprocess.CompletedProcess:
     """A new virtual environment in ``folder`` with ``requirements`` installed by pip (the outcome)."""
     made = sh(sys.executable, "-m", "venv", folder)
-    if made.returncode != 0:
+    if made.returncode != 0 or not requirements:
         return made
     return sh(folder / "bin" / "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", *requirements, timeout=3600)
 
