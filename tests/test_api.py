@@ -119,6 +119,11 @@ def test_import_openqa_is_light():
     code = "import sys, openqa; print(sorted(m for m in ('numpy', 'scipy', 'numba', 'torch', 'openqa.api') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+    help_code = ("import sys, contextlib, io, openqa.cli as cli\nwith contextlib.redirect_stdout(io.StringIO()) as out:\n"
+                 "    try: cli.main(['--help'])\n    except SystemExit: pass\n"
+                 "print('search' in out.getvalue(), sorted(m for m in ('numpy', 'scipy', 'numba') if m in sys.modules))")
+    shown = subprocess.run([sys.executable, "-c", help_code], capture_output=True, text=True, timeout=60)
+    assert shown.stdout.strip() == "True []", shown.stderr  # openqa --help lists commands without numpy
     assert openqa.Solver is Solver  # loaded on first use
     with pytest.raises(AttributeError):
         openqa.nothing_here  # noqa: B018
