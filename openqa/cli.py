@@ -465,7 +465,7 @@ def cmd_search(args: argparse.Namespace) -> None:
 
         topics = read_topics(Path(args.topics))  # checked before the index is opened
     searcher = Searcher.from_folder(args.index, _workspace(args)) if args.index else \
-        Searcher.open(args.lang, args.engine, workspace=_workspace(args))
+        Searcher(_context(args).open(args.lang, args.engine))  # as Searcher.open, with notes (an index built first)
     if topics is not None:
         _write_run(searcher, topics, k, args)
         return
