@@ -9,14 +9,15 @@ import logging
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 from types import FrameType
 
-from openqa.config import DEFAULT_RESULTS, ENV_RESULTS, Settings
+from openqa.config import DEFAULT_METHOD, DEFAULT_RESULTS, ENV_RESULTS, Settings
 from openqa.errors import OpenQAError
+from openqa.extras import missing_extra
 from openqa.languages import DEFAULT_LANG, LANGS, language
 from openqa.limits import MIN_ADDRESS_SPACE_MB, address_space_limited, address_space_shortfall
+from openqa.progress import shown
 from openqa.scorers.query import QUERY_MODES
 from openqa.text.unicode import printable
 
@@ -46,13 +47,9 @@ def _tokenizer_flags(parser: argparse.ArgumentParser) -> None:
 
 def _method_flags(parser: argparse.ArgumentParser) -> None:
     """Which option scorer, over which engine's index."""
-    from openqa.methods import DEFAULT_METHOD, METHODS
-
-    listed = "; ".join(f"{name}: {m.summary}" for name, m in METHODS.items())
-    own = ", ".join(f"{m.engine} for {name}" for name, m in METHODS.items() if m.engine)
-    parser.add_argument("--method", default=DEFAULT_METHOD, help=f"option scorer ({listed}) (default: {DEFAULT_METHOD})")
-    parser.add_argument("--model", help="with --method reader: a run folder or checkpoint written by openqa train; with --method llm: a local folder or hub id (run in process with transformers), a .gguf file (llama.cpp; pip install 'openqa[llamacpp]'), or with --endpoint the server's model name")
-    parser.add_argument("--engine", help=f"engine whose index the method reads (default: the method's own: {own})")
+    parser.add_argument("--method", default=DEFAULT_METHOD, help=f"option scorer ({{methods}}) (default: {DEFAULT_METHOD})")
+    parser.add_argument("--model", help="with --method reader: a run folder or checkpoint written by openqa train; with --method llm: a local folder or hub id (run in process with transformers), a .gguf file (llama.cpp; pip install 'openqa-medqa[llamacpp]'), or with --endpoint the server's model name")
+    parser.add_argument("--engine", help="engine whose index the method reads (default: the method's own: {own_engines})")
 
 
 def _scorer_flags(parser: argparse.ArgumentParser) -> None:
@@ -99,21 +96,47 @@ def _llm_settings(args: argparse.Namespace, wanted: bool):
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full command-line interface (methods and engines listed from their registries)."""
+def _listings() -> dict[str, str]:
+    """The registries' names and summaries that help texts list (``{methods}``, ``{engines}``, ``{own_engines}``)."""
+    from openqa.methods import METHODS
     from openqa.retrieval.registry import ENGINES
 
-    engines = "; ".join(f"{name}: {engine.summary}" for name, engine in ENGINES.items())
-    p = argparse.ArgumentParser(prog="openqa", description="Open-domain QA for medical licensing exams (MedQA).")
-    sub = p.add_subparsers(dest="command", required=True)
+    return {"{methods}": "; ".join(f"{name}: {m.summary}" for name, m in METHODS.items()),
+            "{engines}": "; ".join(f"{name}: {engine.summary}" for name, engine in ENGINES.items()),
+            "{own_engines}": ", ".join(f"{m.engine} for {name}" for name, m in METHODS.items() if m.engine)}
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help whose listings of the registries are filled in when help is printed: importing the
+    registries (numpy, scipy) only to parse a command line would make every command, and
+    ``openqa --help``, slower."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help
+        if text and "{" in text:
+            for key, value in _listings().items():
+                text = text.replace(key, value)
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **{"formatter_class": _Formatter, **kwargs})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full command-line interface (methods and engines listed from their registries when help is shown)."""
+    p = _Parser(prog="openqa", description="Open-domain QA for medical licensing exams (MedQA).")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     ix = sub.add_parser("index", help="clean, segment and index a language's textbooks, or your own corpus")
     ix.add_argument("--lang", choices=LANGS, required=True, help="corpus language")
     ix.add_argument("--corpus", dest="corpus_path", metavar="PATH", help="index your own corpus instead of the textbooks: "
-                    "a folder of books (.txt, .md; cleaned and split like the textbooks) or a JSONL file of passages "
-                    '{"id", "title", "text"} (taken as they are)')
+                    "a folder of books (.txt, .md; cleaned and split like the textbooks) or a JSONL file of passages, "
+                    'taken as they are: openqa\'s {"id", "title", "text"}, MedRAG chunks {"id", "title", "content", "contents"}, '
+                    'BEIR corpus.jsonl {"_id", "title", "text"} or Pyserini JSON lines {"id", "contents"} (told apart by their keys)')
     ix.add_argument("--name", help="with --corpus: the name other commands open it by (--corpus NAME) (default: the folder's or file's name)")
-    ix.add_argument("--engine", default="custom", help=f"what to build ({engines}) (default: custom)")
+    ix.add_argument("--engine", default="custom", help="what to build ({engines}) (default: custom)")
     ix.add_argument("--faiss-index", choices=("flat", "hnsw", "ivf"), help="dense index kind: exact flat, or approximate hnsw / ivf for large corpora (default: flat)")
     _tokenizer_flags(ix)
     _common(ix)
@@ -175,6 +198,21 @@ def build_parser() -> argparse.ArgumentParser:
     _corpus_flag(an)
     _common(an)
 
+    se = sub.add_parser("search", help="ranked paragraphs for a query, or a TREC run file for a file of queries")
+    se.add_argument("query", nargs="?", help="the text to search for (or --topics)")
+    se.add_argument("--topics", metavar="FILE", help="search every query of FILE: 'id<TAB>query' lines or JSON lines "
+                    "with an id and a text (BEIR queries.jsonl); writes a TREC run (with --output, else to standard output)")
+    se.add_argument("--output", metavar="FILE", help="with --topics: the TREC run file to write (e.g. run.trec)")
+    se.add_argument("-k", "--hits", type=int, help="paragraphs per query (default: 10; 1000 with --topics)")
+    se.add_argument("--lang", choices=LANGS, default=DEFAULT_LANG, help=f"corpus language (default: {DEFAULT_LANG})")
+    se.add_argument("--engine", default="custom", help="index to search: custom, lucene, elasticsearch or dense (default: custom)")
+    se.add_argument("--index", metavar="FOLDER", help="an index folder to search (any name or place) instead of --lang/--engine/--corpus")
+    se.add_argument("--run-tag", default=None, help="with --topics: the run's name in the file's last column (default: openqa-ENGINE)")
+    se.add_argument("--json", action="store_true", help="print one JSON object per query")
+    _tokenizer_flags(se)
+    _corpus_flag(se)
+    _common(se)
+
     tr = sub.add_parser("train", help="train a reader (bert, t5, maxout) over retrieved evidence")
     tr.add_argument("--reader", required=True, choices=("bert", "t5", "maxout"), help="reader kind")
     tr.add_argument("--model", help="bert/t5: model name (looked up in --models-dir, installed packages, then the hub) or folder; maxout: unused (word2vec index)")
@@ -235,35 +273,32 @@ def _print_json(record: dict) -> None:
     print(json.dumps(record, ensure_ascii=not utf8))
 
 
-def _context(args: argparse.Namespace):
-    """Locations and index-building flags of this command, for ``openqa.pipeline``."""
-    from openqa.retrieval.base import EngineOptions
-    from openqa.workspace import Context
+def _workspace(args: argparse.Namespace):
+    """Locations and index-building flags of this command, as the API takes them (``openqa.api.Workspace``);
+    ``--output`` is the results folder of eval and filter-agreement."""
+    from openqa.api import Workspace
 
-    s = _settings(args)
-    options = EngineOptions(
-        connection=s.es_url,
-        encoder=getattr(args, "encoder", None),
-        models_dir=s.models_dir,
-        faiss_index=getattr(args, "faiss_index", None) or "flat",
+    return Workspace(
+        data_dir=args.data_dir, index_dir=args.index_dir, models_dir=args.models_dir, settings_dir=args.settings_dir,
+        results_dir=args.output if args.command in ("eval", "filter-agreement") else None, es_url=args.es_url,
+        encoder=getattr(args, "encoder", None), faiss_index=getattr(args, "faiss_index", None),
+        ngram=getattr(args, "ngram", None), zh_mode=getattr(args, "zh_mode", None), corpus=getattr(args, "corpus", None),
     )
-    return Context(s, options, getattr(args, "ngram", None), getattr(args, "zh_mode", None), _note, getattr(args, "corpus", None))
+
+
+def _context(args: argparse.Namespace):
+    """The command's ``Workspace`` as the layers below take it, with notes printed."""
+    return _workspace(args).context(_note)
 
 
 def cmd_index(args: argparse.Namespace) -> None:
-    from openqa.corpus.sources import user_corpus
-    from openqa.retrieval.registry import build_index
+    from openqa.api import build_index
 
     if args.name is not None and not args.corpus_path:
         raise OpenQAError("--name names a corpus given with --corpus PATH")
-    ctx = _context(args)
-    corpus = user_corpus(Path(args.corpus_path), args.lang, args.name) if args.corpus_path else None
-    start = time.perf_counter()
-    folder = build_index(
-        None if corpus else ctx.settings.require_data_dir(), ctx.settings.index_dir, args.lang, args.engine,
-        ctx.tokenizer(args.lang, args.engine), ctx.options, corpus,
-    )
-    print(f"built {folder} in {time.perf_counter() - start:.1f} s")
+    built = build_index(args.lang, args.engine, corpus=args.corpus_path, name=args.name, progress=True,
+                        workspace=_workspace(args))
+    print(f"built {built.folder} in {built.seconds:.1f} s")
 
 
 def cmd_corpus_stats(args: argparse.Namespace) -> None:
@@ -311,7 +346,8 @@ def cmd_train(args: argparse.Namespace) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> None:
-    from openqa.pipeline import EvalRequest, evaluate, retrieval_quality
+    from openqa.api import evaluate_request
+    from openqa.pipeline import EvalRequest, retrieval_quality
 
     request = EvalRequest(
         method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
@@ -329,7 +365,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
             print(f"{name:<10} " + "  ".join(f"@{k}: {row['correct'][k]:.1f} vs {row['wrong'][k]:.1f}" for k in row["correct"]))
         print(f"wrote {path.resolve()} (+ .md, .png)")
         return
-    summary = evaluate(_context(args), request, progress=not args.json)
+    summary = evaluate_request(_context(args), request, progress=not args.json).record
     if args.json:
         _print_json(summary)
         return
@@ -366,12 +402,12 @@ def confidence_lines(summary: dict) -> list[str]:
 
 
 def cmd_tune(args: argparse.Namespace) -> None:
+    from openqa.api import tune_in
     from openqa.methods import Request
-    from openqa.pipeline import tune
 
     parts = tuple(p.strip() for p in args.parts.split(",") if p.strip()) if args.parts else None
     request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method == "llm"), parts=parts)
-    record = tune(_context(args), args.method, args.dataset, request, args.calibrate_only)
+    record = tune_in(_context(args), args.method, args.dataset, request, args.calibrate_only, progress=True).record
     calibration = record["calibration"]
     if "chosen" in record:
         print(f"chose {record['chosen']} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {record['files']['settings']}")
@@ -382,9 +418,9 @@ def cmd_tune(args: argparse.Namespace) -> None:
 def cmd_answer(args: argparse.Namespace) -> None:
     """One question from flags, every question of piped input, or questions typed at a terminal."""
     from openqa.answer import check_min_confidence, no_match_message
+    from openqa.api import Solver
     from openqa.data.pasted import make_question, parse_many, parse_option_flags
-    from openqa.methods import Request, open_method
-    from openqa.pipeline import answer_record
+    from openqa.methods import Request
     from openqa.workspace import Exam
 
     for flag in ("paragraphs", "show"):
@@ -402,25 +438,25 @@ def cmd_answer(args: argparse.Namespace) -> None:
         questions = parse_many(_read_stdin())
     if interactive:
         _note(f"loading {args.method} and its index...")
-    opened = open_method(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam),
-                         Request(_overrides(args), args.engine, args.model, _llm_settings(args, args.method == "llm")))
-    print(settings_line(opened.settings), file=sys.stderr if args.json or interactive else sys.stdout)
+    solver = Solver.from_context(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam),
+                                 Request(_overrides(args), args.engine, args.model, _llm_settings(args, args.method == "llm")))
+    print(settings_line(solver.settings), file=sys.stderr if args.json or interactive else sys.stdout)
     if interactive:
-        _answer_typed(opened, args)
+        _answer_typed(solver, args)
         return
     unmatched = 0
     for number, question in enumerate(questions, start=1):
         if args.json:
-            record = answer_record(opened, question, args.paragraphs, args.min_confidence)
-            _print_json(record)
-            unmatched += not record["matched"]
+            answer = solver.answer(question, evidence=args.paragraphs, min_confidence=args.min_confidence)
+            _print_json(answer.to_dict())
+            unmatched += not answer.matched
             continue
-        text, matched = _rendered(opened, question, args, sys.stdout.isatty())
+        text, matched = solver.text(question, args.show, args.paragraphs, sys.stdout.isatty(), args.min_confidence)
         unmatched += not matched
         print(("\n" if number > 1 else "") + text)
     if unmatched:
         which = "the question" if len(questions) == 1 else f"{unmatched} of {len(questions)} questions"
-        raise OpenQAError(f"{which}: {no_match_message(opened.index.manifest['lang'])}")
+        raise OpenQAError(f"{which}: {no_match_message(solver.index.manifest['lang'])}")
 
 
 #: The most bytes of piped questions read (a thousand long questions are some 10 MiB).
@@ -438,22 +474,74 @@ def _read_stdin() -> str:
         raise OpenQAError("standard input is not UTF-8 text") from None
 
 
-def _rendered(opened, question, args: argparse.Namespace, color: bool) -> tuple[str, bool]:
-    """One solved question as text for a person (with its probabilities), and whether it matched."""
-    from openqa.answer import assess, render, solve
-
-    result = solve(opened.scorer, question)
-    sure = assess(result, opened.probabilities(result), opened.calibration, args.min_confidence)
-    return render(result, opened.index, args.show, args.paragraphs, color, sure), result.matched
-
-
-def _answer_typed(opened, args: argparse.Namespace) -> None:
+def _answer_typed(solver, args: argparse.Namespace) -> None:
     """Solve questions typed or pasted at a terminal until Ctrl-D (see ``openqa.terminal``)."""
     from openqa.data.pasted import parse_block
     from openqa.terminal import answer_loop
 
     color = sys.stdout.isatty()
-    answer_loop(lambda block: _rendered(opened, parse_block(block), args, color)[0], sys.stdin.fileno())
+    answer_loop(lambda block: solver.text(parse_block(block), args.show, args.paragraphs, color, args.min_confidence)[0],
+                sys.stdin.fileno())
+
+
+def cmd_search(args: argparse.Namespace) -> None:
+    """One query's ranked paragraphs, or every topic of a file as a TREC run."""
+    from openqa.api import Searcher
+
+    if (args.query is None) == (args.topics is None):
+        raise OpenQAError("give a query or --topics FILE (one of them)")
+    if args.output and not args.topics:
+        raise OpenQAError("--output writes the TREC run of --topics")
+    if args.index and (args.corpus or args.engine != "custom"):
+        raise OpenQAError("--index names the index itself: leave out --engine and --corpus")
+    k = args.hits if args.hits is not None else 1000 if args.topics else 10
+    topics = None
+    if args.topics:
+        from openqa.data.topics import read_topics
+
+        topics = read_topics(Path(args.topics))  # checked before the index is opened
+    searcher = Searcher.from_folder(args.index, _workspace(args)) if args.index else \
+        Searcher(_context(args).open(args.lang, args.engine))  # as Searcher.open, with notes (an index built first)
+    if topics is not None:
+        _write_run(searcher, topics, k, args)
+        return
+    from openqa.pipeline import corpus_line, provenance
+
+    hits = searcher.search(args.query, k)
+    if args.json:
+        _print_json({"query": args.query, "k": k, "hits": [h.to_dict() for h in hits], "corpus": corpus_line(searcher.manifest),
+                     "index": provenance(searcher.engine)})
+        return
+    _note(f"{searcher.manifest['engine']} index of {corpus_line(searcher.manifest)}; the engine's default query parameters")
+    for hit in hits:
+        print(f"{hit.rank:>3}. [{hit.book} {hit.id}, {hit.score:.2f}] {' '.join(hit.text.split())[:300]}")
+    if not hits:
+        print("no paragraph holds a word of the query", file=sys.stderr)
+
+
+#: Topics searched together by ``openqa search --topics`` (bounds the hits held at once).
+TOPIC_BATCH = 256
+
+
+def _write_run(searcher, topics: dict[str, str], k: int, args: argparse.Namespace) -> None:
+    """Search every topic and write the TREC run (``--output``, atomically; else standard output)."""
+    from openqa.data.topics import trec_lines
+    from openqa.evaluate.results import write_atomic
+
+    tag = args.run_tag or f"openqa-{searcher.manifest.get('engine', args.engine)}"
+    if any(c.isspace() for c in tag) or not tag:
+        raise OpenQAError(f"--run-tag must be one word, not {tag!r}")
+    qids, lines = list(topics), []
+    for start in range(0, len(qids), TOPIC_BATCH):
+        batch = qids[start : start + TOPIC_BATCH]
+        for qid, hits in zip(batch, searcher.search([topics[q] for q in batch], k)):
+            lines += trec_lines(qid, [h.id for h in hits], [h.score for h in hits], tag)
+    text = "".join(line + "\n" for line in lines)
+    if args.output:
+        write_atomic(Path(args.output), text)
+        print(f"wrote {Path(args.output).resolve()}: {len(topics)} topics, {len(lines)} lines", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
 
 
 def cmd_filter_agreement(args: argparse.Namespace) -> None:
@@ -490,6 +578,7 @@ COMMANDS = {
     "eval": cmd_eval,
     "tune": cmd_tune,
     "answer": cmd_answer,
+    "search": cmd_search,
     "filter-agreement": cmd_filter_agreement,
     "train": cmd_train,
     "serve": cmd_serve,
@@ -569,13 +658,22 @@ def _run(argv: list[str] | None) -> int:
     logger = logging.getLogger("openqa")
     if not any(isinstance(handler, _Notes) for handler in logger.handlers):
         logger.addHandler(_Notes())
+    command = "openqa"
     try:
         limit = address_space_shortfall()
         if limit is not None:  # before numpy and scipy load: they cannot report it
             raise OpenQAError(f"the address space is limited to {limit} MiB (`ulimit -v`), below the {MIN_ADDRESS_SPACE_MB} MiB "
                               "openqa needs to load its libraries: it would run out of memory; raise the limit")
         args = build_parser().parse_args(argv)
-        COMMANDS[args.command](args)
+        command = f"openqa {args.command}"
+        with shown(True):
+            COMMANDS[args.command](args)
+    except ModuleNotFoundError as exc:  # an optional package of an extra that is not installed
+        error = missing_extra(exc, command)
+        if error is None:
+            raise
+        print(f"openqa: error: {error}", file=sys.stderr)
+        return 2
     except OpenQAError as exc:  # one line, whatever a file name or a record held
         print(f"openqa: error: {printable(str(exc))}", file=sys.stderr)
         return 2

@@ -9,6 +9,9 @@ from pathlib import Path
 
 from openqa.errors import OpenQAError
 
+#: The method a command uses when none is named (``openqa.methods`` holds them all).
+DEFAULT_METHOD = "ir-custom"
+
 #: Environment variables a user can set instead of passing flags.
 ENV_DATA = "OPENQA_DATA"
 ENV_INDEXES = "OPENQA_INDEXES"

@@ -1,4 +1,5 @@
-"""Errors a user can act on: the CLI prints their message on one line and exits non-zero."""
+"""Errors a user can act on, all under ``OpenQAError``: the library raises them and never prints;
+the CLI prints their message on one line and exits non-zero, the server answers with it."""
 
 
 class OpenQAError(Exception):
@@ -19,3 +20,16 @@ class IndexMissingError(OpenQAError):
 
 class IndexDamagedError(OpenQAError):
     """An index's files differ from what its manifest recorded, or cannot be parsed; rebuild it."""
+
+
+class MissingExtraError(OpenQAError):
+    """A feature needs a package of an extra that is not installed; the message names the extra and
+    the ``pip install`` command (``openqa.extras``)."""
+
+    def __init__(self, message: str, extra: str) -> None:
+        super().__init__(message)
+        self.extra = extra
+
+
+class UsageError(OpenQAError):
+    """A call asks for something impossible or contradictory (an unknown name, a negative count)."""

@@ -43,6 +43,15 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
+def text_line(where: str, raw: bytes) -> str:
+    """A raw line as text without its line break, or a ``DataError`` at ``where`` (``file:line``)
+    when it is not UTF-8."""
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def decode(line: str) -> Any:
     """One JSON value; a ValueError saying in a few words what is wrong with it otherwise (a key
     repeated in one object included)."""

@@ -14,10 +14,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from openqa.config import DEFAULT_METHOD  # noqa: F401  (the default method, named beside the registry)
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import Calibration, fit_conditional_logit, uncalibrated
 from openqa.evaluate.metrics import summarise
+from openqa.extras import needs
 from openqa.languages import language
 from openqa.llm.settings import LLMSettings
 from openqa.retrieval.base import Index
@@ -27,6 +29,7 @@ from openqa.retrieval.elastic import ElasticBM25
 from openqa.retrieval.hybrid import FusedEngine, Fusion
 from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
+from openqa.retrieval.registry import engine_class
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ensemble import EnsembleScorer, part_logits
 from openqa.scorers.hybrid import HybridScorer
@@ -109,6 +112,8 @@ class Method(ABC):
     needs: str = ""
     #: Whether ``openqa tune`` searches settings of the method on dev (all methods get probabilities fitted).
     tunes: bool = False
+    #: The install extra whose packages the method needs beyond its engine's (``openqa.extras``).
+    extra: str | None = None
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
@@ -211,6 +216,7 @@ class FusedMethod(Method):
     parts: tuple[str, str]
     retrieves: bool = True
     tunes: bool = True
+    extra: str | None = None
 
     def takes(self, setting: str) -> bool:
         return any(method(part).takes(setting) for part in self.parts)
@@ -243,6 +249,7 @@ class ReaderMethod(Method):
     name: str
     summary: str
     needs: str = "--model: a run folder or checkpoint written by openqa train"
+    extra: str | None = None
 
     def ready(self, request: Request) -> bool:
         return bool(request.model)
@@ -275,6 +282,7 @@ class LLMMethod(Method):
     name: str
     summary: str
     needs: str = "--model: a local folder, hub id or .gguf file (or, with --endpoint, the server's model name)"
+    extra: str | None = None
 
     def ready(self, request: Request) -> bool:
         return request.llm is not None
@@ -491,16 +499,13 @@ METHODS: dict[str, Method] = {
         IndexMethod(name="pmi", summary="PMI of question and option n-grams", engine="pmi",
                     make=_pmi, tuner=tune_query_mode, retrieves=False, uses=("query",)),
         IndexMethod(name="dense", summary="sentence-embedding search (FAISS)", engine="dense", make=_dense, tuner=tune_ir),
-        FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense")),
-        ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)"),
-        LLMMethod(name="llm", summary="an instruction model reading the evidence (with --model; see --evidence, --scoring)"),
+        FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense"), extra="dense"),
+        ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)", extra="readers"),
+        LLMMethod(name="llm", summary="an instruction model reading the evidence (with --model; see --evidence, --scoring)",
+                  extra="llm"),
         EnsembleMethod(name="ensemble", summary="training-free methods (or --parts) combined by weights fitted on dev"),
     )
 }
-
-
-#: The method a command uses when none is named.
-DEFAULT_METHOD = "ir-custom"
 
 
 def method(name: str) -> Method:
@@ -522,7 +527,9 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     settings say); refused in one line when ``request`` lacks what it needs (``Method.needs``)."""
     m = method(name)
     m.require(request)
-    opened = m.open(ctx, target, request)
+    engine = request.engine or m.engine
+    with needs(f"method {name}", m.extra or (engine_class(engine).extra if engine else None)):
+        opened = m.open(ctx, target, request)
     calibration = load_calibration(calibration_key(name, request), target.dataset, ctx.settings.settings_dir, ctx.corpus)
     if calibration is None:
         calibration = uncalibrated(opened.scorer.scale)

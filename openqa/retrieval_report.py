@@ -13,10 +13,9 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
-from tqdm import tqdm
-
 from openqa.data import Question
 from openqa.evaluate.results import result_stem, write_atomic
+from openqa.progress import tqdm
 from openqa.scorers.ir import IRScorer, question_query
 from openqa.text.tokenize import make_tokenizer
 

@@ -5,10 +5,14 @@ in an index's manifest.
 - **Textbooks** (the default): the books of ``data_clean/textbooks/<lang>``; ids ``book:position``.
 - **A folder**: one book per ``.txt`` or ``.md`` file (not sub-folders), cleaned and split exactly
   like the textbooks (``clean.py``, ``paragraphs.py``); ids ``book:position``, book = file stem.
-- **A JSONL file**: already-split passages ``{"id", "title", "text"}``, one per line, taken as
-  they are (id = the record's id, book = its title). Every line is checked before anything is
-  indexed, so a bad line stops ``openqa index`` at once with a ``file:line`` error: bad JSON, not
-  UTF-8, a field missing, empty or of the wrong type, a repeated id.
+- **A JSONL file**: already-split passages, one per line, taken as they are, in any of the formats
+  of ``JSONL_FORMATS``, told apart by their keys: openqa's ``{"id", "title", "text"}``, MedRAG's
+  chunks ``{"id", "title", "content", "contents"}``, BEIR's ``corpus.jsonl`` ``{"_id", "title",
+  "text"}`` and Pyserini's ``{"id", "contents"}`` (id = the record's id, book = its title, or the
+  file's name where a format has none or leaves it empty). Every line is checked before anything
+  is indexed, so a bad line stops ``openqa index`` at once with a ``file:line`` error: bad JSON,
+  not UTF-8, no text field, a record of another format than the file's first, a field missing,
+  empty or of the wrong type, a repeated id.
 
 A named corpus' manifest entries are ``corpus`` (its name), ``corpus_kind``, ``corpus_source``
 (the absolute path it was built from) and ``corpus_checksum`` (SHA-256 of its bytes, as for the
@@ -32,14 +36,47 @@ from openqa.corpus.paragraphs import (
     corpus_checksum,
 )
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines
+from openqa.jsonl import decode, numbered_lines, text_line
 
 #: Kinds of corpora and what each is.
 TEXTBOOKS, FOLDER, JSONL = "textbooks", "folder", "jsonl"
 #: Files of a folder corpus that are books.
 BOOK_SUFFIXES = (".txt", ".md")
-#: Fields every record of a JSONL corpus has.
-JSONL_FIELDS = ("id", "title", "text")
+
+
+@dataclass(frozen=True)
+class JsonlFormat:
+    """A JSON-lines passage format: its name, the key that tells it apart (with ``text``, which it
+    reads as the passage), and which keys hold the id and the title (None: none; ``title_optional``:
+    it may be missing or empty, as BEIR's often is)."""
+
+    name: str
+    mark: str
+    id: str
+    title: str | None
+    text: str
+    title_optional: bool = False
+
+    def fields(self) -> tuple[str, ...]:
+        """The keys every record must hold (non-empty)."""
+        return tuple(k for k in (self.id, None if self.title_optional else self.title, self.text) if k)
+
+
+#: The passage formats a JSONL corpus may be in, in the order their keys are tried.
+JSONL_FORMATS = (
+    JsonlFormat("BEIR corpus.jsonl", mark="_id", id="_id", title="title", text="text", title_optional=True),
+    JsonlFormat("MedRAG chunks", mark="content", id="id", title="title", text="content"),
+    JsonlFormat("openqa passages", mark="text", id="id", title="title", text="text"),
+    JsonlFormat("Pyserini JSON lines", mark="contents", id="id", title=None, text="contents"),
+)
+#: What a record without any format's text field is told.
+TEXT_FIELDS = "'text' (openqa, BEIR), 'content' (MedRAG) or 'contents' (Pyserini)"
+
+
+def jsonl_format(record: dict[str, Any]) -> JsonlFormat | None:
+    """The format whose key ``record`` holds (the first in ``JSONL_FORMATS``), None if none."""
+    return next((f for f in JSONL_FORMATS if f.mark in record), None)
+
 #: The longest line (one passage) a JSONL corpus may hold.
 MAX_RECORD_BYTES = 64 << 20
 #: A corpus name: it becomes part of index folder and settings file names.
@@ -131,14 +168,13 @@ def folder_books(folder: Path) -> list[Path]:
     return files
 
 
-def parse_record(path: Path, number: int, raw: bytes) -> Paragraph | None:
-    """The paragraph on line ``number`` of a JSONL corpus (None for a blank line), or a
-    ``file:line`` error saying what is wrong with it."""
+def parse_record(path: Path, number: int, raw: bytes, expected: JsonlFormat | None = None,
+                 ) -> tuple[Paragraph, JsonlFormat] | None:
+    """The paragraph on line ``number`` of a JSONL corpus and its format (None for a blank line),
+    or a ``file:line`` error saying what is wrong with it; ``expected`` is the format of the
+    file's first record, which every later one must share."""
     where = f"{path}:{number}"
-    try:
-        line = raw.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    line = text_line(where, raw)
     if not line.strip():
         return None
     try:
@@ -147,17 +183,26 @@ def parse_record(path: Path, number: int, raw: bytes) -> Paragraph | None:
         raise DataError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(record, dict):
         raise DataError(f"{where}: a JSON {type(record).__name__} where a record {{\"id\", \"title\", \"text\"}} was expected")
-    for field in JSONL_FIELDS:
+    form = jsonl_format(record)
+    if form is None:
+        raise DataError(f"{where}: the record has no text field: {TEXT_FIELDS}")
+    if expected is not None and form != expected:
+        raise DataError(f"{where}: a {form.name} record in a file of {expected.name}: one format per file")
+    for field in form.fields():
         value = record.get(field)
         if value is None:
             raise DataError(f"{where}: the record has no {field!r}")
-        if field == "id" and isinstance(value, int) and not isinstance(value, bool):
+        if field == form.id and isinstance(value, int) and not isinstance(value, bool):
             continue
         if not isinstance(value, str):
             raise DataError(f"{where}: {field!r} is a JSON {type(value).__name__}, not a string")
         if not value.strip():
             raise DataError(f"{where}: {field!r} is empty")
-    return Paragraph(str(record["id"]), record["title"], record["text"])
+    title = record.get(form.title) if form.title else None
+    if title is not None and not isinstance(title, str):
+        raise DataError(f"{where}: {form.title!r} is a JSON {type(title).__name__}, not a string")
+    book = title if title and title.strip() else path.stem
+    return Paragraph(str(record[form.id]), book, record[form.text]), form
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
@@ -167,9 +212,11 @@ def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 def jsonl_paragraphs(path: Path) -> Iterator[Paragraph]:
     """The records of a JSONL corpus as paragraphs, in file order."""
+    form = None
     for number, raw in _lines(path):
-        paragraph = parse_record(path, number, raw)
-        if paragraph is not None:
+        parsed = parse_record(path, number, raw, form)
+        if parsed is not None:
+            paragraph, form = parsed
             yield paragraph
 
 
@@ -178,14 +225,16 @@ def check_jsonl(path: Path) -> str:
     SHA-256 of its bytes with the segmentation version, the corpus checksum of its manifest."""
     digest = hashlib.sha256(f"segmentation-v{SEGMENTATION_VERSION}".encode())
     seen: set[str] = set()
+    form = None
     for number, raw in _lines(path):
         digest.update(raw)
-        paragraph = parse_record(path, number, raw)
-        if paragraph is None:
+        parsed = parse_record(path, number, raw, form)
+        if parsed is None:
             continue
+        paragraph, form = parsed
         if paragraph.pid in seen:
             raise DataError(f"{path}:{number}: id {paragraph.pid!r} was already used on an earlier line")
         seen.add(paragraph.pid)
     if not seen:
-        raise DataError(f"{path}: no records (expected one JSON object {{\"id\", \"title\", \"text\"}} per line)")
+        raise DataError(f"{path}: no records (expected one JSON object per line with a text field: {TEXT_FIELDS})")
     return digest.hexdigest()

@@ -533,7 +533,7 @@ class LlamaCppBackend(ChatBackend):
         try:
             import xllamacpp
         except ImportError:
-            raise OpenQAError("a .gguf model needs llama.cpp: pip install 'openqa[llamacpp]' (xllamacpp)") from None
+            raise OpenQAError("a .gguf model needs llama.cpp: pip install 'openqa-medqa[llamacpp]' (xllamacpp)") from None
         self.file = file.resolve()
         self.name = self.where = file.name
         self.context = context or DEFAULT_CONTEXT

@@ -15,8 +15,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from tqdm import tqdm
-
 from openqa.cancel import checkpoint
 from openqa.data import Question
 from openqa.errors import OpenQAError
@@ -25,6 +23,7 @@ from openqa.llm.cache import ReplyCache, reply_key
 from openqa.llm.extract import cited_ids, extract_letter
 from openqa.llm.prompts import Messages, Passage, build_messages, fit_passages, option_block
 from openqa.llm.settings import LLMSettings
+from openqa.progress import tqdm
 from openqa.retrieval.base import Hit
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ir import IRScorer, question_query

@@ -13,9 +13,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from openqa.errors import OpenQAError
+from openqa.progress import tqdm
 from openqa.readers.base import Example, Reader
 
 BEST, LAST, RUN = "best", "last", "run.json"

@@ -148,6 +148,8 @@ class Index(ABC):
     """
 
     name: ClassVar[str]
+    #: The install extra whose packages the engine needs (None: the core has them; ``openqa.extras``).
+    extra: ClassVar[str | None] = None
     #: One line for ``--help``.
     summary: ClassVar[str] = ""
     #: Tokenizer settings per language when the user changes none.

@@ -29,10 +29,10 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import scipy.sparse as sp
-from tqdm import tqdm
 
 from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
+from openqa.progress import tqdm
 from openqa.retrieval.base import (
     PARAGRAPHS,
     EngineOptions,
@@ -44,7 +44,6 @@ from openqa.retrieval.base import (
     batches,
     term_ids,
 )
-from openqa.retrieval.custom_kernel import LANES, rank_groups
 from openqa.retrieval.manifest import MANIFEST, atomic_folder, require_words, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
@@ -374,6 +373,8 @@ class CustomBM25(SearchEngine):
         """Tokenize ``queries`` into term rows, the text a run of queries shares (a question, in
         each of its options' queries) once per run when the tokenizer allows (``splits_at_spaces``);
         each run is scored in groups of at most ``LANES``."""
+        from openqa.retrieval.custom_kernel import LANES  # numba: imported when first searched
+
         rows_of = self.vocab.get
         pieces: list[np.ndarray] = []
         lengths: list[int] = []
@@ -403,6 +404,8 @@ class CustomBM25(SearchEngine):
         """Each query's top ``k`` paragraphs (positive scores only), searched by the compiled
         kernel on ``threads`` threads, with the query-side ``params`` (default: the paper's USMLE
         values); avgQL is theirs, else the mean length of ``terms``."""
+        from openqa.retrieval.custom_kernel import rank_groups
+
         k = max(0, min(k, self.weights.shape[1]))
         n = len(terms)
         ranking = Ranking(np.full((n, k), -1, np.int32), np.zeros((n, k), np.float32), np.zeros(n, np.int32))
@@ -430,6 +433,8 @@ class CustomBM25(SearchEngine):
 
     def _buffer(self) -> np.ndarray:
         """This thread's score buffer for the kernel (zeros, as the kernel leaves it)."""
+        from openqa.retrieval.custom_kernel import LANES
+
         buffer = getattr(self._buffers, "scores", None)
         if buffer is None:
             buffer = self._buffers.scores = np.zeros(self.weights.shape[1] * LANES, np.float32)

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
+from openqa.progress import tqdm
 from openqa.retrieval.base import (
     PARAGRAPHS,
     EngineOptions,
@@ -99,6 +99,7 @@ class DenseIndex(SearchEngine):
     """Nearest paragraphs by embedding inner product."""
 
     name = "dense"
+    extra = "dense"
     summary = "FAISS over sentence embeddings (--encoder; slow on a CPU)"
     query_batch = 128
 

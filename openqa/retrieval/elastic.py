@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import urlsplit
 
-from tqdm import tqdm
-
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
 from openqa.languages import language
+from openqa.progress import tqdm
 from openqa.retrieval.base import PARAGRAPHS, EngineOptions, Hit, Opening, ParagraphStore, SearchEngine, StoreWriter
 from openqa.retrieval.lucene import LuceneParams, pretokenized
 from openqa.retrieval.manifest import atomic_folder, read_manifest, rebuild, write_manifest
@@ -122,6 +121,7 @@ class ElasticBM25(SearchEngine):
     """BM25 search on an Elasticsearch cluster behind the common engine interface."""
 
     name = "elasticsearch"
+    extra = "elasticsearch"
     summary = "an Elasticsearch cluster (with --es-url), for ir-es"
     #: Queries sent in one multi-search request.
     query_batch = 64

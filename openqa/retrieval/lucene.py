@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from tqdm import tqdm
-
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
 from openqa.languages import language
+from openqa.progress import tqdm
 from openqa.retrieval.base import (
     PARAGRAPHS,
     EngineOptions,
@@ -54,6 +53,7 @@ class LuceneBM25(SearchEngine):
     common engine interface."""
 
     name = "lucene"
+    extra = "lucene"
     summary = "Lucene through Pyserini, for ir-es"
 
     def __init__(self, folder: Path, manifest: dict[str, Any], paragraphs: ParagraphStore) -> None:

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import OpenQAError
+from openqa.progress import tqdm
 from openqa.retrieval.base import EngineOptions, Index, Opening, batches, term_ids
 from openqa.retrieval.manifest import MANIFEST, atomic_folder, require_words, write_manifest
 from openqa.text.tokenize import Tokenizer, make_tokenizer

@@ -8,6 +8,7 @@ from typing import Any, Iterator
 from openqa.corpus.paragraphs import SEGMENTATION_VERSION, Paragraph
 from openqa.corpus.sources import Corpus, check_name, textbooks
 from openqa.errors import OpenQAError
+from openqa.extras import needs
 from openqa.jsonl import decode
 from openqa.retrieval.base import EngineOptions, Index
 from openqa.retrieval.custom_bm25 import CustomBM25
@@ -76,7 +77,8 @@ def build_index(
     corpus = corpus or textbooks(data_dir, lang)
     identity = corpus.identity()
     folder = index_folder(index_dir, lang, engine, corpus.name)
-    cls.build(folder, nonempty(corpus.paragraphs(), corpus), make_tokenizer(tok_config), identity, options)
+    with needs(f"engine {engine}", cls.extra):
+        cls.build(folder, nonempty(corpus.paragraphs(), corpus), make_tokenizer(tok_config), identity, options)
     return folder
 
 
@@ -112,4 +114,5 @@ def open_index(
     if corpus is None and data_dir is not None and (Path(data_dir) / "textbooks").is_dir():
         expected["corpus_checksum"] = textbooks(data_dir, lang).identity()["corpus_checksum"]
     hint = build_hint(lang, engine, tok_config, corpus, corpus and recorded_source(index_dir, corpus))
-    return cls.load(index_folder(index_dir, lang, engine, corpus), expected, hint, options)
+    with needs(f"engine {engine}", cls.extra):
+        return cls.load(index_folder(index_dir, lang, engine, corpus), expected, hint, options)

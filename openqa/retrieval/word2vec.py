@@ -47,6 +47,7 @@ class WordVectors(Index):
     """A vocabulary (row 0 padding, row 1 unknown) and its 200-d vectors."""
 
     name = "word2vec"
+    extra = "readers"
     summary = "word vectors of the textbooks, for the maxout reader"
     #: Vectors of words, not paragraphs: no paragraph store.
     stores_paragraphs = False

@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from openqa.data import Question
 from openqa.errors import OpenQAError
+from openqa.progress import tqdm
 from openqa.retrieval.base import Hit, SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.query import QUERY_MODES

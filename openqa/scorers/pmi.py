@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from openqa.cancel import checkpoint
 from openqa.data import Question
+from openqa.progress import tqdm
 from openqa.retrieval.positional import Gram, PositionalIndex
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ir import IRSettings, question_query

@@ -49,7 +49,7 @@ from openqa.data import Question
 from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
 from openqa.errors import OpenQAError
 from openqa.methods import Request as MethodRequest
-from openqa.serve.engines import CLOSE_SECONDS, Engines, RequestError, limits, overtime, size, stopping
+from openqa.serve.engines import CLOSE_SECONDS, DEFAULT_LIMITS, Engines, RequestError, limits, overtime, size, stopping
 from openqa.serve.examples import examples
 from openqa.workspace import Context
 
@@ -57,6 +57,8 @@ STATIC = Path(__file__).parent / "static"
 #: The most paragraphs per option a request may ask for, and the largest top-N it may set.
 MAX_EVIDENCE = 20
 MAX_TOP_N = 100
+#: The most paragraphs ``POST /v1/search`` returns.
+MAX_SEARCH_K = 100
 #: Request bodies over this many bytes are refused (413) unread: a question at ``MAX_CHARS`` with
 #: every character JSON-escaped as ``\\uXXXX`` (6 bytes) still fits.
 MAX_BODY = 6 * MAX_CHARS + 16 * 1024
@@ -154,6 +156,37 @@ class Answer(BaseModel):
     settings: dict[str, Any]
     options: list[RankedOption]
     details: dict[str, Any] | None = None
+
+
+class SearchRequest(BaseModel):
+    """A free-text query for the paragraphs of one served index (as ``openqa search``)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+        {"query": "drug that blocks bacterial cell wall synthesis", "lang": "en", "engine": "custom", "k": 5}]})
+
+    query: str = Field(description=f"the text to search for (at most {MAX_CHARS} characters)")
+    lang: str | None = Field(None, description="corpus language, en or zh (default: the server's first)")
+    engine: str = Field("custom", description="index to search: one a served method reads (custom, lucene, elasticsearch, dense)")
+    k: int = Field(10, ge=1, le=MAX_SEARCH_K, description="paragraphs to return, best first")
+
+
+class SearchHit(BaseModel):
+    """A retrieved paragraph and its rank (1 = best)."""
+
+    id: str
+    book: str
+    score: float
+    text: str
+    rank: int
+
+
+class SearchResponse(BaseModel):
+    """The ranked paragraphs of a query, with the index they come from."""
+
+    query: str
+    lang: str
+    engine: str
+    hits: list[SearchHit]
 
 
 class Error(BaseModel):
@@ -473,6 +506,18 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
             return await _answered(future, request, deadline, f"{method} ({lang})", engines.stopping)
         finally:
             abandoned.set()  # a job still queued or waiting for its index never starts
+            future.cancel()
+
+    @app.post("/v1/search", response_model=SearchResponse, responses=ERRORS,
+              summary="Ranked paragraphs of a served index for a free-text query (retrieval alone)")
+    async def search(body: SearchRequest, request: Request) -> dict[str, Any]:
+        if len(body.query) > MAX_CHARS:
+            raise RequestError(f"query too long: {len(body.query)} characters (at most {MAX_CHARS})", 413)
+        deadline = time.monotonic() + DEFAULT_LIMITS.seconds
+        future = engines.search(body.query, body.lang, body.engine, body.k)
+        try:
+            return await _answered(future, request, deadline, f"search ({body.engine})", engines.stopping)
+        finally:
             future.cancel()
 
     return app

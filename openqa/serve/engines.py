@@ -36,6 +36,7 @@ from typing import Any, Callable, Hashable, TypeVar
 
 import openqa
 from openqa.answer import no_match_message
+from openqa.api import search_hits
 from openqa.cancel import cancellable
 from openqa.data import Question
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
@@ -405,6 +406,23 @@ class Engines:
                                "has finished", 503)
 
         return self._worker(method, lang).submit((method, lang, heavy), heavy, work)
+
+    def search(self, query: str, lang: str | None, engine: str, k: int) -> Future[dict[str, Any]]:
+        """The top ``k`` paragraphs of the ``lang``/``engine`` index for ``query`` (``openqa.api.search_hits``),
+        on the worker of a served method that reads that index (reopened first if it changed on disk)."""
+        lang = lang or self.langs[0]
+        reading = [m for m in self.methods if (lang, engine) in METHODS[m].reads(lang, self.request)
+                   and (lang, m) in self.offers]
+        if not reading:
+            raise RequestError(f"no {engine} ({lang}) index is served here: start the server with a method that "
+                               f"reads it (--lang {lang}, e.g. --method ir-custom for custom)", 404)
+
+        def work() -> dict[str, Any]:
+            self._fresh(reading[0], lang)
+            hits = search_hits(self.ctx.opened[lang, engine], [query], k)[0]
+            return {"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]}
+
+        return self._worker(reading[0], lang).submit((reading[0], lang, "search"), False, work)
 
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""

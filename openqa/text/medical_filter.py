@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import re
 
-from bm25s.stopwords import STOPWORDS_EN_PLUS
-
 from openqa.languages import language
+from openqa.text import stopwords
 
 _WORD = re.compile(r"[A-Za-z0-9]+(?:[-'][A-Za-z0-9]+)*")
 
@@ -42,7 +41,7 @@ _NARRATIVE = frozenset(
 )
 
 
-_STOP = frozenset(STOPWORDS_EN_PLUS)
+_STOP = stopwords.english()
 _DROP = _STOP | _UNITS | _NARRATIVE
 _LOWER_WORD = re.compile(r"[a-z0-9]+")
 

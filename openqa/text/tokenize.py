@@ -13,9 +13,9 @@ from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 import Stemmer
-from bm25s.stopwords import STOPWORDS_CHINESE, STOPWORDS_EN_PLUS
 
 from openqa.errors import OpenQAError
+from openqa.text import stopwords
 
 _EN_WORD = re.compile(r"[a-z0-9]+")
 _CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
@@ -58,7 +58,7 @@ class EnglishTokenizer(Tokenizer):
             raise OpenQAError(f"English n-gram order must be 1 or 2, not {ngram}")
         self.ngram = ngram
         self.stem = stem
-        self._stop = frozenset(STOPWORDS_EN_PLUS)
+        self._stop = stopwords.english()
         self._stemmer = Stemmer.Stemmer("english") if stem else None
 
     def words(self, text: str) -> list[str]:
@@ -87,7 +87,7 @@ class ChineseTokenizer(Tokenizer):
             raise OpenQAError(f"Chinese tokenizer mode must be one of {self.MODES}, not {mode!r}")
         self.mode = mode
         self.ngram = ngram
-        self._stop = frozenset(STOPWORDS_CHINESE)
+        self._stop = stopwords.chinese()
         self._t2s = None
 
     def tokenize(self, text: str) -> list[str]:

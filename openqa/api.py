@@ -1,0 +1,502 @@
+"""openqa's Python API: search the textbooks, solve questions, build indexes, evaluate and tune, in
+a few lines, with the same results as the commands (which are written over these functions).
+
+>>> from openqa import Solver
+>>> solver = Solver.open("ir-custom", lang="en", data_dir="../shared/medqa/data_clean")
+>>> solver.answer("Which drug irreversibly inhibits cyclooxygenase?", {"A": "Ceftriaxone", "B": "Aspirin"}).prediction
+'B'
+
+- ``Searcher``: a search engine over one index (opened from a language and engine, a corpus name,
+  or an index folder); ``search(query, k)`` gives ranked ``SearchHit``s (paragraph id, book,
+  score, text), ``search([...], k)`` one list per query, ``batch_search`` the same as arrays.
+- ``Solver``: a method with its dev-tuned settings (or yours); ``answer(question, options)`` gives
+  an ``Answer`` whose ``to_dict()`` is exactly what ``openqa answer --json`` prints (the record of
+  ``openqa.pipeline.answer_record``, the function the HTTP server answers with too; fields that
+  later versions add to it appear here unchanged).
+- ``build_index``, ``run_eval``, ``tune``: the records ``openqa index``, ``eval`` and ``tune``
+  write, typed (``to_dict()`` gives the record).
+
+Where things are (data, indexes, your tuned settings) is a ``Workspace``; every function also
+takes its fields as keywords, each falling back to its environment variable (``OPENQA_DATA``,
+``OPENQA_INDEXES``...) as the commands do. Errors are ``openqa.errors.OpenQAError`` and its
+subclasses (a missing optional package: ``MissingExtraError``, naming the extra); nothing is
+printed, and no progress bar is shown unless ``progress=True``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, overload
+
+from openqa.corpus.sources import user_corpus
+from openqa.errors import IndexDamagedError, OpenQAError, UsageError
+from openqa.extras import needs
+from openqa.progress import shown
+from openqa.retrieval.base import SearchEngine
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from openqa.data import Question
+    from openqa.llm.settings import LLMSettings
+    from openqa.methods import Opened, Request
+    from openqa.pipeline import EvalRequest
+    from openqa.retrieval.base import Index
+    from openqa.scorers.base import OptionScores
+    from openqa.workspace import Context, Exam
+
+#: Paragraphs per query ``search`` returns when no ``k`` is given, and the most it may ask for.
+DEFAULT_K = 10
+MAX_K = 10_000
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where openqa works and how its indexes were built: each field as the flag of the same name
+    (None: its environment variable, else the default; see ``openqa.config.Settings``)."""
+
+    data_dir: str | Path | None = None
+    index_dir: str | Path | None = None
+    models_dir: str | Path | None = None
+    settings_dir: str | Path | None = None
+    results_dir: str | Path | None = None
+    es_url: str | None = None
+    encoder: str | None = None
+    faiss_index: str | None = None
+    ngram: int | None = None
+    zh_mode: str | None = None
+    corpus: str | None = None
+
+    def context(self, notify: Callable[[str], None] | None = None) -> Context:
+        """The ``Context`` the layers below take; ``notify`` receives one-line notes (of work done on
+        the caller's behalf, such as a quick index built first; default: none is said)."""
+        from openqa.config import Settings
+        from openqa.retrieval.base import EngineOptions
+        from openqa.workspace import Context
+
+        s = Settings.resolve(self.data_dir, self.index_dir, self.models_dir, self.es_url, self.settings_dir, self.results_dir)
+        options = EngineOptions(connection=s.es_url, encoder=self.encoder, models_dir=s.models_dir,
+                                faiss_index=self.faiss_index or "flat")
+        return Context(s, options, self.ngram, self.zh_mode, corpus=self.corpus, **({"notify": notify} if notify else {}))
+
+    @classmethod
+    def of(cls, workspace: Workspace | None = None, **given: Any) -> Workspace:
+        """``workspace`` (default: all from the environment) with the non-None ``given`` fields replaced."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise UsageError(f"unknown setting {unknown[0]!r}: choose from {', '.join(sorted(known))}")
+        base = workspace or cls()
+        return cls(**{**{f.name: getattr(base, f.name) for f in fields(cls)},
+                      **{k: v for k, v in given.items() if v is not None}})
+
+
+# --------------------------------------------------------------------------------------- search
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """A retrieved paragraph: its id, book, score and text, and its rank (1 = best)."""
+
+    id: str
+    book: str
+    score: float
+    text: str
+    rank: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The hit as ``POST /v1/search`` and ``openqa search --json`` give it."""
+        return {"id": self.id, "book": self.book, "score": self.score, "text": self.text, "rank": self.rank}
+
+
+@dataclass(frozen=True)
+class BatchHits:
+    """Hits of many queries: ``hits[i]`` for query ``i``, best first; ``ids()`` and ``scores()``
+    give them as ``(queries, k)`` arrays (padded with "" and NaN where a query found fewer)."""
+
+    hits: list[list[SearchHit]]
+    k: int
+
+    def ids(self) -> np.ndarray:
+        import numpy as np
+
+        out = np.full((len(self.hits), self.k), "", dtype=object)
+        for row, hits in enumerate(self.hits):
+            out[row, : len(hits)] = [h.id for h in hits]
+        return out
+
+    def scores(self) -> np.ndarray:
+        import numpy as np
+
+        out = np.full((len(self.hits), self.k), np.nan, dtype=np.float32)
+        for row, hits in enumerate(self.hits):
+            out[row, : len(hits)] = [h.score for h in hits]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"k": self.k, "hits": [[h.to_dict() for h in hits] for hits in self.hits]}
+
+
+def check_queries(queries: Sequence[str], k: int) -> None:
+    """Refuse an empty query or an impossible ``k`` in one line."""
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise UsageError(f"k must be a whole number from 1 to {MAX_K}, not {k!r}")
+    for number, query in enumerate(queries, start=1):
+        if not isinstance(query, str):
+            raise UsageError(f"query {number} is a {type(query).__name__}, not text")
+        if not query.strip():
+            raise UsageError("empty query: give the text to search for" + (f" (query {number})" if len(queries) > 1 else ""))
+
+
+def search_hits(engine: Index, queries: Sequence[str], k: int) -> list[list[SearchHit]]:
+    """The top ``k`` paragraphs of ``engine`` for each query, best first (the engine's own scoring
+    with its default query-side parameters). Each query is searched on its own, so its hits never
+    depend on the queries beside it (IR-Custom's avgQL is the query's own length), except on an
+    engine that batches queries (an encoder), whose scores do not depend on the batch.
+    ``Searcher``, ``openqa search`` and ``POST /v1/search`` all search through here."""
+    if not isinstance(engine, SearchEngine):
+        raise UsageError(f"the {engine.name} index does not search paragraphs: use custom, lucene, elasticsearch or dense")
+    check_queries(queries, k)
+    groups = [list(queries)] if engine.query_batch > 1 else [[query] for query in queries]
+    out = []
+    for hits in (hits for group in groups for hits in engine.search(group, k)):
+        paragraphs = [engine.paragraphs[h.index] for h in hits]
+        out.append([SearchHit(p.pid, p.book, round(float(h.score), 4), p.text, rank)
+                    for rank, (h, p) in enumerate(zip(hits, paragraphs), start=1)])
+    return out
+
+
+def open_folder(folder: str | Path, workspace: Workspace | None = None) -> Index:
+    """The index in ``folder`` (any name or place), opened as its manifest says it was built: its
+    files are checked against the manifest as ``Index.load`` always does."""
+    import json
+
+    from openqa.retrieval.manifest import MANIFEST, read_manifest
+    from openqa.retrieval.registry import build_hint, engine_class
+
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        lang, engine, tokenizer = manifest["lang"], manifest["engine"], manifest["tokenizer"]
+    except (OSError, ValueError, TypeError, KeyError):
+        read_manifest(folder, "openqa index --lang LANG --engine ENGINE")  # says what is wrong
+        raise IndexDamagedError(f"{folder / MANIFEST} does not say the index's language, engine and tokenizer: "
+                                "rebuild it with openqa index") from None
+    cls = engine_class(str(engine))
+    expected = {key: manifest[key] for key in ("lang", "corpus", "tokenizer", "segmentation") if key in manifest}
+    flags = {k: v for k, v in tokenizer.items() if k in cls.tokenizers.get(lang, {}) or k == "mode"}  # what index's flags set
+    hint = build_hint(lang, engine, flags, manifest.get("corpus"), manifest.get("corpus_source"))
+    with needs(f"engine {engine}", cls.extra):
+        return cls.load(folder, expected, hint, Workspace.of(workspace).context().options)
+
+
+class Searcher:
+    """Ranked paragraphs of one index for free-text queries (as Pyserini's ``LuceneSearcher``)."""
+
+    def __init__(self, engine: Index) -> None:
+        if not isinstance(engine, SearchEngine):
+            raise UsageError(f"the {engine.name} index does not search paragraphs: use custom, lucene, elasticsearch or dense")
+        self.engine = engine
+
+    @classmethod
+    def open(cls, lang: str = "en", engine: str = "custom", *, corpus: str | None = None,
+             workspace: Workspace | None = None, **where: Any) -> Searcher:
+        """The ``lang`` index of ``engine`` over the MedQA textbooks, or over a corpus indexed with
+        ``build_index(..., corpus=PATH, name=corpus)``; ``where`` are ``Workspace`` fields. A missing
+        custom index of the textbooks is built first when ``data_dir`` holds them (seconds)."""
+        ctx = Workspace.of(workspace, corpus=corpus, **where).context()
+        return cls(ctx.open(lang, engine))
+
+    @classmethod
+    def from_folder(cls, folder: str | Path, workspace: Workspace | None = None) -> Searcher:
+        """The index in ``folder`` (as ``openqa index`` wrote it, wherever it now is)."""
+        return cls(open_folder(folder, workspace))
+
+    @property
+    def manifest(self) -> dict[str, Any]:
+        """How the index was built (engine, corpus, tokenizer, paragraphs...)."""
+        return self.engine.manifest
+
+    @overload
+    def search(self, query: str, k: int = DEFAULT_K) -> list[SearchHit]: ...
+    @overload
+    def search(self, query: Sequence[str], k: int = DEFAULT_K) -> list[list[SearchHit]]: ...
+
+    def search(self, query: str | Sequence[str], k: int = DEFAULT_K) -> list[SearchHit] | list[list[SearchHit]]:
+        """The top ``k`` paragraphs for ``query``, best first; for a list of queries, one list each."""
+        if isinstance(query, str):
+            return search_hits(self.engine, [query], k)[0]
+        return search_hits(self.engine, list(query), k)
+
+    def batch_search(self, queries: Sequence[str], k: int = DEFAULT_K) -> BatchHits:
+        """The hits of many queries (searched together), with their ids and scores as arrays."""
+        return BatchHits(search_hits(self.engine, list(queries), k), k)
+
+
+# --------------------------------------------------------------------------------------- solve
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One solved question: the prediction (None when no word of it is in the index), every option's
+    score and evidence, the settings used with their sources; ``record`` is the whole of what
+    ``openqa answer --json`` prints, and ``to_dict()`` returns it."""
+
+    record: dict[str, Any]
+
+    @property
+    def prediction(self) -> str | None:
+        return self.record["prediction"]
+
+    @property
+    def scores(self) -> dict[str, float | None]:
+        """Option letter -> score (None: no evidence), best first."""
+        return {o["letter"]: o["score"] for o in self.record["options"]}
+
+    @property
+    def evidence(self) -> dict[str, list[dict[str, Any]]]:
+        """Option letter -> its best evidence paragraphs (id, book, score, text, spans of matched words)."""
+        return {o["letter"]: o["evidence"] for o in self.record["options"]}
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings used, with ``settings["sources"]`` saying where each came from."""
+        return self.record["settings"]
+
+    @property
+    def matched(self) -> bool:
+        return self.record["matched"]
+
+    @property
+    def probabilities(self) -> dict[str, float | None]:
+        """Option letter -> probability (calibrated on the exam's dev split where openqa tune fitted it)."""
+        return {o["letter"]: o.get("probability") for o in self.record["options"]}
+
+    @property
+    def confidence(self) -> dict[str, Any]:
+        """How sure the answer is: the prediction's ``probability``, its ``meaning`` in words, the
+        calibration's source, and whether it ``abstained`` below a ``min_confidence``."""
+        return self.record.get("confidence", {})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
+class Solver:
+    """A method ready to answer questions (as ``openqa answer`` opens it): its scorer, its index and
+    its settings."""
+
+    def __init__(self, opened: Opened, method: str, exam: Exam) -> None:
+        self.opened = opened
+        self.method = method
+        self.exam = exam
+
+    @classmethod
+    def open(cls, method: str = "ir-custom", lang: str = "en", *, exam: str | None = None, top_n: int | None = None,
+             aggregate: str | None = None, query: str | None = None, engine: str | None = None, model: str | None = None,
+             llm: LLMSettings | None = None, corpus: str | None = None, workspace: Workspace | None = None,
+             **where: Any) -> Solver:
+        """The method ``method`` for ``lang`` questions scored as ``exam`` (default: usmle for en,
+        mcmle for zh), with its dev-tuned settings (yours, else shipped) replaced by ``top_n``,
+        ``aggregate``, ``query`` where given; ``engine`` another index, ``model`` a reader's
+        checkpoint, ``llm`` the LLM reader's settings (``LLMSettings(model=...)``); ``where`` are
+        ``Workspace`` fields."""
+        from openqa.methods import Overrides, Request
+        from openqa.workspace import Exam
+
+        if llm is None and method == "llm" and model is not None:
+            from openqa.llm.settings import LLMSettings
+
+            llm = LLMSettings(model=model)
+        ctx = Workspace.of(workspace, corpus=corpus, **where).context()
+        request = Request(Overrides(top_n=top_n, aggregate=aggregate, query=query), engine, model, llm)
+        return cls.from_context(ctx, method, Exam.resolve(lang=lang, exam=exam), request)
+
+    @classmethod
+    def from_context(cls, ctx: Context, method: str, exam: Exam, request: Request) -> Solver:
+        """The method opened in ``ctx`` (what the CLI does with its flags)."""
+        from openqa.methods import open_method
+
+        return cls(open_method(ctx, method, exam, request), method, exam)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings the method uses, with ``settings["sources"]``."""
+        return self.opened.settings
+
+    @property
+    def index(self) -> Index:
+        return self.opened.index
+
+    def question(self, question: str, options: Mapping[str, str] | Sequence[str]) -> Question:
+        """A question from its text and options (a letter -> text mapping, or texts lettered A, B, ...),
+        checked as ``openqa answer`` checks it."""
+        from openqa.data.pasted import make_question
+
+        if isinstance(options, str):
+            raise UsageError("options must be a mapping of letters to texts or a list of texts, not one string")
+        if not isinstance(options, Mapping):
+            options = {chr(ord("A") + i): text for i, text in enumerate(options)}
+        return make_question(question, dict(options))
+
+    def scores(self, question: Question) -> OptionScores:
+        """The method's option scores of one ``Question`` (with the evidence of each option)."""
+        from openqa.answer import solve
+
+        return solve(self.opened.scorer, question)
+
+    def answer(self, question: str | Question, options: Mapping[str, str] | Sequence[str] | None = None,
+               evidence: int = 2, min_confidence: float | None = None) -> Answer:
+        """Solve one question: ``options`` as letter -> text (or a list, lettered A, B, ...); or a
+        ``Question`` alone. ``evidence`` paragraphs are kept per option (``--paragraphs``); below
+        ``min_confidence`` (a probability) the answer abstains (``prediction`` None, with its best guess)."""
+        from openqa.pipeline import answer_record
+
+        return Answer(answer_record(self.opened, self._asked(question, options, evidence), evidence, min_confidence))
+
+    def text(self, question: Question, show: int = 2, evidence: int = 2, color: bool = False,
+             min_confidence: float | None = None) -> tuple[str, bool]:
+        """One solved question as ``openqa answer`` prints it for a person (the prediction, how sure
+        it is, each option's probability and score, and the evidence of the ``show`` best options),
+        and whether any of its words is in the index."""
+        from openqa.answer import assess, render
+
+        result = self.scores(question)
+        sure = assess(result, self.opened.probabilities(result), self.opened.calibration, min_confidence)
+        return render(result, self.index, show, evidence, color, sure), result.matched
+
+    def _asked(self, question: str | Question, options: Mapping[str, str] | Sequence[str] | None, evidence: int) -> Question:
+        from openqa.data import Question
+
+        if isinstance(evidence, bool) or not isinstance(evidence, int) or evidence < 0:
+            raise UsageError(f"evidence must be 0 or more paragraphs, not {evidence!r}")
+        if not isinstance(question, Question):
+            if options is None:
+                raise UsageError("give the options with the question")
+            question = self.question(question, options)
+        return question
+
+
+# --------------------------------------------------------------------------- index, eval, tune
+
+
+@dataclass(frozen=True)
+class Built:
+    """An index ``build_index`` wrote: its folder, the seconds it took and its manifest."""
+
+    folder: Path
+    seconds: float
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"folder": str(self.folder), "seconds": self.seconds, "manifest": self.manifest}
+
+
+def build_index(lang: str = "en", engine: str = "custom", *, corpus: str | Path | None = None, name: str | None = None,
+                progress: bool = False, workspace: Workspace | None = None, **where: Any) -> Built:
+    """Index the ``lang`` MedQA textbooks of ``data_dir`` with ``engine`` (``openqa index``), or your
+    own ``corpus`` (a folder of .txt/.md books, or a JSON-lines file of passages in openqa's, MedRAG's,
+    BEIR's or Pyserini's format), which other calls then open by ``name`` (default: its file name)."""
+    from openqa.retrieval.manifest import read_manifest
+    from openqa.retrieval.registry import build_index as build
+
+    if name is not None and corpus is None:
+        raise UsageError("name names a corpus given with corpus=PATH")
+    ctx = Workspace.of(workspace, **where).context()
+    source = user_corpus(Path(corpus), lang, name) if corpus is not None else None
+    start = time.perf_counter()
+    with shown(progress):
+        folder = build(None if source else ctx.settings.require_data_dir(), ctx.settings.index_dir, lang, engine,
+                       ctx.tokenizer(lang, engine), ctx.options, source)
+    return Built(folder, round(time.perf_counter() - start, 3), read_manifest(folder, "openqa index"))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What ``run_eval`` (``openqa eval``) wrote: the summary record (``to_dict()``), with the
+    accuracy (0-100), its 95% CI and the question count at hand."""
+
+    record: dict[str, Any]
+
+    @property
+    def accuracy(self) -> float:
+        return self.record["accuracy"]
+
+    @property
+    def n(self) -> int:
+        return self.record["n"]
+
+    @property
+    def ci95(self) -> tuple[float, float]:
+        low, high = self.record["ci95"]
+        return low, high
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
+def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: str | None = None,
+             questions: str | Path | None = None, lang: str | None = None, exam: str | None = None,
+             limit: int | None = None, top_n: int | None = None, aggregate: str | None = None, query: str | None = None,
+             engine: str | None = None, model: str | None = None, llm: LLMSettings | None = None,
+             subset: str | None = None, progress: bool = False, workspace: Workspace | None = None,
+             **where: Any) -> Evaluation:
+    """Accuracy of ``method`` on a ``dataset`` split (default test) or a ``questions`` file, with the
+    result files written under ``results_dir`` as ``openqa eval`` writes them."""
+    from openqa.methods import Overrides
+    from openqa.pipeline import EvalRequest
+
+    request = EvalRequest(method=method, dataset=dataset, split=split, questions=Path(questions) if questions else None,
+                          lang=lang, exam=exam, limit=limit, engine=engine, model=model,
+                          overrides=Overrides(top_n=top_n, aggregate=aggregate, query=query), llm=llm, subset=subset)
+    return evaluate_request(Workspace.of(workspace, **where).context(), request, progress)
+
+
+def evaluate_request(ctx: Context, request: EvalRequest, progress: bool = False, command: str | None = None) -> Evaluation:
+    """``openqa.pipeline.evaluate`` of an ``EvalRequest`` in ``ctx``, typed (the CLI's path)."""
+    from openqa.pipeline import evaluate as run
+
+    with shown(progress):
+        return Evaluation(run(ctx, request, progress=progress, command=command))
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What ``tune`` (``openqa tune``) chose and recorded: the settings (none when only probabilities
+    were fitted), the record with its dev grid and calibration (``to_dict()``), and the files written."""
+
+    chosen: dict[str, Any] | None
+    record: dict[str, Any]
+    files: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
+def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None = None, parts: Sequence[str] | None = None,
+         calibrate_only: bool = False, progress: bool = False, workspace: Workspace | None = None, **where: Any) -> Tuning:
+    """Grid-search ``method``'s settings on ``dataset`` dev (an ensemble: fit its weights over
+    ``parts``) and fit its probabilities there; record both in ``settings_dir``, where ``Solver`` and
+    ``run_eval`` then find them."""
+    from openqa.methods import Request
+
+    request = Request(engine=engine, parts=tuple(parts) if parts else None)
+    return tune_in(Workspace.of(workspace, **where).context(), method, dataset, request, calibrate_only, progress)
+
+
+def tune_in(ctx: Context, method: str, dataset: str, request: Request, calibrate_only: bool = False,
+            progress: bool = False) -> Tuning:
+    """``tune`` in a given ``Context`` (the CLI's path)."""
+    from openqa.pipeline import tune as run
+
+    with shown(progress):
+        record = run(ctx, method, dataset, request, calibrate_only, progress)
+    return Tuning(record.get("chosen"), record, record["files"])
+
+
+__all__ = [
+    "Answer", "BatchHits", "Built", "Evaluation", "OpenQAError", "SearchHit", "Searcher", "Solver", "Tuning",
+    "Workspace", "build_index", "run_eval", "search_hits", "tune",
+]
