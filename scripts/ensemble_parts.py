@@ -21,7 +21,7 @@ from benchlib import command_line, data_dir, write_record
 from openqa.config import Settings
 from openqa.data import load_questions
 from openqa.evaluate.calibration import fit_conditional_logit, softmax
-from openqa.methods import ENSEMBLE_L2, Part, Request, ensemble_features, open_method
+from openqa.methods import Part, Request, ensemble_features, open_method
 from openqa.scorers.ensemble import EnsembleScorer
 from openqa.workspace import Context, Exam
 
@@ -35,7 +35,7 @@ SETS = (
     ("ir-custom", "ir-custom:top_n=1", "ir-custom:top_n=50", "pmi"),
     ("ir-custom", "ir-custom:top_n=1", "ir-custom:top_n=3", "ir-custom:top_n=50", "pmi"),
 )
-PENALTIES = (0.1, ENSEMBLE_L2, 10.0)
+PENALTIES = (0.1, 1.0, 10.0)
 FOLDS = 5
 SEED = 0
 

@@ -68,15 +68,17 @@ def test_searcher_opens_by_language_or_folder_and_gives_hits_and_arrays(site):
 
 def test_evaluate_and_tune_return_the_records_the_commands_write(site, tmp_path):
     root, where = site
-    result = run_eval("ir-custom", "us", split="dev", top_n=1, **where)
-    cli = run("eval", "--dataset", "us", "--split", "dev", "--top-n", "1", "--json", "--output", str(tmp_path), *flags(where))
+    result = run_eval("ir-custom", "us", split="dev", top_n=2, **where)  # top-1 ties a fixture question's options
+    cli = run("eval", "--dataset", "us", "--split", "dev", "--top-n", "2", "--json", "--output", str(tmp_path), *flags(where))
     command = json.loads(cli.stdout)
     assert result.accuracy == command["accuracy"] == 100.0 and result.n == 2
     for key in ("dataset", "split", "method", "correct", "ci95", "ties", "settings", "variant", "corpus", "index"):
         assert result.to_dict()[key] == command[key], key
     assert Path(result.to_dict()["files"]["summary"]).is_file()
     tuned = tune("ir-custom", "us", **where)
-    assert tuned.path.is_file() and json.loads(tuned.path.read_text())["chosen"] == tuned.chosen
+    settings = Path(tuned.files["settings"])
+    assert settings.is_file() and json.loads(settings.read_text())["chosen"] == tuned.chosen
+    assert Path(tuned.files["calibration"]).is_file() and tuned.to_dict()["calibration"]["dataset"] == "us"
     assert tuned.to_dict()["dev_accuracy"] == max(row["accuracy"] for row in tuned.record["grid"])
     assert Solver.open("ir-custom", **where).settings["sources"]["top_n"].startswith("your")
 

@@ -104,6 +104,8 @@ class AnswerRequest(BaseModel):
     lang: str | None = Field(None, description="corpus language, en or zh (default: the server's first)")
     top_n: int | None = Field(None, ge=1, le=MAX_TOP_N, description="paragraphs per option to aggregate (default: dev-tuned)")
     evidence: int = Field(3, ge=0, le=MAX_EVIDENCE, description="evidence paragraphs returned per option (at most top-N)")
+    min_confidence: float | None = Field(None, ge=0, le=1, description="abstain (prediction null, with the best guess in "
+                                         "`confidence`) when the chosen option's probability is below this")
 
 
 class ParseRequest(BaseModel):
@@ -501,7 +503,7 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
             raise RequestError(f"question too long for {method}: {size(question)} characters with its options "
                                f"(at most {limit.max_chars} per request)", 413)
         abandoned = threading.Event()
-        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline)
+        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline, body.min_confidence)
         try:
             return await _answered(future, request, deadline, f"{method} ({lang})", engines.stopping)
         finally:

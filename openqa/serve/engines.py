@@ -360,13 +360,14 @@ class Engines:
 
     def answer(self, question: Question, method: str | None = None, lang: str | None = None, top_n: int | None = None,
                evidence: int = 3, abandoned: threading.Event | None = None, deadline: float | None = None,
-               ) -> Future[dict[str, Any]]:
+               min_confidence: float | None = None) -> Future[dict[str, Any]]:
         """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
         language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
         index. The job waits in the queue of its method, language and weight (heavy: over its
         method's ``heavy_chars`` or ``HEAVY_TOP_N``), and stops (before scoring, or at the scorer's
         next checkpoint) once ``abandoned`` is set, the server stops, or ``deadline``
-        (``time.monotonic``; default: the method's time limit from now) has passed."""
+        (``time.monotonic``; default: the method's time limit from now) has passed; below
+        ``min_confidence`` the answer abstains."""
         method, lang = self.offer(method, lang)
         if top_n is not None and not METHODS[method].takes("top_n"):
             raise RequestError(f"top_n does not apply to {method}: leave it out (the server's settings choose its evidence)")
@@ -394,7 +395,7 @@ class Engines:
                 offer = self._fresh(method, lang, failed)
                 try:
                     opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
-                    record = answer_record(opened, question, evidence)
+                    record = answer_record(opened, question, evidence, min_confidence)
                 except (IndexDamagedError, IndexMissingError) as exc:  # a file went away under the open index
                     failed, failure = offer, self.public(str(exc))  # (a deletion may remove the manifest last)
                     continue

@@ -114,7 +114,8 @@ async function run() {
   setBusy(true, `Solving with ${method} (${lang})…`);
   try {
     const request = await api("v1/parse", { text });
-    const data = await api("v1/answer", { ...request, method, lang, evidence: 5 });
+    const least = $("min-confidence").value.trim();
+    const data = await api("v1/answer", { ...request, method, lang, evidence: 5, ...(least ? { min_confidence: Number(least) } : {}) });
     if (number !== latest) return;  // a newer request has been made: its reply is the one to show
     answer = data;
     show(data, $("key").value || null);
@@ -142,6 +143,10 @@ function settingsLine(settings) {
 // Bar lengths and what they mean: with no negative score, each option's score as a share of the best
 // one's; otherwise where it lies between the lowest and the best. Options without evidence get none.
 function bars(options, method) {
+  if (options.length && options.every((o) => typeof o.probability === "number")) {
+    return { widths: options.map((o) => 100 * o.probability),
+      meaning: "Bars: each option's probability (the method's scores turned into probabilities by a temperature fitted on the exam's dev split; see the confidence line)." };
+  }
   const what = method === "llm" ? "Scores are the model's probabilities of each option's letter (votes with generated answers)."
     : "Scores are the method's evidence scores, not probabilities.";
   const scores = options.map((o) => o.score).filter((s) => s !== null);
@@ -202,7 +207,13 @@ function show(data, key) {
       + (key === data.prediction ? (tied.length ? "The prediction matches it, but tied with other options." : "The prediction matches it.")
         : data.tied.includes(key) ? "It is tied with the prediction." : "The prediction does not match it.");
   }
+  const sure = data.confidence;
+  if (sure && sure.abstained) {
+    verdict = `openqa abstains: its best guess ${sure.best_guess} has probability ${sure.probability.toFixed(2)}, below your minimum ${sure.min_confidence}. ` + verdict;
+  }
   $("verdict").textContent = verdict;
+  $("confidence").textContent = sure && sure.probability !== null
+    ? `Probability of the ${sure.abstained ? "best guess" : "prediction"}: ${sure.probability.toFixed(2)}; ${sure.meaning}.` : "";
   $("verdict").className = keyed && data.prediction !== null ? (key === data.prediction ? "verdict right" : "verdict wrong") : "verdict";
   const offer = served.served.find((o) => o.method === data.method && o.lang === data.lang);
   $("accuracy").textContent = offer && offer.accuracy ? `${offer.accuracy.sentence} (${offer.accuracy.record})`
@@ -216,7 +227,8 @@ function show(data, key) {
   const topTied = new Set(data.tied.length ? data.tied : []);
   $("ranking").replaceChildren(...data.options.map((option, i) => {
     const isTied = rank[i] !== null && rank.filter((r) => r === rank[i]).length > 1;
-    const label = option.score === null ? "no evidence" : option.score.toFixed(2);
+    const label = (typeof option.probability === "number" ? `${(100 * option.probability).toFixed(0)}% · ` : "")
+      + (option.score === null ? "no evidence" : option.score.toFixed(2));
     const behind = margin(option.score, data.options[0].score);
     const button = element("button", { type: "button", className: "option" }, [
       element("span", { className: "rank", textContent: rank[i] === null ? "–" : (isTied ? `=${rank[i]}` : String(rank[i])) }),
