@@ -74,6 +74,28 @@ def accuracy_table() -> list[str]:
     return rows
 
 
+def confidence_table() -> list[str]:
+    """How far to trust each evaluated run's answers (runs whose record has probabilities)."""
+    rows = ["| dataset | split | method | n | accuracy % | probabilities from | ECE (10 bins) | Brier | AURC "
+            "| acc. @10% | acc. @20% (95% CI) | acc. @50% | vs best part on dev (95% CI) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for path in sorted(RESULTS.glob("*.json")):
+        s = json.loads(path.read_text())
+        c = s.get("confidence")
+        if not c or s.get("limit"):
+            continue
+        at = c["accuracy_at_coverage"]
+        versus = s.get("versus_best_part")
+        against = (f"{versus['difference']:+.2f} vs {versus['part']} ({versus['ci95'][0]:+.2f} to {versus['ci95'][1]:+.2f})"
+                   if versus else "")
+        method = s["method"] + (f" ({s['variant']})" if s.get("variant") else "")
+        rows.append(f"| {s['dataset']} | {s['split']} | {method} | {s['n']} | {s['accuracy']:.2f} "
+                    f"| {s['settings'].get('sources', {}).get('probabilities', '')} | {c['ece']:.3f} | {c['brier']:.3f} | {c['aurc']:.3f} "
+                    f"| {at['10']['accuracy']:.1f} | {at['20']['accuracy']:.1f} ({at['20']['ci95'][0]:.1f}-{at['20']['ci95'][1]:.1f}) "
+                    f"| {at['50']['accuracy']:.1f} | {against} |")
+    return rows
+
+
 def training_table() -> list[str]:
     """One row per reader training run (train-*.run.json): data, evidence, settings, and loss / selection accuracy by epoch."""
     rows = ["| run | reader | evidence | lr, effective batch | loss by epoch | selection accuracy % by epoch | best | command |",
@@ -114,6 +136,13 @@ def main() -> None:
     out += ["", "## Accuracy", "", *accuracy_table(), "",
             "† made under the former tie rule (ties broken by a hash with the question id, so by file name and line); "
             "ties are now broken by the question's content alone; these rows await a rerun of their command.", ""]
+    out += ["## How far to trust an answer", "",
+            "Probabilities are each method's option scores on its logit scale divided by a temperature fitted on the "
+            "exam's dev split (`openqa tune`, shipped in `openqa/tuned/*.calibration.json`); an ensemble weighs its parts' "
+            "logits with weights fitted on dev (`openqa tune --method ensemble`). ECE over 10 equal-width bins of the "
+            "chosen option's probability; AURC: area under the risk-coverage curve; acc. @k%: accuracy of the k% most "
+            "confident questions (ties in confidence share their answers evenly). Default ensemble parts: "
+            "`python scripts/ensemble_parts.py` (5-fold CV on dev).", "", *confidence_table(), ""]
     formats = load("formats-us-test-ir-custom.json")
     if formats:
         shown = ", ".join(f"{r['format']} {r['file']} {r['accuracy']:.2f}%" for r in formats["files"])

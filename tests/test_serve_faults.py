@@ -61,12 +61,12 @@ def slow_scoring(monkeypatch, seconds: float, calls: list[str] | None = None, on
     """Make scoring take ``seconds`` (for questions containing ``only``, if given), counting calls."""
     real = engines_module.answer_record
 
-    def slow(opened, question, evidence):
+    def slow(opened, question, evidence, min_confidence=None):
         if only is None or only in question.question:
             if calls is not None:
                 calls.append(question.question)
             time.sleep(seconds)
-        return real(opened, question, evidence)
+        return real(opened, question, evidence, min_confidence)
 
     monkeypatch.setattr(engines_module, "answer_record", slow)
 
@@ -191,12 +191,12 @@ def test_an_index_swapped_while_scoring_is_scored_again_never_mixed(site, monkey
     real = engines_module.answer_record
     swapped: list[bool] = []
 
-    def swap_then_score(opened, question, evidence):
+    def swap_then_score(opened, question, evidence, min_confidence=None):
         if not swapped:  # the first scoring reads the old index while the new one is swapped in
             swapped.append(True)
             add_book(data)
             build_index(data, indexes, "en", "custom")
-        return real(opened, question, evidence)
+        return real(opened, question, evidence, min_confidence)
 
     monkeypatch.setattr(engines_module, "answer_record", swap_then_score)
     answer = ask(url, EN, evidence=3, top_n=3)
@@ -208,7 +208,7 @@ def test_an_index_deleted_while_scoring_is_a_503_not_a_damaged_400(site, monkeyp
     url, engines, data, indexes = site
     import shutil
 
-    def delete_then_fail(opened, question, evidence):  # what a file read finds once the folder is gone
+    def delete_then_fail(opened, question, evidence, min_confidence=None):  # what a file read finds once the folder is gone
         shutil.rmtree(indexes / "en-custom", ignore_errors=True)
         raise IndexDamagedError("index at <folder> is damaged: paragraphs.jsonl is missing")
 
@@ -223,7 +223,7 @@ def test_an_index_file_gone_under_a_manifest_is_a_503_and_recovers(site, monkeyp
     store = indexes / "en-custom" / "paragraphs.jsonl"
     kept = store.read_bytes()
 
-    def lose_the_store(opened, question, evidence):  # a deletion under way that has not reached the manifest
+    def lose_the_store(opened, question, evidence, min_confidence=None):  # a deletion under way that has not reached the manifest
         store.unlink(missing_ok=True)
         raise IndexDamagedError("index at <folder> is damaged: paragraphs.jsonl is missing")
 
@@ -428,13 +428,13 @@ def checkpointed_scoring(monkeypatch, seconds: float, steps: list[str], only: st
     cancellation checkpoint (as a scorer's options or batches), recording the steps taken."""
     real = engines_module.answer_record
 
-    def slow(opened, question, evidence):
+    def slow(opened, question, evidence, min_confidence=None):
         if only in question.question:
             for _ in range(int(seconds / 0.05)):
                 checkpoint()
                 steps.append(question.question)
                 time.sleep(0.05)
-        return real(opened, question, evidence)
+        return real(opened, question, evidence, min_confidence)
 
     monkeypatch.setattr(engines_module, "answer_record", slow)
 
