@@ -69,14 +69,16 @@ class Workspace:
     zh_mode: str | None = None
     corpus: str | None = None
 
-    def context(self, notify: Callable[[str], None] | None = None) -> Context:
+    def context(self, notify: Callable[[str], None] | None = None, check_settings: bool = False) -> Context:
         """The ``Context`` the layers below take; ``notify`` receives one-line notes (of work done on
-        the caller's behalf, such as a quick index built first; default: none is said)."""
+        the caller's behalf, such as a quick index built first; default: none is said);
+        ``check_settings`` (the command line): a settings folder asked for must exist when read."""
         from openqa.config import Settings
         from openqa.retrieval.base import EngineOptions
         from openqa.workspace import Context
 
-        s = Settings.resolve(self.data_dir, self.index_dir, self.models_dir, self.es_url, self.settings_dir, self.results_dir)
+        s = Settings.resolve(self.data_dir, self.index_dir, self.models_dir, self.es_url, self.settings_dir, self.results_dir,
+                             check_settings=check_settings)
         options = EngineOptions(connection=s.es_url, encoder=self.encoder, models_dir=s.models_dir,
                                 faiss_index=self.faiss_index or "flat")
         return Context(s, options, self.ngram, self.zh_mode, corpus=self.corpus, **({"notify": notify} if notify else {}))

@@ -288,7 +288,7 @@ def _workspace(args: argparse.Namespace):
 
 def _context(args: argparse.Namespace):
     """The command's ``Workspace`` as the layers below take it, with notes printed."""
-    return _workspace(args).context(_note)
+    return _workspace(args).context(_note, check_settings=True)
 
 
 def cmd_index(args: argparse.Namespace) -> None:

@@ -389,7 +389,7 @@ class EnsembleMethod(Method):
     def fitted(self, ctx: Context, target: Exam) -> tuple[EnsembleSettings, str]:
         """The weights ``openqa tune`` fitted for ``target.dataset`` (yours, else shipped) and where
         they came from; refused in one line when there are none."""
-        path, where = tuned_file(self.name, target.dataset, ctx.settings.settings_dir, ctx.corpus)
+        path, where = tuned_file(self.name, target.dataset, ctx.settings.tuned_dir(), ctx.corpus)
         if path is None:
             raise OpenQAError(f"no ensemble is fitted for {target.dataset}: run openqa tune --method ensemble --dataset {target.dataset}")
         record = read_json_record(path, "ensemble record")
@@ -533,7 +533,7 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     engine = request.engine or m.engine
     with needs(f"method {name}", m.extra or (engine_class(engine).extra if engine else None)):
         opened = m.open(ctx, target, request)
-    calibration = load_calibration(calibration_key(name, request), target.dataset, ctx.settings.settings_dir, ctx.corpus)
+    calibration = load_calibration(calibration_key(name, request), target.dataset, ctx.settings.tuned_dir(), ctx.corpus)
     if calibration is None:
         calibration = uncalibrated(opened.scorer.scale)
         where = f"none fitted for {target.dataset}: temperature 1 (run openqa tune --method {name} --dataset {target.dataset})"

@@ -163,7 +163,11 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
         "index": provenance(opened.index),
         **run_record(command),
     }
-    figure = risk_coverage_png(curves, f"{name} {split}: risk-coverage") if results else None
+    figure = None
+    try:
+        figure = risk_coverage_png(curves, f"{name} {split}: risk-coverage") if results else None
+    except ModuleNotFoundError:  # matplotlib comes with the 'plots' extra; the figures stay in the record
+        summary["figure"] = "no risk-coverage plot: matplotlib is not installed (pip install 'openqa-medqa[plots]')"
     path = write_results(summary, prediction_rows(results, probabilities), out_dir, figure)
     return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve())}}
 

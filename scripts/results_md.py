@@ -36,14 +36,16 @@ PAPER_DEV = {  # dev accuracy of the paper, same books
 
 def settings_source(settings: dict) -> str:
     """Where a record's top-N came from (older records name one source for all settings)."""
-    return settings.get("sources", {}).get("top_n") or settings.get("source", "")
+    sources = settings.get("sources", {})
+    return sources.get("top_n") or sources.get("weights") or settings.get("source", "")
 
 
 def chosen(settings: dict) -> str:
     """The settings a row's method chose on dev, those it has (a reader's evidence has no aggregate)."""
     parts = [f"top-{settings['top_n']}" if settings.get("top_n") else None, settings.get("aggregate"),
              f"query {settings['query']}" if settings.get("query") else None,
-             f"{settings['fusion']} {settings.get('weight')}" if settings.get("parts") else None]
+             f"{settings['fusion']} {settings.get('weight')}" if "fusion" in settings else None,
+             "weights " + ", ".join(f"{k} {v:.3g}" for k, v in settings["weights"].items()) if "weights" in settings else None]
     return ", ".join(part for part in parts if part)
 
 

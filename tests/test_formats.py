@@ -60,7 +60,7 @@ def test_a_large_mirage_file_on_one_line_is_read_whole(tmp_path, monkeypatch):
     with pytest.raises(DataError, match=r"5 datasets: pick one with --subset \(mmlu, medqa, medmcqa, pubmedqa, bioasq\)"):
         read_question_file(path)
     monkeypatch.setattr(formats, "MAX_MIRAGE_BYTES", 1_000_000)
-    with pytest.raises(DataError, match=r"benchmark.json: larger than 1,000,000 bytes: not a MIRAGE benchmark file"):
+    with pytest.raises(DataError, match=r"benchmark.json:1: line longer than 1,048,576 bytes: not a question file \(nor a MIRAGE file of at most 1,000,000 bytes\)"):
         read_question_file(path, subset="medqa")
 
 

@@ -37,7 +37,9 @@ def read_lines(path: Path) -> Lines:
     except DataError as exc:
         if ": line longer than" not in str(exc):
             raise
-        raise DataError(f"{path}: larger than {MAX_MIRAGE_BYTES:,} bytes: not a MIRAGE benchmark file") from None
+        where = str(exc).split(": line longer than")[0]
+        raise DataError(f"{where}: line longer than {MAX_LINE_BYTES:,} bytes: not a question file (nor a MIRAGE file "
+                        f"of at most {MAX_MIRAGE_BYTES:,} bytes)") from None
     first = next((number for number, raw in lines if raw.strip()), None)
     for number, raw in lines:
         if len(raw) > MAX_LINE_BYTES and not (number == first and raw.lstrip(b"\xef\xbb\xbf \t").startswith(b"{")):
