@@ -210,6 +210,7 @@ def test_tune_fits_probabilities_that_eval_and_answer_use(site):
     answer = json.loads(done.stdout)
     assert answer["prediction"] == "A" and answer["confidence"]["probability"] == max(o["probability"] for o in answer["options"])
     assert "right" in answer["confidence"]["meaning"] and "chance is 25%" in answer["confidence"]["meaning"]
+    (root / "untuned").mkdir(exist_ok=True)
     untuned = {**env, "OPENQA_SETTINGS": str(root / "untuned")}  # two dev questions fit a temperature near 0
     done = run("answer", *q, "--min-confidence", "0.99", env=untuned)
     assert done.returncode == 0 and "Prediction: none (openqa abstains: its best guess " in done.stdout
