@@ -242,8 +242,9 @@ def confidence_report(results: Sequence[OptionScores], probabilities: Sequence[d
         return {}
     confidence, correct = chosen_confidence(results, probabilities)
     ece = 0.0
+    binned = np.minimum((confidence * ECE_BINS).astype(int), ECE_BINS - 1)  # as ``_bin`` does, all at once
     for b in range(ECE_BINS):
-        inside = np.array([_bin(c, ECE_BINS) == b for c in confidence])
+        inside = binned == b
         if inside.any():
             ece += inside.sum() / n * abs(correct[inside].mean() - confidence[inside].mean())
     brier = np.mean([sum((p.get(k, 0.0) - (k == r.question.answer_idx)) ** 2 for k in r.scores) for r, p in zip(results, probabilities)])

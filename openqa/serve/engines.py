@@ -48,7 +48,7 @@ from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.registry import index_folder, open_index
 from openqa.serve.examples import measured_accuracy
 from openqa.serve.workers import FairPool
-from openqa.workspace import Context, Exam
+from openqa.workspace import Context, Exam, OpenOnce
 
 T = TypeVar("T")
 
@@ -128,16 +128,12 @@ def stamp(folder: Path) -> Stamp:
 
 
 @dataclass(frozen=True)
-class _OpenOnce(Context):
-    """A context that opens each index once and hands the same open index to every later scorer;
-    after start-up (``build_missing`` off) a missing index is an error, never built inside a request."""
+class _OpenOnce(OpenOnce):
+    """A context that opens each index once (``OpenOnce``) and makes each shared thing once; after
+    start-up (``build_missing`` off) a missing index is an error, never built inside a request."""
 
-    opened: dict[tuple[str, str], Index] = field(default_factory=dict, compare=False)
     made: dict[Hashable, Any] = field(default_factory=dict, compare=False)
     build_missing: bool = True
-
-    def sharing(self) -> Context:
-        return self
 
     def shared(self, key: Hashable, make: Callable[[], T]) -> T:
         if key not in self.made:  # offers are opened one at a time (at start-up, then under the reload lock)
@@ -145,13 +141,11 @@ class _OpenOnce(Context):
         return self.made[key]
 
     def open(self, lang: str, engine: str) -> Index:
-        if (lang, engine) not in self.opened:
-            if self.build_missing:
-                self.opened[lang, engine] = super().open(lang, engine)
-            else:
-                s = self.settings
-                self.opened[lang, engine] = open_index(s.index_dir, lang, engine, self.tokenizer(lang, engine),
-                                                       s.data_dir, self.options, self.corpus)
+        if self.build_missing or (lang, engine) in self.opened:
+            return super().open(lang, engine)
+        s = self.settings
+        self.opened[lang, engine] = open_index(s.index_dir, lang, engine, self.tokenizer(lang, engine),
+                                               s.data_dir, self.options, self.corpus)
         return self.opened[lang, engine]
 
 
