@@ -17,7 +17,15 @@ from typing import Any, Callable, Sequence
 from openqa.config import DEFAULT_METHOD  # noqa: F401  (the default method, named beside the registry)
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.evaluate.calibration import Calibration, fit_conditional_logit, uncalibrated
+from openqa.evaluate.calibration import (
+    CROSS_FIT_FOLDS,
+    CROSS_FIT_SEED,
+    IN_SAMPLE,
+    Calibration,
+    cross_fitted_logits,
+    fit_conditional_logit,
+    uncalibrated,
+)
 from openqa.evaluate.metrics import summarise
 from openqa.extras import needs
 from openqa.languages import language
@@ -129,6 +137,12 @@ class Method(ABC):
     def variant(self, request: Request) -> list[str]:
         """What a result file of this method run with ``request`` adds to its name (beyond flags)."""
         return []
+
+    def calibration_scores(self, opened: Opened, results: list[OptionScores], parts: dict[str, list[OptionScores]],
+                           ) -> tuple[list[OptionScores], str]:
+        """The dev scores its temperature is fitted on (from its dev ``results`` and its parts'),
+        and what they are: by default its own."""
+        return results, IN_SAMPLE
 
     def ready(self, request: Request) -> bool:
         """Whether ``request`` gives all the method needs to be opened (see ``needs``)."""
@@ -434,6 +448,20 @@ class EnsembleMethod(Method):
         table.append({"part": "ensemble", **summarise(combined)})
         first = next(iter(opened.values()))
         return best, table, first.index
+
+    def calibration_scores(self, opened: Opened, results: list[OptionScores], parts: dict[str, list[OptionScores]],
+                           ) -> tuple[list[OptionScores], str]:
+        """Its weights were fitted on these dev questions, so its logits there are surer than they
+        will be on new questions: the temperature is fitted on each question's logits under weights
+        fitted without it (``cross_fitted_logits``, the penalty of the fit)."""
+        features, answers = ensemble_features(opened.scorer, parts)
+        if len(features) < 2:
+            return results, IN_SAMPLE
+        logits = cross_fitted_logits(features, answers, float(opened.settings["l2"]))
+        known = [r for r in results if r.question.answer_idx in r.scores]  # those ensemble_features keeps
+        held = [replace(r, scores=dict(zip(r.scores, map(float, z))), details={}) for r, z in zip(known, logits)]
+        return held, (f"logits under weights fitted without each question "
+                      f"({min(CROSS_FIT_FOLDS, len(features))}-fold cross-fitting, seed {CROSS_FIT_SEED})")
 
 
 def ensemble_features(scorer: EnsembleScorer, scored: dict[str, list[OptionScores]]) -> tuple[list[Any], list[int]]:

@@ -238,9 +238,10 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
         })
         files["settings"] = save_tuned(record, ctx.settings.settings_dir)
     opened = open_method(ctx, name, target, request)
-    results = opened.scorer.score(questions, progress=progress)
-    calibration, files["calibration"] = calibrate(results, opened.scorer.scale, calibration_key(name, request), dataset,
-                                                  ctx.corpus, opened.settings, ctx.settings.settings_dir)
+    results, parts = opened.scorer.score_with_parts(questions, progress=progress)
+    fit_on, fitted_on = m.calibration_scores(opened, results, parts)
+    calibration, files["calibration"] = calibrate(fit_on, opened.scorer.scale, calibration_key(name, request), dataset,
+                                                  ctx.corpus, opened.settings, ctx.settings.settings_dir, fitted_on)
     return {**record, "dev_accuracy": summarise(results)["accuracy"], "calibration": calibration.to_dict(),
             "files": {k: str(v.resolve()) for k, v in files.items()}}
 

@@ -20,7 +20,7 @@ from typing import Any, Callable, Sequence
 from openqa.corpus.sources import corpus_tag
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.evaluate.calibration import Calibration, confidence_report
+from openqa.evaluate.calibration import IN_SAMPLE, Calibration, confidence_report
 from openqa.evaluate.metrics import summarise
 from openqa.evaluate.results import run_record, write_atomic
 from openqa.jsonl import decode
@@ -182,10 +182,11 @@ def load_calibration(key: str, dataset: str, settings_dir: Path, corpus: str | N
 
 
 def calibrate(results: Sequence[OptionScores], scale: str, key: str, dataset: str, corpus: str | None,
-              settings: dict[str, Any], settings_dir: Path) -> tuple[Calibration, Path]:
-    """Fit the probabilities of the method ``key`` on its ``dataset`` dev ``results`` and record them
-    where ``load_calibration`` finds them first."""
-    calibration = Calibration.fit(results, scale, dataset, {k: v for k, v in settings.items() if k != "sources"})
+              settings: dict[str, Any], settings_dir: Path, fitted_on: str = IN_SAMPLE) -> tuple[Calibration, Path]:
+    """Fit the probabilities of the method ``key`` on its ``dataset`` dev ``results`` (which ones
+    ``fitted_on`` says) and record them, with how well they rank those answers, where
+    ``load_calibration`` finds them first."""
+    calibration = Calibration.fit(results, scale, dataset, {k: v for k, v in settings.items() if k != "sources"}, fitted_on)
     record = {"method": key, "dataset": dataset, "split": "dev", "corpus": corpus, "calibration": calibration.to_dict(),
               "dev": {"n": len(results), **confidence_report(results, [calibration.probabilities(r) for r in results])},
               **run_record()}

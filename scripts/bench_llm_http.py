@@ -55,11 +55,11 @@ def agreement(ours: list[dict[str, Any]], theirs: list[dict[str, Any]]) -> dict[
     """How many letters and replies of two runs of the same questions agree, and the largest
     difference of a letter probability between them."""
     pairs = list(zip(ours, theirs, strict=True))
-    both = [(a, b) for a, b in pairs if a["probabilities"] and b["probabilities"]]
+    both = [(a, b) for a, b in pairs if a["letter_probabilities"] and b["letter_probabilities"]]
     return {"letters_agree": sum(a["letter"] == b["letter"] for a, b in pairs),
             "replies_agree": sum(a["reply"] == b["reply"] for a, b in pairs),
-            "max_probability_difference": round(max((max(abs(a["probabilities"][k] - b["probabilities"][k])
-                                                          for k in a["probabilities"]) for a, b in both), default=0.0), 6)}
+            "max_probability_difference": round(max((max(abs(a["letter_probabilities"][k] - b["letter_probabilities"][k])
+                                                          for k in a["letter_probabilities"]) for a, b in both), default=0.0), 6)}
 
 
 def spread(values: list[float]) -> dict[str, float]:
@@ -134,7 +134,7 @@ def main() -> None:
         **agreement(first, served),
         "with_llama_cpp_prompt_cache_on": {"note": "one more HTTP run without cache_prompt false, against the first "
                                                    "in-process run", **agreement(first, cache_on)},
-        "every_run_identical": len({json.dumps([[x["letter"], x["probabilities"], x["reply"]] for x in run])
+        "every_run_identical": len({json.dumps([[x["letter"], x["letter_probabilities"], x["reply"]] for x in run])
                                     for run in every}) == 1,
         "ways": ways,
         "note": "seconds: openqa's scoring time of the run (model loading excluded); model_reported: llama.cpp's own prompt "

@@ -20,7 +20,7 @@ import numpy as np
 from benchlib import command_line, data_dir, write_record
 from openqa.config import Settings
 from openqa.data import load_questions
-from openqa.evaluate.calibration import fit_conditional_logit, softmax
+from openqa.evaluate.calibration import CROSS_FIT_FOLDS, CROSS_FIT_SEED, cross_fitted_logits, softmax
 from openqa.methods import Part, Request, ensemble_features, open_method
 from openqa.scorers.ensemble import EnsembleScorer
 from openqa.workspace import Context, Exam
@@ -36,23 +36,18 @@ SETS = (
     ("ir-custom", "ir-custom:top_n=1", "ir-custom:top_n=3", "ir-custom:top_n=50", "pmi"),
 )
 PENALTIES = (0.1, 1.0, 10.0)
-FOLDS = 5
-SEED = 0
+FOLDS = CROSS_FIT_FOLDS
+SEED = CROSS_FIT_SEED
 
 
 def cross_validate(features: list[np.ndarray], answers: list[int], l2: float) -> dict[str, float]:
     """Mean held-out log-likelihood and accuracy over ``FOLDS`` seeded folds of the questions."""
-    order = np.random.default_rng(SEED).permutation(len(features))
     loglik, right = [], []
-    for fold in range(FOLDS):
-        held = set(order[fold::FOLDS].tolist())
-        train = [i for i in range(len(features)) if i not in held]
-        w = fit_conditional_logit([features[i] for i in train], [answers[i] for i in train], l2=l2)
-        for i in held:
-            p = softmax(features[i] @ w)
-            loglik.append(float(np.log(max(p[answers[i]], 1e-12))))
-            best = np.flatnonzero(p >= p.max() - 1e-12)
-            right.append(float(answers[i] in best) / len(best))  # a tie counts its expected share
+    for z, answer in zip(cross_fitted_logits(features, answers, l2, FOLDS, SEED), answers):
+        p = softmax(z)
+        loglik.append(float(np.log(max(p[answer], 1e-12))))
+        best = np.flatnonzero(p >= p.max() - 1e-12)
+        right.append(float(answer in best) / len(best))  # a tie counts its expected share
     return {"log_likelihood": round(float(np.mean(loglik)), 4), "accuracy": round(100 * float(np.mean(right)), 2)}
 
 

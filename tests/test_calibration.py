@@ -21,7 +21,9 @@ from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import (
     Calibration,
     confidence_report,
+    cross_fitted_logits,
     fit_conditional_logit,
+    folds,
     fit_temperature,
     risk_coverage,
     softmax,
@@ -62,6 +64,24 @@ def test_fitting_is_deterministic_and_recovers_weights():
     assert first == pytest.approx(true, rel=0.15)
     shrunk = fit_conditional_logit(features, answers, l2=500.0)
     assert np.all(shrunk < first)  # the penalty pulls the weights towards 0
+
+
+def test_cross_fitted_logits_come_from_weights_fitted_without_each_fold():
+    rng = np.random.default_rng(5)
+    features = [rng.normal(size=(4, 2)) for _ in range(23)]
+    answers = [int(rng.integers(4)) for _ in features]
+    dealt = folds(23)
+    assert len(dealt) == 5 and sorted(np.concatenate(dealt).tolist()) == list(range(23))  # each question in one fold
+    assert all(np.array_equal(a, b) for a, b in zip(dealt, folds(23)))  # seeded: the same folds every run
+    held = cross_fitted_logits(features, answers, l2=0.1)
+    for fold in dealt:
+        kept = [i for i in range(23) if i not in set(fold.tolist())]
+        w = fit_conditional_logit([features[i] for i in kept], [answers[i] for i in kept], l2=0.1)
+        for i in fold:
+            assert np.allclose(held[i], features[i] @ w)
+    assert len(folds(3)) == 3  # never more folds than questions
+    with pytest.raises(OpenQAError, match="at least two questions"):
+        cross_fitted_logits(features[:1], answers[:1], l2=0.1)
 
 
 def test_calibration_error_brier_likelihood_and_risk_coverage_by_hand():
@@ -238,5 +258,8 @@ def test_an_ensemble_is_tuned_evaluated_against_its_best_part(site):
     assert set(summary["parts"]) == {"ir-custom", "ir-custom:top_n=1", "pmi"}
     assert summary["versus_best_part"]["part"] == record["chosen"]["best_part"]
     assert summary["settings"]["sources"]["weights"] == "your openqa tune: tuned/ensemble-us.json"
+    calibration = json.loads((root / "tuned" / "ensemble-us.calibration.json").read_text())["calibration"]
+    assert calibration["fitted_on"] == "logits under weights fitted without each question (2-fold cross-fitting, seed 0)"
+    assert "2-fold cross-fitting" in summary["settings"]["probabilities"]
     done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", "ensemble", env=env)
     assert done.returncode == 2 and "cannot be a part" in done.stderr

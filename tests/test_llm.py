@@ -136,7 +136,7 @@ def test_in_process_letters_record_and_predictions(root, capsys, evidence):
     assert len(summary["prompt_template_hash"]) == 16 == len(summary["settings"]["template_hash"])
     assert summary["tokens"]["counted_by"] == "the model's own tokenizer"
     for row in predictions(summary):
-        probs = row["probabilities"]
+        probs = row["letter_probabilities"]
         assert math.isclose(sum(probs.values()), 1.0, abs_tol=1e-3)  # exact next-token distribution over A-D
         assert row["prediction"] == max(probs, key=probs.get) and row["letter"] == row["prediction"]
         assert (row["evidence_ids"] == []) == (evidence == "none")
@@ -194,9 +194,29 @@ def test_answer_json_shows_the_reply_probabilities_and_evidence(root, capsys):
                          "--json", "--evidence", "options", "--cache-dir", str(root / "cache-answer"), command="answer")
     assert code == 0, err
     record = json.loads(out)
-    assert record["prediction"] in "ABCD" and set(record["details"]["probabilities"]) == set("ABCD")
+    assert record["prediction"] in "ABCD" and set(record["details"]["letter_probabilities"]) == set("ABCD")
     assert record["details"]["evidence_ids"] and record["settings"]["evidence"] == "options"
     assert any(option["evidence"] for option in record["options"])  # each option's own paragraphs
+
+
+def test_tune_fits_the_llm_letter_probabilities_that_eval_then_uses(root, capsys):
+    llm = ["--dataset", "us", "--method", "llm", "--model", str(root / "tiny"), "--evidence", "none",
+           "--cache-dir", str(root / "cache-tune"), "--settings-dir", str(root / "tuned-llm")]
+    code, out, err = run(root, capsys, *llm, command="tune")
+    assert code == 0, err
+    files = list((root / "tuned-llm").glob("llm-*.calibration.json"))
+    assert len(files) == 1 and files[0].name.endswith("-us.calibration.json")  # filed under the model and its settings
+    calibration = json.loads(files[0].read_text())["calibration"]
+    assert calibration["scale"] == "log-probability" and calibration["dataset"] == "us" and calibration["temperature"] > 0
+    assert calibration["fitted_on"] == "the method's dev scores" and calibration["settings"]["evidence"] == "none"
+    summary = eval_llm(root, capsys, *llm[6:])
+    assert summary["settings"]["sources"]["probabilities"] == f"your openqa tune: tuned-llm/{files[0].name}"
+    temperature = calibration["temperature"]
+    for row in predictions(summary):  # the letter probabilities, recalibrated by the fitted temperature
+        logits = {k: math.log(max(v, 1e-6)) / temperature for k, v in row["letter_probabilities"].items()}
+        top = max(logits.values())
+        total = sum(math.exp(v - top) for v in logits.values())
+        assert row["probabilities"] == pytest.approx({k: math.exp(v - top) / total for k, v in logits.items()}, abs=1e-3)
 
 
 @pytest.mark.parametrize("args, message", [
@@ -248,7 +268,7 @@ def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
             status, data = call(url, "/v1/answer", {**question, "method": "llm"})
             assert status == 200, data
             assert data["method"] == "llm" and data["prediction"] in "ABCD"
-            assert set(data["details"]["probabilities"]) == set("ABCD")
+            assert set(data["details"]["letter_probabilities"]) == set("ABCD")
             assert bool(data["details"]["evidence_ids"]) == (evidence != "none")
             assert call(url, "/v1/answer", {**question, "method": "llm"})[1] == data  # the cached reply, same answer
             status, refused = call(url, "/v1/answer", {**question, "method": "llm", "top_n": 2})
@@ -444,7 +464,7 @@ def test_endpoint_letters_from_top_logprobs(root, capsys, fake, tmp_path):
     summary = json.loads(out)
     assert summary["tokens"]["counted_by"].startswith("estimated") and summary["settings"]["context"] == 4096
     rows = predictions(summary)
-    assert rows[0]["probabilities"] == {"A": 0.125, "B": 0.25, "C": 0.625, "D": 0.0}  # " B" counts for B
+    assert rows[0]["letter_probabilities"] == {"A": 0.125, "B": 0.25, "C": 0.625, "D": 0.0}  # " B" counts for B
     assert fake.requests[0]["logprobs"] is True and fake.requests[0]["temperature"] == 0
 
 
@@ -584,8 +604,8 @@ def agree(over_http: dict, in_process: dict) -> None:
     """Letters, replies and probabilities (within 0.001) of two runs of the same questions agree."""
     for a, b in zip(predictions(over_http), predictions(in_process), strict=True):
         assert a["letter"] == b["letter"] and a["reply"] == b["reply"] and a["evidence_ids"] == b["evidence_ids"]
-        if a["probabilities"] is not None or b["probabilities"] is not None:
-            assert max(abs(a["probabilities"][k] - b["probabilities"][k]) for k in "ABCD") <= 0.001
+        if a["letter_probabilities"] is not None or b["letter_probabilities"] is not None:
+            assert max(abs(a["letter_probabilities"][k] - b["letter_probabilities"][k]) for k in "ABCD") <= 0.001
 
 
 @pytest.mark.parametrize("scoring", [["--scoring", "letters"], ["--scoring", "generate", "--max-tokens", "8"]])
@@ -605,7 +625,7 @@ def test_llama_cpp_over_http_gives_the_in_process_numbers(root, capsys, llama_se
     assert over_http["model_reported_seconds"] > 0 and in_process["model_reported_seconds"] > 0  # llama.cpp's timings
     agree(over_http, in_process)
     for row in predictions(over_http):
-        assert row["probabilities"] is None or math.isclose(sum(row["probabilities"].values()), 1, abs_tol=1e-3)
+        assert row["letter_probabilities"] is None or math.isclose(sum(row["letter_probabilities"].values()), 1, abs_tol=1e-3)
 
 
 @pytest.mark.slow

@@ -18,7 +18,7 @@ counts the expected share of their right answers (as a random order among them w
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
 import numpy as np
@@ -38,6 +38,12 @@ RELIABILITY_BINS = 20
 INVERSE_TEMPERATURE_BOUNDS = (1e-3, 1e3)
 #: The least probability a log-likelihood takes (log 0 is minus infinity).
 LIKELIHOOD_FLOOR = 1e-12
+#: What a temperature is fitted on unless a method says otherwise.
+IN_SAMPLE = "the method's dev scores"
+#: Folds of dev, drawn with ``CROSS_FIT_SEED``, over which weights fitted on dev are judged on
+#: questions they were not fitted on (``cross_fitted_logits``).
+CROSS_FIT_FOLDS = 5
+CROSS_FIT_SEED = 0
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -98,6 +104,28 @@ def fit_conditional_logit(
     return fit.x
 
 
+def folds(n: int, k: int = CROSS_FIT_FOLDS, seed: int = CROSS_FIT_SEED) -> list[np.ndarray]:
+    """The indices of ``n`` questions dealt into ``min(k, n)`` folds in a seeded random order (the
+    same folds on every run)."""
+    order = np.random.default_rng(seed).permutation(n)
+    return [np.sort(order[f::min(k, n)]) for f in range(min(k, n))]
+
+
+def cross_fitted_logits(features: Sequence[np.ndarray], answers: Sequence[int], l2: float,
+                        k: int = CROSS_FIT_FOLDS, seed: int = CROSS_FIT_SEED) -> list[np.ndarray]:
+    """Each question's logits ``F_q w`` under weights fitted (``fit_conditional_logit``) on the other
+    folds of ``folds(len(features), k, seed)``: what the fit gives questions it has not seen."""
+    if len(features) < 2:
+        raise OpenQAError("cross-fitting needs at least two questions")
+    out: list[np.ndarray] = [np.empty(0)] * len(features)
+    for held in folds(len(features), k, seed):
+        kept = np.setdiff1d(np.arange(len(features)), held)
+        w = fit_conditional_logit([features[i] for i in kept], [answers[i] for i in kept], l2=l2)
+        for i in held:
+            out[i] = np.asarray(features[i]) @ w
+    return out
+
+
 def fit_temperature(logits: Sequence[np.ndarray], answers: Sequence[int]) -> float:
     """The temperature ``T`` maximizing the likelihood of the correct options under
     ``softmax(logits / T)`` (bounded by ``INVERSE_TEMPERATURE_BOUNDS``)."""
@@ -115,7 +143,9 @@ class Calibration:
     """A method's temperature over its logits (on ``scale``), fitted on ``dataset`` dev, with what
     the fit saw: ``bins`` counts the dev answers and the right ones in ``RELIABILITY_BINS`` equal-width
     bins of confidence (to say what a confidence meant there), ``chance`` the mean of 1/options,
-    ``settings`` the method's settings when fitted; ``source`` says where it was read from."""
+    ``settings`` the method's settings when fitted, ``fitted_on`` which dev logits the temperature
+    was fitted on (a method whose weights were themselves fitted on dev is calibrated on held-out
+    folds); ``source`` says where it was read from."""
 
     temperature: float
     scale: str
@@ -124,6 +154,7 @@ class Calibration:
     bins: tuple[tuple[int, int], ...]
     chance: float
     settings: dict[str, Any] = field(default_factory=dict)
+    fitted_on: str = IN_SAMPLE
     source: str = ""
 
     def __post_init__(self) -> None:
@@ -135,8 +166,10 @@ class Calibration:
             raise OpenQAError(f"a calibration keeps {RELIABILITY_BINS} bins of dev confidence, not {len(self.bins)}")
 
     @classmethod
-    def fit(cls, results: Sequence[OptionScores], scale: str, dataset: str, settings: dict[str, Any]) -> "Calibration":
-        """The temperature that fits ``results`` (a method's dev scores) best, and its dev bins."""
+    def fit(cls, results: Sequence[OptionScores], scale: str, dataset: str, settings: dict[str, Any],
+            fitted_on: str = IN_SAMPLE) -> "Calibration":
+        """The temperature that fits ``results`` (a method's dev scores, or ``fitted_on`` says which
+        ones) best, and its dev bins."""
         scored = [r for r in results if r.question.answer_idx in r.scores]
         if not scored:
             raise OpenQAError("no dev question with a known answer to fit probabilities on")
@@ -144,14 +177,14 @@ class Calibration:
         answers = [list(r.scores).index(r.question.answer_idx) for r in scored]
         temperature = fit_temperature(logits, answers)
         fitted = cls(temperature, scale, dataset, len(scored), ((0, 0),) * RELIABILITY_BINS,
-                     float(np.mean([1 / len(r.scores) for r in scored])), settings)
+                     float(np.mean([1 / len(r.scores) for r in scored])), settings, fitted_on)
         confidence, correct = chosen_confidence(scored, [fitted.probabilities(r) for r in scored])
         bins = [[0, 0] for _ in range(RELIABILITY_BINS)]
         for c, right in zip(confidence, correct):
             b = bins[_bin(c, RELIABILITY_BINS)]
             b[0] += 1
             b[1] += int(right)
-        return cls(temperature, scale, dataset, len(scored), tuple(map(tuple, bins)), fitted.chance, settings)
+        return replace(fitted, bins=tuple(map(tuple, bins)))
 
     def probabilities(self, result: OptionScores) -> dict[str, float]:
         """Each option's probability: the softmax of its logits divided by the temperature."""
@@ -182,13 +215,15 @@ class Calibration:
         try:
             return cls(float(record["temperature"]), record["scale"], record["dataset"], int(record["n"]),
                        tuple((int(a), int(b)) for a, b in record["bins"]), float(record["chance"]),
-                       dict(record.get("settings", {})), source)
+                       dict(record.get("settings", {})), str(record.get("fitted_on", IN_SAMPLE)), source)
         except (KeyError, TypeError, ValueError) as exc:
             raise OpenQAError(f"unreadable calibration record ({type(exc).__name__}: {exc})") from None
 
     def describe(self) -> str:
         """One line: which temperature, fitted where."""
-        return f"temperature {self.temperature:.3g} over {self.scale} scores, fitted on {dataset_label(self.dataset)} ({self.n} questions)"
+        held = "" if self.fitted_on == IN_SAMPLE else f", {self.fitted_on}"
+        return (f"temperature {self.temperature:.3g} over {self.scale} scores, fitted on {dataset_label(self.dataset)} "
+                f"({self.n} questions{held})")
 
 
 def _bin(confidence: float, bins: int) -> int:
@@ -198,7 +233,7 @@ def _bin(confidence: float, bins: int) -> int:
 
 def uncalibrated(scale: str) -> "Calibration":
     """Temperature 1 over ``scale``: what a method's probabilities are when no calibration is found."""
-    return Calibration(1.0, scale, "none", 0, ((0, 0),) * RELIABILITY_BINS, 0.0, {}, "not calibrated: temperature 1")
+    return Calibration(1.0, scale, "none", 0, ((0, 0),) * RELIABILITY_BINS, 0.0, {}, source="not calibrated: temperature 1")
 
 
 def chosen_confidence(results: Sequence[OptionScores], probabilities: Sequence[dict[str, float]]) -> tuple[np.ndarray, np.ndarray]:

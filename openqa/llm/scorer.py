@@ -242,7 +242,7 @@ class LLMScorer(OptionScorer):
         details: dict[str, Any] = {
             "reply": replies[0] if len(replies) == 1 else replies,
             "letter": letters[0] if len(letters) == 1 else letters,
-            "probabilities": {o: round(v, 4) for o, v in scores.items()} if good else None,
+            "letter_probabilities": {o: round(v, 4) for o, v in scores.items()} if good else None,
             "evidence_ids": ids,
             "cited": cited_ids(replies[0] or "") if self.settings.scoring == "generate" else [],
         }

@@ -145,7 +145,7 @@ class RankedOption(BaseModel):
 class Answer(BaseModel):
     """The options best first, the prediction (null with a ``message`` when no word of the question
     is in the index), the letters tied with it, and the settings used with each one's source; an
-    LLM reader adds its ``details``: the raw reply, the letter read from it, the letter probabilities
+    LLM reader adds its ``details``: the raw reply, the letter read from it, its letter probabilities
     and the cited paragraph ids."""
 
     question: str
