@@ -23,8 +23,8 @@ from openqa.evaluate.calibration import (
     confidence_report,
     cross_fitted_logits,
     fit_conditional_logit,
-    folds,
     fit_temperature,
+    folds,
     risk_coverage,
     softmax,
 )

@@ -63,9 +63,10 @@ def tiny_site(root: Path) -> tuple[Path, Path]:
 
 
 def tiny_engines(root: Path, methods: list[str], request: Request = Request()) -> Engines:
-    """English and Chinese engines over the tiny site (your tuned settings of the repo never leak in)."""
+    """English and Chinese engines over the tiny site (your tuned settings and results of the repo
+    never leak in; the shipped ones do)."""
     data, indexes = tiny_site(root)
-    settings = Settings.resolve(data_dir=data, index_dir=indexes, settings_dir=root / "tuned")
+    settings = Settings.resolve(data_dir=data, index_dir=indexes, settings_dir=root / "tuned", results_dir=root / "results")
     return Engines(Context(settings), ["en", "zh"], methods, request)
 
 

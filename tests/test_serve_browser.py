@@ -19,6 +19,7 @@ from typing import Iterator
 
 import pytest
 
+from openqa.evaluate.calibration import Calibration
 from openqa.llm.settings import LLMSettings
 from openqa.methods import Request
 from openqa.serve.app import create_app
@@ -48,7 +49,17 @@ def url(tmp_path_factory) -> Iterator[str]:
     six paragraphs by the best hit; its data folder's US test split gives the examples."""
     root = tmp_path_factory.mktemp("browser")
     (root / "tuned").mkdir()
-    (root / "tuned" / "ir-custom-us.json").write_text(json.dumps({"chosen": {"top_n": 1, "aggregate": "sum", "query": "full"}}))
+    chosen = {"top_n": 1, "aggregate": "sum", "query": "full"}
+    (root / "tuned" / "ir-custom-us.json").write_text(json.dumps({"chosen": chosen}))
+    # a calibration as openqa tune writes it: temperature 1, and dev answers that were right 3 times in 4
+    bins = [[0, 0]] * 4 + [[4, 3]] * 16
+    fitted = Calibration(1.0, "standardized", "us", 64, tuple(map(tuple, bins)), 0.25, chosen)
+    (root / "tuned" / "ir-custom-us.calibration.json").write_text(json.dumps({"calibration": fitted.to_dict()}))
+    # its own measured accuracy, with the settings it serves with (the repo's records used others)
+    (root / "results").mkdir()
+    (root / "results" / "us-test-ir-custom.json").write_text(json.dumps({
+        "dataset": "us", "split": "test", "method": "ir-custom", "n": 2, "accuracy": 50.0, "corpus": "2 books",
+        "settings": {**chosen, "probabilities": "temperature 3.5 (a calibration never changes the accuracy)"}}))
     llm = LLMSettings(model=str(make_tiny_llm(root / "tiny-llm")), evidence="none", cache_dir=root / "llm-cache")
     engines = tiny_engines(root, ["ir-custom", "pmi", "llm"], Request(llm=llm))
     with running(create_app(engines)) as base:
@@ -113,8 +124,14 @@ def test_pasted_question_is_ranked_with_highlighted_evidence(browser, url, tmp_p
     assert {"Ceftriaxone", "cell", "wall", "synthesis"} <= set(marks)
     assert "Micro" in browser.find_element(By.CSS_SELECTOR, "#evidence .book").text
     rows = ranking(browser)
-    assert rows[0]["width"] == "100%" and "share of the best" in browser.find_element(By.ID, "bars").text
-    assert rows[1]["score"].endswith("%") and "−" in rows[1]["score"]  # its margin behind the best
+    assert "each option's probability" in browser.find_element(By.ID, "bars").text
+    chances = [float(row["score"].split("%")[0]) for row in rows]  # "62% · 1.23" then its margin behind the best
+    assert chances == sorted(chances, reverse=True) and 98 <= sum(chances) <= 102
+    assert [float(row["width"].rstrip("%")) for row in rows] == pytest.approx(chances, abs=0.6)  # bars are probabilities
+    assert "−" in rows[1]["score"]
+    sure = browser.find_element(By.ID, "confidence").text
+    assert sure.startswith(f"Probability of the prediction: {chances[0] / 100:.2f}") and "right 75% of the time" in sure
+    assert "chance is 25%" in sure
     first.send_keys(Keys.ARROW_DOWN)  # the keyboard moves to the next option and shows its evidence
     second = browser.find_elements(By.CSS_SELECTOR, "#ranking li button")[1]
     assert second.get_attribute("aria-pressed") == "true" and browser.switch_to.active_element == second
@@ -129,8 +146,19 @@ def test_results_are_announced_and_focused_with_the_measured_accuracy(browser, u
     assert browser.find_element(By.ID, "announce").get_attribute("aria-live") == "polite"
     assert heading in browser.find_element(By.ID, "announce").get_attribute("textContent")
     accuracy = browser.find_element(By.ID, "accuracy").text
-    assert "IR-Custom:" in accuracy and "% on MedQA US test" in accuracy and "11 books" in accuracy
+    assert "IR-Custom: 50.0% on MedQA US test (2 questions, 2 books)" in accuracy
     assert "not medical advice" in accuracy and "eval/results/us-test-ir-custom.json" in accuracy
+
+
+def test_below_the_minimum_confidence_the_page_abstains_with_its_best_guess(browser, url):
+    open_page(browser, url)
+    browser.find_element(By.ID, "min-confidence").send_keys("0.99")
+    paste(browser, PASTED)
+    browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
+    assert shown(browser) == "No prediction (openqa abstains)"
+    assert "openqa abstains: its best guess C has probability" in browser.find_element(By.ID, "verdict").text
+    assert "below your minimum 0.99" in browser.find_element(By.ID, "verdict").text
+    assert browser.find_element(By.ID, "confidence").text.startswith("Probability of the best guess: ")
 
 
 def test_examples_are_real_test_questions_with_their_answer_key(browser, url):
@@ -169,7 +197,7 @@ def test_pmi_explains_options_without_evidence(browser, url):
     solve(browser, url, "Which drug blocks cell wall synthesis?\nA: Ceftriaxone\nB: Zyxqvor", method="pmi")
     shown(browser)
     row = next(r for r in ranking(browser) if r["letter"] == "B")
-    assert row["score"] == "no evidence" and row["rank"] == "–"
+    assert row["score"].endswith("no evidence") and row["rank"] == "–"  # "46% · no evidence": its probability still shows
     browser.find_elements(By.CSS_SELECTOR, "#ranking li button")[-1].click()
     assert "its PMI is undefined" in browser.find_element(By.ID, "evidence-note").text
 
@@ -274,12 +302,13 @@ def test_the_api_docs_render_without_a_network(browser, url):
     assert {"/v1/answer", "/v1/parse", "/v1/methods", "/v1/health", "/v1/examples"} <= paths
 
 
-def test_an_llm_answer_shows_the_model_reply_and_says_its_scores_are_probabilities(browser, url):
+def test_an_llm_answer_shows_the_model_reply_and_its_probabilities(browser, url):
     solve(browser, url, PASTED, method="llm")
     assert shown(browser).startswith("Prediction: ")
     reply = browser.find_element(By.ID, "reply")
     assert reply.is_displayed() and reply.text.startswith("Model reply: ") and "No paragraphs were shown" in reply.text
-    assert "probabilities of each option's letter" in browser.find_element(By.ID, "bars").text
+    assert "each option's probability" in browser.find_element(By.ID, "bars").text
+    assert "uncalibrated (temperature 1)" in browser.find_element(By.ID, "confidence").text  # no tune for the tiny model
     solve(browser, url, PASTED, method="ir-custom")
     shown(browser)
     assert not browser.find_element(By.ID, "reply").is_displayed()

@@ -262,6 +262,15 @@ def _ranked_correct(confidence: np.ndarray, correct: np.ndarray) -> np.ndarray:
     return out
 
 
+def calibration_error(confidence: np.ndarray, correct: np.ndarray) -> float:
+    """The expected calibration error over ``ECE_BINS`` equal-width bins of confidence: each bin's
+    |accuracy - mean confidence| weighted by its share of the questions, which is
+    |right answers - summed confidence| / n."""
+    binned = np.minimum((confidence * ECE_BINS).astype(int), ECE_BINS - 1)  # as ``_bin`` does, all at once
+    gap = np.bincount(binned, correct.astype(float), ECE_BINS) - np.bincount(binned, confidence, ECE_BINS)
+    return float(np.abs(gap).sum() / len(confidence))
+
+
 def risk_coverage(confidence: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Coverage (share of questions answered, most confident first) and risk (share of those wrong)."""
     n = len(confidence)
@@ -276,12 +285,7 @@ def confidence_report(results: Sequence[OptionScores], probabilities: Sequence[d
     if n == 0:
         return {}
     confidence, correct = chosen_confidence(results, probabilities)
-    ece = 0.0
-    binned = np.minimum((confidence * ECE_BINS).astype(int), ECE_BINS - 1)  # as ``_bin`` does, all at once
-    for b in range(ECE_BINS):
-        inside = binned == b
-        if inside.any():
-            ece += inside.sum() / n * abs(correct[inside].mean() - confidence[inside].mean())
+    ece = calibration_error(confidence, correct)
     brier = np.mean([sum((p.get(k, 0.0) - (k == r.question.answer_idx)) ** 2 for k in r.scores) for r, p in zip(results, probabilities)])
     loglik = np.mean([math.log(max(p.get(r.question.answer_idx, 0.0), LIKELIHOOD_FLOOR)) for r, p in zip(results, probabilities)])
     _, risk = risk_coverage(confidence, correct)

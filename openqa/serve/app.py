@@ -134,12 +134,27 @@ class Evidence(BaseModel):
 
 
 class RankedOption(BaseModel):
-    """An option with its score (null: no evidence) and its best evidence paragraphs."""
+    """An option with its score (null: no evidence), its probability (the method's calibration,
+    ``openqa tune``) and its best evidence paragraphs."""
 
     letter: str
     text: str
     score: float | None
+    probability: float | None = None
     evidence: list[Evidence]
+
+
+class Confidence(BaseModel):
+    """How sure the answer is: the chosen option's probability, what that meant on the exam's dev
+    split, which calibration gave it, and whether openqa abstained below ``min_confidence`` (then
+    ``best_guess`` is the option it would have chosen)."""
+
+    probability: float | None
+    meaning: str
+    calibration: str
+    min_confidence: float | None
+    abstained: bool
+    best_guess: str | None = None
 
 
 class Answer(BaseModel):
@@ -157,6 +172,7 @@ class Answer(BaseModel):
     lang: str
     settings: dict[str, Any]
     options: list[RankedOption]
+    confidence: Confidence | None = None
     details: dict[str, Any] | None = None
 
 

@@ -60,6 +60,11 @@ def examples(data_dir: Path | None, lang: str) -> dict[str, Any]:
     return out
 
 
+#: Settings a record gives that do not change its accuracy (where settings came from; the
+#: calibration, which turns scores into probabilities without reordering them).
+ACCURACY_NEUTRAL = frozenset({"sources", "probabilities"})
+
+
 def measured_accuracy(settings: Settings, method: str, lang: str, corpus: str | None,
                       used: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The method's accuracy on the language's test split from its result record, with the
@@ -80,7 +85,8 @@ def measured_accuracy(settings: Settings, method: str, lang: str, corpus: str | 
                 or record.get("variant") or record.get("limit"):
             continue
         measured = record.get("settings") or {}
-        if used is not None and any(key != "sources" and key in used and used[key] != value for key, value in measured.items()):
+        if used is not None and any(key not in ACCURACY_NEUTRAL and key in used and used[key] != value
+                                    for key, value in measured.items()):
             continue
         books = re.search(r"(\d+) books", str(record.get("corpus", "")))
         where = f"{n:,} questions" + (f", {books.group(1)} books" if books else "")

@@ -191,29 +191,34 @@ function show(data, key) {
   const tied = data.tied.filter((l) => l !== data.prediction);
   const predicted = data.options.find((o) => o.letter === data.prediction);
   $("prediction").textContent = data.prediction === null
-    ? "No prediction"
+    ? (data.confidence && data.confidence.abstained ? "No prediction (openqa abstains)" : "No prediction")
     : `Prediction: ${data.prediction}. ${predicted.text}` + (tied.length ? ` (tied with ${tied.join(", ")})` : "");
   const keyed = key && data.options.find((o) => o.letter === key);
+  const sure = data.confidence;
+  const held = sure && sure.abstained;  // below the asked minimum confidence: the best guess is not the prediction
+  const chosen = held ? sure.best_guess : data.prediction;
+  const which = held ? "best guess" : "prediction";
   let verdict = "";
-  if (data.prediction === null) {
+  if (!data.matched) {
     const other = served.languages.find((l) => l !== data.lang);
     verdict = `No word of the question or its options occurs in the ${data.lang} (${LANG_NAMES[data.lang] || data.lang}) books.`
       + (other ? ` Is it in another language? Choose ${other} (${LANG_NAMES[other] || other}) under Language.` : "");
+  } else if (chosen === null) {
+    verdict = "No option could be read from the model's reply (counted wrong in an evaluation).";
   } else if (key && !keyed) {
     verdict = `The correct answer you gave, ${key}, is not one of this question's options.`;
   } else if (keyed) {
     const source = example ? `Answer key (${example.id})` : "Correct answer (given)";
     verdict = `${source}: ${key}. ${keyed.text}. `
-      + (key === data.prediction ? (tied.length ? "The prediction matches it, but tied with other options." : "The prediction matches it.")
-        : data.tied.includes(key) ? "It is tied with the prediction." : "The prediction does not match it.");
+      + (key === chosen ? (tied.length ? `The ${which} matches it, but tied with other options.` : `The ${which} matches it.`)
+        : data.tied.includes(key) ? `It is tied with the ${which}.` : `The ${which} does not match it.`);
   }
-  const sure = data.confidence;
-  if (sure && sure.abstained) {
+  if (held) {
     verdict = `openqa abstains: its best guess ${sure.best_guess} has probability ${sure.probability.toFixed(2)}, below your minimum ${sure.min_confidence}. ` + verdict;
   }
   $("verdict").textContent = verdict;
   $("confidence").textContent = sure && sure.probability !== null
-    ? `Probability of the ${sure.abstained ? "best guess" : "prediction"}: ${sure.probability.toFixed(2)}; ${sure.meaning}.` : "";
+    ? `Probability of the ${which}: ${sure.probability.toFixed(2)}; ${sure.meaning}.` : "";
   $("verdict").className = keyed && data.prediction !== null ? (key === data.prediction ? "verdict right" : "verdict wrong") : "verdict";
   const offer = served.served.find((o) => o.method === data.method && o.lang === data.lang);
   $("accuracy").textContent = offer && offer.accuracy ? `${offer.accuracy.sentence} (${offer.accuracy.record})`
