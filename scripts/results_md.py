@@ -1,5 +1,5 @@
-"""Write RESULTS.md from the JSON records under eval/results/ (so every number there has a file
-and a command behind it).
+"""Write RESULTS.md, and the README's headline results table, from the JSON records under
+eval/results/ (so every number there has a file and a command behind it).
 
     python scripts/results_md.py
 """
@@ -7,6 +7,7 @@ and a command behind it).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from benchlib import RESULTS
 from openqa.languages import LANGUAGES
@@ -96,6 +97,37 @@ def confidence_table() -> list[str]:
                     f"| {at['10']['accuracy']:.1f} | {at['20']['accuracy']:.1f} ({at['20']['ci95'][0]:.1f}-{at['20']['ci95'][1]:.1f}) "
                     f"| {at['50']['accuracy']:.1f} | {against} |")
     return rows
+
+
+#: The README's headline rows: each main exam's test split, by each training-free method and the ensemble.
+HEADLINE = (("us", "US"), ("mainland", "MCMLE"), ("tw-en", "TW-en"))
+HEADLINE_METHODS = ("ir-custom", "pmi", "ensemble")
+#: The README lines between which ``headline_table`` is written.
+README_MARKS = ("<!-- results: written by scripts/results_md.py -->", "<!-- results: end -->")
+
+
+def headline_table() -> list[str]:
+    """Test accuracy and how far to trust it for the README: one row per exam and method whose test record has probabilities."""
+    rows = ["| test split | method | accuracy % (95% CI) | calibration error (ECE, 10 bins) | accuracy of the 20% most confident (95% CI) "
+            "| record |", "|---|---|---|---|---|---|"]
+    for dataset, name in HEADLINE:
+        for method in HEADLINE_METHODS:
+            s = load(f"{dataset}-test-{method}.json")
+            if not s or not s.get("confidence"):
+                continue
+            c, at = s["confidence"], s["confidence"]["accuracy_at_coverage"]["20"]
+            books = "11 books" if dataset != "mainland" else "33 books"
+            rows.append(f"| {name} ({s['n']:,} q, {books}) | {method} | {s['accuracy']:.2f} ({s['ci95'][0]:.1f}-{s['ci95'][1]:.1f}) "
+                        f"| {c['ece']:.3f} | {at['accuracy']:.1f} ({at['ci95'][0]:.1f}-{at['ci95'][1]:.1f}) "
+                        f"| `eval/results/{dataset}-test-{method}.json` |")
+    return rows
+
+
+def write_readme_table(readme: Path) -> None:
+    """Replace the README's headline table (between ``README_MARKS``) with the records' figures."""
+    text = readme.read_text()
+    start, end = (text.index(mark) for mark in README_MARKS)
+    readme.write_text(text[: start + len(README_MARKS[0])] + "\n" + "\n".join(headline_table()) + "\n" + text[end:])
 
 
 def training_table() -> list[str]:
@@ -206,7 +238,8 @@ def main() -> None:
     if report.is_file():
         out += ["", "## Retrieval quality", "", *report.read_text().splitlines()[2:], "", "![answer support](eval/results/retrieval-us-dev.png)"]
     (RESULTS.parents[1] / "RESULTS.md").write_text("\n".join(out) + "\n")
-    print("wrote RESULTS.md")
+    write_readme_table(RESULTS.parents[1] / "README.md")
+    print("wrote RESULTS.md and the README's results table")
 
 
 if __name__ == "__main__":
