@@ -81,9 +81,13 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", help="folder of the reply cache: a rerun makes no model calls, an interrupted run resumes (default: llm-cache/ in the index folder)")
 
 
-def _llm_settings(args: argparse.Namespace, wanted: bool):
-    """The ``LLMSettings`` of ``--method llm`` when ``wanted`` (None otherwise)."""
-    if not wanted:
+def _llm_settings(args: argparse.Namespace, *names: str):
+    """The ``LLMSettings`` of the LLM flags when one of the methods ``names`` takes them
+    (``Method.takes_llm``: an LLM reader, an ensemble given a model), else None."""
+    from openqa.methods import METHODS
+
+    given = bool(args.model or getattr(args, "endpoint", None))
+    if not any(name in METHODS and METHODS[name].takes_llm(given) for name in names):
         return None
     from openqa.llm.settings import LLMSettings
 
@@ -352,7 +356,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     request = EvalRequest(
         method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
         lang=args.lang, exam=args.exam, limit=args.limit, engine=args.engine, model=args.model, overrides=_overrides(args),
-        llm=_llm_settings(args, args.method == "llm"), subset=args.subset,
+        llm=_llm_settings(args, args.method), subset=args.subset,
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
@@ -406,7 +410,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
     from openqa.methods import Request
 
     parts = tuple(p.strip() for p in args.parts.split(",") if p.strip()) if args.parts else None
-    request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method == "llm"), parts=parts)
+    request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method), parts=parts)
     record = tune_in(_context(args), args.method, args.dataset, request, args.calibrate_only, progress=True).record
     calibration = record["calibration"]
     if "chosen" in record:
@@ -439,7 +443,7 @@ def cmd_answer(args: argparse.Namespace) -> None:
     if interactive:
         _note(f"loading {args.method} and its index...")
     solver = Solver.from_context(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam),
-                                 Request(_overrides(args), args.engine, args.model, _llm_settings(args, args.method == "llm")))
+                                 Request(_overrides(args), args.engine, args.model, _llm_settings(args, args.method)))
     print(settings_line(solver.settings), file=sys.stderr if args.json or interactive else sys.stdout)
     if interactive:
         _answer_typed(solver, args)
@@ -567,7 +571,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if not 1 <= args.port <= 65535:
         raise OpenQAError(f"--port must be between 1 and 65535, not {args.port}")
     methods = args.method.split(",")
-    llm = _llm_settings(args, "llm" in methods or (methods == ["all"] and args.model is not None))
+    llm = _llm_settings(args, *(methods if methods != ["all"] else ["llm"] if args.model is not None else []))
     serve(_context(args), args.lang.split(","), methods, args.host, args.port, args.allow_host,
           Request(model=args.model if "reader" in methods else None, llm=llm))
 

@@ -148,6 +148,11 @@ class Method(ABC):
         """Whether ``request`` gives all the method needs to be opened (see ``needs``)."""
         return True
 
+    def takes_llm(self, model_given: bool) -> bool:
+        """Whether a command hands the method an LLM reader's settings built from its flags
+        (``Request.llm``), given whether a model (or a server) was named: none by default."""
+        return False
+
     def require(self, request: Request) -> None:
         """Refuse in one line a ``request`` that lacks what the method needs."""
         if not self.ready(request):
@@ -301,6 +306,10 @@ class LLMMethod(Method):
     def ready(self, request: Request) -> bool:
         return request.llm is not None
 
+    def takes_llm(self, model_given: bool) -> bool:
+        """Always, so that a missing ``--model`` is said in one line."""
+        return True
+
     def one_at_a_time(self, request: Request) -> bool:
         return request.llm is not None and request.llm.endpoint is None
 
@@ -386,6 +395,10 @@ class EnsembleMethod(Method):
     name: str
     summary: str
     tunes: bool = True
+
+    def takes_llm(self, model_given: bool) -> bool:
+        """When a model is named: for an ``llm`` part (``--parts ...,llm``, or weights fitted with one)."""
+        return model_given
 
     def parts_for(self, lang: str, request: Request) -> tuple[Part, ...]:
         """The parts ``request`` names, else the language's default ones."""

@@ -219,6 +219,24 @@ def test_tune_fits_the_llm_letter_probabilities_that_eval_then_uses(root, capsys
         assert row["probabilities"] == pytest.approx({k: math.exp(v - top) / total for k, v in logits.items()}, abs=1e-3)
 
 
+def test_an_ensemble_weighs_the_llm_letters_beside_an_index_method(root, capsys):
+    args = ["--dataset", "us", "--method", "ensemble", "--model", str(root / "tiny"), "--evidence", "none",
+            "--cache-dir", str(root / "cache-ensemble"), "--settings-dir", str(root / "tuned-ensemble")]
+    code, out, err = run(root, capsys, *args, "--parts", "ir-custom,llm", command="tune")
+    assert code == 0, err
+    record = json.loads((root / "tuned-ensemble" / "ensemble-us.json").read_text())
+    assert record["chosen"]["parts"] == ["ir-custom", "llm"] and all(w >= 0 for w in record["chosen"]["weights"])
+    assert [row["part"] for row in record["grid"]] == ["ir-custom", "llm", "ensemble"]
+    code, out, err = run(root, capsys, *args, "--json")  # the parts are the fitted ones
+    assert code == 0, err
+    summary = json.loads(out)
+    assert set(summary["parts"]) == {"ir-custom", "llm"} and summary["settings"]["part_settings"]["llm"]["scoring"] == "letters"
+    assert summary["settings"]["sources"]["probabilities"].endswith("tuned-ensemble/ensemble-us.calibration.json")
+    for row in predictions(summary):  # the LLM's letters enter as log-probabilities beside IR-Custom's z-scores
+        llm = row["part_logits"]["llm"]
+        assert len(llm) == 4 and all(v <= 0 for v in llm)
+
+
 @pytest.mark.parametrize("args, message", [
     (["--model", "{root}/no-template"], "has no chat template"),
     (["--model", "{root}/missing-model"], "cannot load model"),
