@@ -571,7 +571,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if not 1 <= args.port <= 65535:
         raise OpenQAError(f"--port must be between 1 and 65535, not {args.port}")
     methods = args.method.split(",")
-    llm = _llm_settings(args, *(methods if methods != ["all"] else ["llm"] if args.model is not None else []))
+    named = methods if methods != ["all"] else (["llm"] if args.model is not None else [])  # "all": the LLM only when a model is named
+    llm = _llm_settings(args, *named)
     serve(_context(args), args.lang.split(","), methods, args.host, args.port, args.allow_host,
           Request(model=args.model if "reader" in methods else None, llm=llm))
 
