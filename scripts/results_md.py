@@ -173,7 +173,8 @@ def main() -> None:
     out += ["## How far to trust an answer", "",
             "Probabilities are each method's option scores on its logit scale divided by a temperature fitted on the "
             "exam's dev split (`openqa tune`, shipped in `openqa/tuned/*.calibration.json`); an ensemble weighs its parts' "
-            "logits with weights fitted on dev (`openqa tune --method ensemble`). ECE over 10 equal-width bins of the "
+            "logits with weights fitted on dev (`openqa tune --method ensemble`; its temperature on cross-fitted dev logits, "
+            "5 folds). ECE over 10 equal-width bins of the "
             "chosen option's probability; AURC: area under the risk-coverage curve; acc. @k%: accuracy of the k% most "
             "confident questions (ties in confidence share their answers evenly). Default ensemble parts: "
             "`python scripts/ensemble_parts.py` (5-fold CV on dev).", "", *confidence_table(), ""]
