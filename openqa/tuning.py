@@ -89,13 +89,18 @@ def shipped_folder() -> Path:
     return Path(str(resources.files("openqa") / "tuned"))
 
 
+def _suffix(kind: str) -> str:
+    """How a record file of ``kind`` ends (settings: none; e.g. ``calibration``)."""
+    return f".{kind}.json" if kind else ".json"
+
+
 def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None = None, kind: str = "",
                ) -> tuple[Path | None, str]:
     """The record ``openqa tune`` made for ``method`` on ``dataset`` (its settings; with ``kind``
     ``calibration``, its probabilities), and how to name where it came from: over a named
     ``corpus``, the user's own tune with ``--corpus`` first; then the user's own (in
     ``settings_dir``) before the shipped one (a corpus not tuned for takes the dataset's)."""
-    suffix = f".{kind}.json" if kind else ".json"
+    suffix = _suffix(kind)
     name = f"{method}-{dataset}{suffix}"
     for user in dict.fromkeys((Path(settings_dir) / f"{method}-{dataset}{corpus_tag(corpus)}{suffix}", Path(settings_dir) / name)):
         if user.is_file():
@@ -107,12 +112,13 @@ def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None
 
 
 def _read_record(path: Path) -> dict[str, Any]:
+    """A settings record whose choice makes ``IRSettings``; refused in one line otherwise."""
+    record = read_json_record(path, "tuning record")
     try:
-        record = decode(path.read_text(encoding="utf-8"))
         IRSettings(**record["chosen"])
-        return record
-    except (ValueError, KeyError, TypeError) as exc:  # ValueError: not JSON, not UTF-8, nested too deep
+    except (ValueError, KeyError, TypeError) as exc:
         raise OpenQAError(f"{path}: unreadable tuning record ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
+    return record
 
 
 def resolve_settings(
@@ -150,8 +156,7 @@ def resolve_settings(
 def save_tuned(record: dict[str, Any], settings_dir: Path, kind: str = "") -> Path:
     """Write a tuning record (with ``kind``, e.g. ``calibration``, the record of that kind) where
     ``tuned_file`` finds it first (over the record's corpus, if named); return its path."""
-    suffix = f".{kind}.json" if kind else ".json"
-    path = Path(settings_dir) / f"{record['method']}-{record['dataset']}{corpus_tag(record.get('corpus'))}{suffix}"
+    path = Path(settings_dir) / f"{record['method']}-{record['dataset']}{corpus_tag(record.get('corpus'))}{_suffix(kind)}"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, json.dumps(record, indent=2) + "\n")
     return path
@@ -160,9 +165,9 @@ def save_tuned(record: dict[str, Any], settings_dir: Path, kind: str = "") -> Pa
 def read_json_record(path: Path, what: str) -> dict[str, Any]:
     """A JSON record of the settings store, refused in one line when it cannot be read."""
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise OpenQAError(f"{path}: unreadable {what} ({type(exc).__name__}); rerun `openqa tune`") from None
+        record = decode(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8, nested too deep, a key repeated
+        raise OpenQAError(f"{path}: unreadable {what} ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
     if not isinstance(record, dict):
         raise OpenQAError(f"{path}: unreadable {what} (not a JSON object); rerun `openqa tune`")
     return record

@@ -179,12 +179,10 @@ class Calibration:
         fitted = cls(temperature, scale, dataset, len(scored), ((0, 0),) * RELIABILITY_BINS,
                      float(np.mean([1 / len(r.scores) for r in scored])), settings, fitted_on)
         confidence, correct = chosen_confidence(scored, [fitted.probabilities(r) for r in scored])
-        bins = [[0, 0] for _ in range(RELIABILITY_BINS)]
-        for c, right in zip(confidence, correct):
-            b = bins[_bin(c, RELIABILITY_BINS)]
-            b[0] += 1
-            b[1] += int(right)
-        return replace(fitted, bins=tuple(map(tuple, bins)))
+        binned = _bin(confidence, RELIABILITY_BINS)
+        answered = np.bincount(binned, minlength=RELIABILITY_BINS)
+        right = np.bincount(binned, correct.astype(float), RELIABILITY_BINS)
+        return replace(fitted, bins=tuple((int(a), int(r)) for a, r in zip(answered, right)))
 
     def probabilities(self, result: OptionScores) -> dict[str, float]:
         """Each option's probability: the softmax of its logits divided by the temperature."""
@@ -226,9 +224,10 @@ class Calibration:
                 f"({self.n} questions{held})")
 
 
-def _bin(confidence: float, bins: int) -> int:
-    """The equal-width bin of [0, 1] that ``confidence`` falls in (1.0 in the last)."""
-    return min(int(confidence * bins), bins - 1)
+def _bin(confidence: Any, bins: int) -> Any:
+    """The equal-width bin of [0, 1] that ``confidence`` (a number or an array of them) falls in
+    (1.0 in the last)."""
+    return np.minimum((np.asarray(confidence) * bins).astype(int), bins - 1)
 
 
 def uncalibrated(scale: str) -> "Calibration":
@@ -266,7 +265,7 @@ def calibration_error(confidence: np.ndarray, correct: np.ndarray) -> float:
     """The expected calibration error over ``ECE_BINS`` equal-width bins of confidence: each bin's
     |accuracy - mean confidence| weighted by its share of the questions, which is
     |right answers - summed confidence| / n."""
-    binned = np.minimum((confidence * ECE_BINS).astype(int), ECE_BINS - 1)  # as ``_bin`` does, all at once
+    binned = _bin(confidence, ECE_BINS)
     gap = np.bincount(binned, correct.astype(float), ECE_BINS) - np.bincount(binned, confidence, ECE_BINS)
     return float(np.abs(gap).sum() / len(confidence))
 
