@@ -506,7 +506,7 @@ def _needs(index: Index, kinds: tuple[type[Index], ...], what: str) -> None:
 def _ir_custom(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
     """IR-Custom: the paper's re-weighted BM25 with its per-exam query parameters (Table B.13)."""
     _needs(index, (CustomBM25,), "ir-custom needs the custom engine's index (openqa index --engine custom)")
-    return IRScorer(index, settings, _preset(exam))
+    return IRScorer(index, settings, replace(_preset(exam), avg_len=settings.avg_ql))
 
 
 def _paper_query_params(exam: str) -> tuple[dict[str, Any], str]:
@@ -537,7 +537,7 @@ METHODS: dict[str, Method] = {
     m.name: m
     for m in (
         IndexMethod(name="ir-custom", summary="the paper's re-weighted BM25 (Appendix B)", engine="custom",
-                    make=_ir_custom, tuner=tune_ir, fixed=_paper_query_params),
+                    make=_ir_custom, tuner=tune_ir, fixed=_paper_query_params, uses=("top_n", "aggregate", "query", "avg_ql")),
         IndexMethod(name="ir-es", summary="off-the-shelf BM25 (Lucene, or --engine elasticsearch)", engine="lucene",
                     make=_ir_es, tuner=tune_ir),
         IndexMethod(name="pmi", summary="PMI of question and option n-grams", engine="pmi",

@@ -210,7 +210,7 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
 
 
 #: The grid columns a tuning record keeps.
-GRID_KEYS = ("part", "top_n", "aggregate", "query", "fusion", "weight", "accuracy")
+GRID_KEYS = ("part", "top_n", "aggregate", "query", "fusion", "weight", "avg_ql", "accuracy")
 
 
 def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), calibrate_only: bool = False,

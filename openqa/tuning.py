@@ -38,19 +38,21 @@ def tune_ir(
 ) -> tuple[IRSettings, list[dict[str, Any]]]:
     """Grid-search top-N, aggregate and query mode on ``questions`` (dev); best accuracy wins.
 
-    Each query mode retrieves once, as deep as the grid goes; every (top-N, aggregate) is scored
+    Each query mode first measures the engine's fixed query-side quantities on these questions'
+    queries (IR-Custom's avgQL), which the mode's rows record and every later search with them
+    uses; it then retrieves once, as deep as the grid goes, and every (top-N, aggregate) is scored
     from those hits. Ties between settings go to the smaller N, then the grid order, so the choice
     is stable.
     """
-    scorer = make(IRSettings())
     table = []
     for mode in query_modes:
-        hits = scorer.retrieve(questions, max(TOP_N_GRID), query=mode)
+        measured = make(IRSettings(query=mode)).query_statistics(questions, mode)
+        hits = make(IRSettings(query=mode, **measured)).retrieve(questions, max(TOP_N_GRID), query=mode)
         for top_n, how in product(TOP_N_GRID, AGGREGATES):
             summary = summarise(scores_from_hits(questions, hits, top_n, how))
-            table.append({**asdict(IRSettings(top_n, how, mode)), **summary})
+            table.append({**asdict(IRSettings(top_n, how, mode, **measured)), **summary})
     best = max(table, key=lambda row: (row["accuracy"], -row["top_n"]))
-    return IRSettings(best["top_n"], best["aggregate"], best["query"]), table
+    return IRSettings(**{k: best[k] for k in asdict(IRSettings())}), table
 
 
 #: Fusions ``openqa tune`` tries for the hybrid method: RRF, and weighted sums (weight on IR-Custom).
@@ -82,6 +84,8 @@ def tune_query_mode(
 
 #: Flags that override a tuned setting, by setting name (how a source names them).
 FLAGS = {"top_n": "--top-n", "aggregate": "--aggregate", "query": "--query"}
+#: How a source names a setting's default where it says more than "default".
+DEFAULT_SOURCES = {"avg_ql": "not tuned: each query's own length (run openqa tune to measure it on dev)"}
 
 
 def shipped_folder() -> Path:
@@ -147,7 +151,7 @@ def resolve_settings(
                 where += f" (query {flags['query']!r} not tuned)"
     values = {**asdict(IRSettings()), **tuned, **flags}
     sources = {
-        key: FLAGS[key] if key in flags else where if key in tuned else "default"
+        key: FLAGS[key] if key in flags else where if tuned.get(key) is not None else DEFAULT_SOURCES.get(key, "default")
         for key in asdict(IRSettings())
     }
     return IRSettings(**values), sources

@@ -55,7 +55,7 @@ def sparse_product_hits(engine: CustomBM25, queries: list[str], k: int, params: 
     tok = engine.tokenizer
     term_lists = [tok.tokenize(tok.prepare_query(q)) for q in queries]
     lengths = np.array([len(t) for t in term_lists], dtype=np.float64)
-    avg = params.avg_len or max(lengths.mean(), 1.0)
+    relative = lengths / params.avg_len if params.avg_len else np.ones(len(lengths))  # None: each query's own length
     ids = [[engine.vocab[t] for t in terms if t in engine.vocab] for terms in term_lists]
     rows = np.unique(np.concatenate([np.asarray(i, dtype=np.int64) for i in ids]))
     if len(rows) == 0:
@@ -63,7 +63,7 @@ def sparse_product_hits(engine: CustomBM25, queries: list[str], k: int, params: 
     counts = np.zeros((len(queries), len(rows)), np.float32)
     for q, qids in enumerate(ids):
         np.add.at(counts[q], np.searchsorted(rows, qids), 1.0)
-    norm = params.kq * (1 - params.bq + params.bq * lengths[:, None] / avg)
+    norm = params.kq * (1 - params.bq + params.bq * relative[:, None])
     weights = (counts * (params.kq + 1) / (counts + norm)).astype(np.float32)
     scores = np.asarray((engine.weights[rows].T @ weights.T).T)
     order = [np.lexsort((np.arange(len(row)), -row))[:k] for row in scores]
@@ -143,13 +143,20 @@ def test_search_ranks_and_drops_non_matching(tmp_path):
     assert engine.paragraphs[hits[0][0].index].pid == "B:2"
 
 
-def test_average_query_length_is_that_of_the_queries_searched(tmp_path):
-    """avgQL defaults to the mean length of one search call's queries, and a given one is used as is."""
+def test_a_querys_hits_never_depend_on_the_queries_searched_with_it(tmp_path):
+    """avgQL is a given number (tuning measures it: ``query_statistics``, the mean length of a set of
+    queries); without one each query is its own average. Either way a query searched with others
+    gets exactly the hits it gets alone."""
     engine = CustomBM25.load(build(tmp_path), {}, "hint")
-    queries = ["fever", "fever rash cough"]
-    assert fitted(engine, queries).avg_len == 2.0
-    assert engine.search(queries, 3) == engine.search(queries, 3, QueryParams(avg_len=2.0))
-    assert engine.search(queries, 3) != engine.search(queries, 3, QueryParams(avg_len=9.0))
+    queries = ["fever", "fever rash cough", "headache fever"]
+    assert engine.query_statistics(queries[:2]) == {"avg_ql": 2.0}
+    assert engine.query_statistics([]) == {}
+    for params in (QueryParams(), QueryParams(avg_len=2.0), QueryParams(avg_len=9.0)):
+        together = engine.search(queries, 3, params)
+        assert together == [engine.search([q], 3, params)[0] for q in queries]
+    assert engine.search(queries, 3, QueryParams(avg_len=2.0)) != engine.search(queries, 3, QueryParams(avg_len=9.0))
+    # without avgQL a query is its own average: "fever rash cough" as with avgQL 3
+    assert engine.search(queries[1:2], 3) == engine.search(queries[1:2], 3, QueryParams(avg_len=3.0))
 
 
 def test_mismatched_settings_or_corpus_are_refused(tmp_path):
@@ -211,7 +218,7 @@ def test_hits_equal_the_sparse_product(tmp_path, threads):
     assert set(np.diff(engine.encode(queries).groups)) == {1, LANES}  # 5 options: 4 + 1
     for k in (1, 10, 200, 1000):
         assert_same_hits(engine, groups, k, fitted(engine, queries))
-    assert_same_hits(engine, [queries], 10, QueryParams())  # avgQL of the search call
+    assert_same_hits(engine, [queries], 10, QueryParams())  # each query's own length
 
 
 def test_the_kernel_leaves_its_buffer_clear(tmp_path):

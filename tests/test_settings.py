@@ -45,7 +45,8 @@ def test_sources_name_flag_tuned_record_and_default(tmp_path):
     assert settings.aggregate == "max" and sources["aggregate"] == "--aggregate"
     assert settings.top_n == shipped("ir-custom", "us")["top_n"]
     assert sources["top_n"] == "shipped with openqa: openqa/tuned/ir-custom-us.json"
-    _, sources = resolve_settings("ir-custom", "no-such-dataset", tmp_path, {})
+    settings, sources = resolve_settings("ir-custom", "no-such-dataset", tmp_path, {})
+    assert settings.avg_ql is None and "each query's own length" in sources.pop("avg_ql")
     assert set(sources.values()) == {"default"}
 
 
@@ -56,6 +57,18 @@ def test_query_flag_takes_the_best_dev_row_of_that_mode(tmp_path):
     settings, sources = resolve_settings("ir-custom", "us", tmp_path, {"query": mode})
     assert (settings.top_n, settings.aggregate, settings.query) == (best["top_n"], best["aggregate"], mode)
     assert sources["query"] == "--query" and f"best dev row for query {mode!r}" in sources["top_n"]
+    assert settings.avg_ql == best["avg_ql"] != record["chosen"]["avg_ql"]  # that mode's dev avgQL
+
+
+@pytest.mark.parametrize("dataset", ["us", "mainland", "tw-en", "us5", "mainland5", "tw", "tw-zh"])
+def test_shipped_ir_custom_records_fix_avgql_per_query_mode(dataset):
+    """Every shipped IR-Custom record carries avgQL, measured on its dev queries, in its choice and
+    in each grid row (one value per query mode), so no test statistic ever enters a test score."""
+    record = json.loads((shipped_folder() / f"ir-custom-{dataset}.json").read_text())
+    by_mode = {row["query"]: row["avg_ql"] for row in record["grid"]}
+    assert all(isinstance(v, float) and v >= 1 for v in by_mode.values())
+    assert all(row["avg_ql"] == by_mode[row["query"]] for row in record["grid"])
+    assert record["chosen"]["avg_ql"] == by_mode[record["chosen"]["query"]]
 
 
 @pytest.fixture(scope="module")

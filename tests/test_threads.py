@@ -54,4 +54,6 @@ def test_methods_and_settings_scored_from_threads_equal_sequential(tmp_path):
         batches = list(pool.map(lambda s: (s, results(scorers[s].score(questions, progress=False))), [0, 1, 2] * 4))
     assert all(one_at_a_time[key] == got for key, got in singles)
     assert all(whole[s] == got for s, got in batches)
+    # a question's scores are its own: scored alone or with the 59 others, the same (avgQL is fixed)
+    assert all(whole[s] == [one_at_a_time[s, q.qid][0] for q in questions] for s in range(len(scorers)))
     assert whole[0] != whole[1]  # the settings sets differ, so equality above is not vacuous

@@ -1,6 +1,6 @@
 """The files an evaluation leaves: a JSON summary, per-question predictions and a Markdown report,
 written so that an interruption never leaves one half-written; and the provenance every record
-carries (command, date, machine, peak memory)."""
+carries (command, date, machine, peak memory, the openqa version and, run from a checkout, its commit)."""
 
 from __future__ import annotations
 
@@ -17,12 +17,14 @@ from typing import Any
 
 from openqa.errors import OpenQAError
 from openqa.signals import interrupts_held
+from openqa.version import version_record
 
 
 def run_record(command: str | None = None) -> dict[str, Any]:
-    """How a result was produced: the command, time, machine and peak memory."""
+    """How a result was produced: the command, time, machine, peak memory and openqa version."""
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
+        **version_record(),
         "command": command or " ".join(["openqa", *sys.argv[1:]]),
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",

@@ -296,3 +296,9 @@ class SearchEngine(Index):
     @abstractmethod
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """Top-``k`` hits for each query of one batch."""
+
+    def query_statistics(self, queries: Sequence[str]) -> dict[str, float]:
+        """Query-side quantities of a set of queries that the engine's scoring reads as fixed
+        parameters (IR-Custom's avgQL), which ``openqa tune`` measures on the exam's dev queries and
+        records with the settings: none by default."""
+        return {}

@@ -76,7 +76,9 @@ class DocParams:
 
 @dataclass(frozen=True)
 class QueryParams:
-    """Query-side saturation; ``avg_len`` None means the mean length of the queries searched."""
+    """Query-side saturation. ``avg_len`` is avgQL, a fixed number (openqa tune measures it on the
+    exam's dev queries and records it with the settings), so that a query's scores never depend on
+    the queries searched beside it; None: each query's own length (|Q| / avgQL = 1)."""
 
     kq: float = 0.4
     bq: float = 0.7
@@ -403,7 +405,7 @@ class CustomBM25(SearchEngine):
     def rank(self, terms: QueryTerms, k: int, params: QueryParams | None = None) -> Ranking:
         """Each query's top ``k`` paragraphs (positive scores only), searched by the compiled
         kernel on ``threads`` threads, with the query-side ``params`` (default: the paper's USMLE
-        values); avgQL is theirs, else the mean length of ``terms``."""
+        values); avgQL is theirs, else each query's own length: never the batch's."""
         from openqa.retrieval.custom_kernel import rank_groups
 
         k = max(0, min(k, self.weights.shape[1]))
@@ -412,12 +414,12 @@ class CustomBM25(SearchEngine):
         if n == 0 or k == 0:
             return ranking
         params = params or QueryParams()
-        avg_len = params.avg_len or max(float(terms.lengths.mean()), 1.0)
+        lengths, avg_len = (terms.lengths, params.avg_len) if params.avg_len else (np.ones(n), 1.0)
 
         def run(span: tuple[int, int]) -> None:
             rank_groups(
                 self.weights.shape[1], self.weights.indptr, self._indices, self.weights.data,
-                terms.rows, terms.starts, terms.lengths, terms.groups[span[0] : span[1] + 1],
+                terms.rows, terms.starts, lengths, terms.groups[span[0] : span[1] + 1],
                 avg_len, params.kq, params.bq, self._buffer(), ranking.rows, ranking.scores, ranking.counts,
             )
 
@@ -443,8 +445,8 @@ class CustomBM25(SearchEngine):
     def search(
         self, queries: Sequence[str], k: int, params: QueryParams | None = None, progress: Callable[[int], None] | None = None,
     ) -> list[list[Hit]]:
-        """All ``queries`` tokenized once and ranked in one call (threads share them out); avgQL,
-        unless ``params`` fix it, is the paper's average query length over these queries."""
+        """All ``queries`` tokenized once and ranked in one call (threads share them out); each
+        query's hits are those it gets searched alone (avgQL is fixed by ``params``, see ``QueryParams``)."""
         terms = self.encode(queries)
         checkpoint()
         hits = self.rank(terms, k, params).hits()
@@ -454,3 +456,9 @@ class CustomBM25(SearchEngine):
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         return self.search(queries, k)
+
+    def query_statistics(self, queries: Sequence[str]) -> dict[str, float]:
+        """avgQL: the mean length in terms of ``queries`` (all terms, known or not, as the saturation
+        counts them; at least 1)."""
+        terms = self.encode(queries)
+        return {"avg_ql": max(float(terms.lengths.mean()), 1.0)} if len(terms) else {}

@@ -48,6 +48,7 @@ from openqa import __version__
 from openqa.errors import IndexDamagedError, IndexMismatchError, IndexMissingError, OpenQAError
 from openqa.jsonl import decode
 from openqa.signals import interrupts_held
+from openqa.version import commit
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,7 @@ def write_manifest(folder: Path, manifest: dict[str, Any]) -> None:
     """Write ``manifest.json`` with the build time, package version and records of the files in
     ``folder`` added: call it last, when every other file of the index is written."""
     record = {**manifest, "built_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "openqa": __version__,
+              "commit": commit(),
               FILES: file_records(folder)}
     (folder / MANIFEST).write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 

@@ -28,13 +28,16 @@ AGGREGATES: dict[str, Callable[[np.ndarray], float]] = {
 @dataclass(frozen=True)
 class IRSettings:
     """Top-N, aggregate and query mode (``phrases`` falls back to ``filter`` without phrases);
-    for the hybrid engine also the fusion (``rrf`` or ``weighted``) and the first engine's weight."""
+    for the hybrid engine also the fusion (``rrf`` or ``weighted``) and the first engine's weight;
+    for IR-Custom avgQL, the mean query length measured on the exam's dev queries of the query
+    mode when tuning (None: each query's own length), so a question's scores are its own."""
 
     top_n: int = 10
     aggregate: str = "sum"
     query: str = "phrases"
     fusion: str = "rrf"
     weight: float = 0.5
+    avg_ql: float | None = None
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATES:
@@ -43,6 +46,8 @@ class IRSettings:
             raise OpenQAError(f"unknown query mode {self.query!r}: choose one of {QUERY_MODES}")
         if self.top_n < 1:
             raise OpenQAError(f"--top-n must be at least 1, not {self.top_n}")
+        if self.avg_ql is not None and not self.avg_ql > 0:
+            raise OpenQAError(f"avgQL must be a positive length, not {self.avg_ql}")
 
 
 def question_query(question: Question, mode: str, lang: str) -> str:
@@ -85,12 +90,17 @@ class IRScorer(OptionScorer):
         """The engine's top-``k`` hits for each query text, with this scorer's query-side parameters."""
         return self.engine.search(queries, k, self.params, progress)
 
+    def query_statistics(self, questions: Sequence[Question], query: str) -> dict[str, float]:
+        """The engine's fixed query-side quantities (IR-Custom's avgQL) measured on the option
+        queries of ``questions`` in query mode ``query`` (``openqa tune`` measures them on dev)."""
+        return self.engine.query_statistics([t for q in questions for t in option_queries(q, query, self.lang)])
+
     def retrieve(
         self, questions: Sequence[Question], depth: int, progress: bool = True, query: str | None = None,
     ) -> list[list[list[Hit]]]:
         """Top-``depth`` hits per option per question (computed once, aggregated many ways), with the
         settings' query mode or ``query``; all the questions' option queries go to the engine in one
-        call (IR-Custom's avgQL is their mean length)."""
+        call, and each query's hits are those it gets alone."""
         groups = [option_queries(q, query or self.settings.query, self.lang) for q in questions]
         texts = [text for group in groups for text in group]
         with tqdm(total=len(texts), desc=f"retrieving ({self.engine.name})", unit="query", disable=not progress) as bar:
