@@ -123,7 +123,7 @@ def assess(result: OptionScores, probabilities: dict[str, float], calibration: C
     if p is None:
         meaning = "no answer to be sure of"
     elif calibrated:
-        meaning = calibration.meaning(p)
+        meaning = calibration.meaning(p, len(result.scores))
     else:
         meaning = "uncalibrated (temperature 1): no dev split says what this probability means"
     below = p is not None and min_confidence is not None and p < min_confidence

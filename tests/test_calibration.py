@@ -173,12 +173,41 @@ def test_a_calibration_says_what_a_confidence_meant_on_dev_and_round_trips():
     assert 2.0 < fitted.temperature < 4.5 and fitted.n == 400 and sum(b[0] for b in fitted.bins) == 400
     again = Calibration.from_dict(json.loads(json.dumps(fitted.to_dict())), "here")
     assert again.probabilities(results[0]) == fitted.probabilities(results[0]) and again.source == "here"
-    assert "on MedQA us dev, answers this confident or more were right" in fitted.meaning(0.3)
-    assert "chance is 25%" in fitted.meaning(0.3)
+    assert "on MedQA us dev, answers this confident or more were right" in fitted.meaning(0.3, 4)
+    assert fitted.meaning(0.3, 4).endswith("chance is 25%") and "chance is 50%" in fitted.meaning(0.3, 2)
+    assert fitted.meaning(0.3, 5).endswith("chance is 20% (calibrated on 4-option questions; this one has 5 options)")
+    assert again.confidences == fitted.confidences and again.correct == fitted.correct and again.options == {4: 400}
     with pytest.raises(OpenQAError, match="unreadable calibration"):
         Calibration.from_dict({"temperature": 1.0})
     with pytest.raises(OpenQAError, match="positive number"):
         Calibration.from_dict({**fitted.to_dict(), "temperature": float("nan")})
+
+
+def test_every_dev_questions_sentence_is_a_literal_count_of_dev():
+    """The sentence for each dev answer's own confidence counts, exactly, the dev answers at least
+    as confident (to the kept decimals) and the right ones among them (brute force), 4- and
+    5-option questions together; chance is that question's own."""
+    rng = np.random.default_rng(11)
+    results = []
+    for i in range(300):
+        letters = "ABCDE"[: 4 + i % 2]
+        z = rng.normal(size=len(letters)).round(1)  # rounded: many ties in confidence
+        answer = letters[int(rng.choice(len(letters), p=softmax(z)))]
+        q = Question(f"q{i}", f"question {i}", {k: f"option {k}" for k in letters}, answer, "", None, None)
+        results.append(OptionScores(q, dict(zip(letters, map(float, z)))))
+    fitted = Calibration.fit(results, "logits", "us", {})
+    assert fitted.options == {4: 150, 5: 150}
+    confidence = [round(max(fitted.probabilities(r).values()), 4) for r in results]
+    right = [r.prediction() == r.question.answer_idx for r in results]
+    for r, p in zip(results, confidence):
+        above = [ok for c, ok in zip(confidence, right) if c >= p]
+        said = fitted.meaning(p, len(r.scores))
+        assert f"were right {100 * sum(above) / len(above):.0f}% of the time ({sum(above)} of {len(above)})" in said
+        assert said.endswith(f"chance is {100 / len(r.scores):.0f}%")
+    assert fitted.meaning(0.9999, 4).startswith("no answer on MedQA us dev was this confident") or max(confidence) >= 0.9999
+    old = Calibration.from_dict({k: v for k, v in fitted.to_dict().items() if k not in ("confidences", "correct", "options")})
+    floor = math.floor(confidence[0] * 20) / 20  # an older record counts from the floor of the bin, and says so
+    assert f"answers of confidence {floor:.2f} or more were right" in old.meaning(confidence[0], 4)
 
 
 def test_paired_bootstrap_is_seeded_and_signed():

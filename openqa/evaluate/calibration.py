@@ -18,6 +18,7 @@ counts the expected share of their right answers (as a random order among them w
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Sequence
 
@@ -32,8 +33,11 @@ from openqa.scorers.logits import SCALES, option_logits
 ECE_BINS = 10
 #: The coverages (percent of questions, most confident first) whose accuracy a report gives.
 COVERAGES = (10, 20, 50, 100)
-#: Equal-width bins of dev confidence kept with a calibration, to say what a confidence meant on dev.
+#: Equal-width bins of dev confidence kept with a calibration (its reliability diagram; what a
+#: confidence meant on dev, for a record made before the exact confidences were kept).
 RELIABILITY_BINS = 20
+#: Decimals of the dev confidences a calibration keeps, and of the confidence its sentence counts from.
+CONFIDENCE_DECIMALS = 4
 #: The inverse temperatures a fit may choose (temperatures from 1/1000 to 1000).
 INVERSE_TEMPERATURE_BOUNDS = (1e-3, 1e3)
 #: The least probability a log-likelihood takes (log 0 is minus infinity).
@@ -142,10 +146,14 @@ def dataset_label(dataset: str) -> str:
 class Calibration:
     """A method's temperature over its logits (on ``scale``), fitted on ``dataset`` dev, with what
     the fit saw: ``bins`` counts the dev answers and the right ones in ``RELIABILITY_BINS`` equal-width
-    bins of confidence (to say what a confidence meant there), ``chance`` the mean of 1/options,
-    ``settings`` the method's settings when fitted, ``fitted_on`` which dev logits the temperature
-    was fitted on (a method whose weights were themselves fitted on dev is calibrated on held-out
-    folds); ``source`` says where it was read from."""
+    bins of confidence, ``chance`` the mean of 1/options, ``settings`` the method's settings when
+    fitted, ``fitted_on`` which dev logits the temperature was fitted on (a method whose weights were
+    themselves fitted on dev is calibrated on held-out folds); ``source`` says where it was read from.
+
+    ``confidences`` holds every dev answer's confidence (to ``CONFIDENCE_DECIMALS`` decimals,
+    ascending) and ``correct`` whether each was right ("1"/"0", same order), so that what a
+    confidence meant on dev is an exact count (``meaning``); ``options`` counts the dev questions by
+    their number of options."""
 
     temperature: float
     scale: str
@@ -156,6 +164,9 @@ class Calibration:
     settings: dict[str, Any] = field(default_factory=dict)
     fitted_on: str = IN_SAMPLE
     source: str = ""
+    confidences: tuple[float, ...] = ()
+    correct: str = ""
+    options: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
@@ -164,6 +175,9 @@ class Calibration:
             raise OpenQAError(f"a calibration's temperature must be a positive number, not {self.temperature}")
         if len(self.bins) != RELIABILITY_BINS:
             raise OpenQAError(f"a calibration keeps {RELIABILITY_BINS} bins of dev confidence, not {len(self.bins)}")
+        if (len(self.correct) != len(self.confidences) or set(self.correct) - {"0", "1"}
+                or list(self.confidences) != sorted(self.confidences)):
+            raise OpenQAError("a calibration's dev confidences must be ascending, each with a 0 or 1 saying whether it was right")
 
     @classmethod
     def fit(cls, results: Sequence[OptionScores], scale: str, dataset: str, settings: dict[str, Any],
@@ -182,29 +196,49 @@ class Calibration:
         binned = _bin(confidence, RELIABILITY_BINS)
         answered = np.bincount(binned, minlength=RELIABILITY_BINS)
         right = np.bincount(binned, correct.astype(float), RELIABILITY_BINS)
-        return replace(fitted, bins=tuple((int(a), int(r)) for a, r in zip(answered, right)))
+        rounded = np.round(confidence, CONFIDENCE_DECIMALS)
+        order = np.lexsort((correct, rounded))
+        sizes = np.bincount([len(r.scores) for r in scored])
+        return replace(fitted, bins=tuple((int(a), int(r)) for a, r in zip(answered, right)),
+                       confidences=tuple(map(float, rounded[order])), correct="".join("1" if c else "0" for c in correct[order]),
+                       options={k: int(v) for k, v in enumerate(sizes) if v})
 
     def probabilities(self, result: OptionScores) -> dict[str, float]:
         """Each option's probability: the softmax of its logits divided by the temperature."""
         return dict(zip(result.scores, map(float, softmax(option_logits(result, self.scale) / self.temperature))))
 
-    def meaning(self, confidence: float) -> str:
-        """What ``confidence`` meant on dev: how often the dev answers at least this confident were
-        right, against chance."""
-        counted = self.bins[_bin(confidence, RELIABILITY_BINS):]
-        answers, right = sum(b[0] for b in counted), sum(b[1] for b in counted)
+    def meaning(self, confidence: float, options: int) -> str:
+        """What ``confidence`` meant on dev, for a question of ``options`` options: how many dev
+        answers were at least this confident (to ``CONFIDENCE_DECIMALS`` decimals) and how many of
+        them were right, exactly counted, against this question's chance (1 / options); and, when
+        the dev questions had another number of options, that the temperature was fitted on those.
+        (A record without the dev confidences counts from the floor of the confidence's dev bin and says so.)"""
         where = dataset_label(self.dataset)
-        chance = f"chance is {100 * self.chance:.0f}%"
-        if not answers:
-            return f"no answer on {where} was this confident; {chance}"
-        return (f"on {where}, answers this confident or more were right {100 * right / answers:.0f}% of the time "
-                f"({right} of {answers}); {chance}")
+        if self.confidences:
+            at = round(confidence, CONFIDENCE_DECIMALS)
+            first = bisect_left(self.confidences, at)
+            answers, right = len(self.confidences) - first, self.correct.count("1", first)
+            these = "answers this confident or more"
+        else:
+            floor = _bin(confidence, RELIABILITY_BINS)
+            counted = self.bins[floor:]
+            answers, right = sum(b[0] for b in counted), sum(b[1] for b in counted)
+            these = f"answers of confidence {floor / RELIABILITY_BINS:.2f} or more"
+        said = (f"on {where}, {these} were right {100 * right / answers:.0f}% of the time ({right} of {answers})"
+                if answers else f"no answer on {where} was this confident")
+        said += f"; chance is {100 / options:.0f}%"
+        if self.options and options not in self.options:
+            fitted = " and ".join(f"{k}-option" for k in sorted(self.options))
+            said += f" (calibrated on {fitted} questions; this one has {options} options)"
+        return said
 
     def to_dict(self) -> dict[str, Any]:
         """The record ``openqa tune`` writes (the source is where it is read from, not part of it)."""
         record = asdict(self)
         record.pop("source")
         record["bins"] = [list(b) for b in self.bins]
+        record["confidences"] = list(self.confidences)
+        record["options"] = {str(k): v for k, v in self.options.items()}
         return record
 
     @classmethod
@@ -213,7 +247,9 @@ class Calibration:
         try:
             return cls(float(record["temperature"]), record["scale"], record["dataset"], int(record["n"]),
                        tuple((int(a), int(b)) for a, b in record["bins"]), float(record["chance"]),
-                       dict(record.get("settings", {})), str(record.get("fitted_on", IN_SAMPLE)), source)
+                       dict(record.get("settings", {})), str(record.get("fitted_on", IN_SAMPLE)), source,
+                       tuple(float(c) for c in record.get("confidences", ())), str(record.get("correct", "")),
+                       {int(k): int(v) for k, v in record.get("options", {}).items()})
         except (KeyError, TypeError, ValueError) as exc:
             raise OpenQAError(f"unreadable calibration record ({type(exc).__name__}: {exc})") from None
 
