@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, overload
 
+from openqa import arguments as arg
 from openqa.corpus.sources import user_corpus
 from openqa.errors import IndexDamagedError, OpenQAError, UsageError
 from openqa.extras import needs
@@ -69,10 +70,19 @@ class Workspace:
     zh_mode: str | None = None
     corpus: str | None = None
 
-    def context(self, notify: Callable[[str], None] | None = None, check_settings: bool = False) -> Context:
+    def __post_init__(self) -> None:
+        for name in ("data_dir", "index_dir", "models_dir", "settings_dir", "results_dir"):
+            arg.path(name, getattr(self, name))
+        for name in ("es_url", "encoder", "faiss_index", "corpus"):
+            arg.optional_text(name, getattr(self, name))
+        arg.optional_whole("ngram", self.ngram, 1, 2)
+        arg.optional_one_of("zh_mode", self.zh_mode, ("word", "char"))
+
+    def context(self, notify: Callable[[str], None] | None = None, check_settings: bool = True) -> Context:
         """The ``Context`` the layers below take; ``notify`` receives one-line notes (of work done on
         the caller's behalf, such as a quick index built first; default: none is said);
-        ``check_settings`` (the command line): a settings folder asked for must exist when read."""
+        ``check_settings``: a settings folder asked for (by field or environment) must exist when
+        read, as on the command line (a typo would silently fall back to the shipped settings)."""
         from openqa.config import Settings
         from openqa.retrieval.base import EngineOptions
         from openqa.workspace import Context
@@ -86,6 +96,8 @@ class Workspace:
     @classmethod
     def of(cls, workspace: Workspace | None = None, **given: Any) -> Workspace:
         """``workspace`` (default: all from the environment) with the non-None ``given`` fields replaced."""
+        if workspace is not None and not isinstance(workspace, Workspace):
+            raise UsageError(f"workspace must be a Workspace, not {type(workspace).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(given) - known)
         if unknown:
@@ -115,11 +127,15 @@ class SearchHit:
 
 @dataclass(frozen=True)
 class BatchHits:
-    """Hits of many queries: ``hits[i]`` for query ``i``, best first; ``ids()`` and ``scores()``
-    give them as ``(queries, k)`` arrays (padded with "" and NaN where a query found fewer)."""
+    """Hits of many queries: ``hits[i]`` for query ``qids[i]``, best first; ``ids()`` and ``scores()``
+    give them as ``(queries, k)`` arrays (padded with "" and NaN where a query found fewer),
+    ``run()`` as ``{qid: {doc id: score}}`` (ranx's and pytrec_eval's run), ``write_trec`` as a TREC
+    run file with its settings beside it; ``params`` are the engine's query-side parameters used."""
 
     hits: list[list[SearchHit]]
     k: int
+    qids: list[str] = field(default_factory=list)
+    params: dict[str, Any] = field(default_factory=dict)
 
     def ids(self) -> np.ndarray:
         import numpy as np
@@ -137,14 +153,41 @@ class BatchHits:
             out[row, : len(hits)] = [h.score for h in hits]
         return out
 
+    def run(self) -> dict[str, dict[str, float]]:
+        """Each query id's hits as ``{doc id: score}``."""
+        return {qid: {h.id: h.score for h in hits} for qid, hits in zip(self.qids, self.hits)}
+
+    def trec_lines(self, tag: str = "openqa") -> list[str]:
+        """The hits as TREC run lines, ``qid Q0 docid rank score tag`` (``openqa.data.topics``)."""
+        from openqa.data.topics import check_run_word, trec_lines
+
+        check_run_word("run tag", tag)
+        return [line for qid, hits in zip(self.qids, self.hits)
+                for line in trec_lines(qid, [h.id for h in hits], [h.score for h in hits], tag)]
+
+    def write_trec(self, path: str | Path, tag: str = "openqa", metadata: dict[str, Any] | None = None) -> Path:
+        """Write the TREC run to ``path`` (atomically; a device or FIFO is written through, never
+        replaced) and, beside a regular file, ``<path>.json``: the engine's parameters, ``k``, the
+        query count, the openqa version and ``metadata``. Returns the run's path."""
+        import json
+
+        from openqa.evaluate.results import run_record, write_output
+
+        target = arg.path("path", path)
+        if target is None:
+            raise UsageError("path must name the run file to write, not None")
+        text = "".join(line + "\n" for line in self.trec_lines(tag))
+        meta = {"k": self.k, "queries": len(self.qids), "tag": tag, "params": self.params, **(metadata or {}), **run_record()}
+        return write_output(target, text, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+
     def to_dict(self) -> dict[str, Any]:
-        return {"k": self.k, "hits": [[h.to_dict() for h in hits] for hits in self.hits]}
+        return {"k": self.k, "qids": self.qids, "params": self.params,
+                "hits": [[h.to_dict() for h in hits] for hits in self.hits]}
 
 
 def check_queries(queries: Sequence[str], k: int) -> None:
-    """Refuse an empty query or an impossible ``k`` in one line."""
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise UsageError(f"k must be a whole number from 1 to {MAX_K}, not {k!r}")
+    """Refuse a query that is not text or is empty, or an impossible ``k``, in one line."""
+    arg.whole("k", k, 1, MAX_K)
     for number, query in enumerate(queries, start=1):
         if not isinstance(query, str):
             raise UsageError(f"query {number} is a {type(query).__name__}, not text")
@@ -152,18 +195,19 @@ def check_queries(queries: Sequence[str], k: int) -> None:
             raise UsageError("empty query: give the text to search for" + (f" (query {number})" if len(queries) > 1 else ""))
 
 
-def search_hits(engine: Index, queries: Sequence[str], k: int) -> list[list[SearchHit]]:
+def search_hits(engine: Index, queries: Sequence[str], k: int, params: Any = None, threads: int | None = None,
+                ) -> list[list[SearchHit]]:
     """The top ``k`` paragraphs of ``engine`` for each query, best first (the engine's own scoring
-    with its default query-side parameters). Each query is searched on its own, so its hits never
-    depend on the queries beside it (IR-Custom's avgQL is the query's own length), except on an
-    engine that batches queries (an encoder), whose scores do not depend on the batch.
-    ``Searcher``, ``openqa search`` and ``POST /v1/search`` all search through here."""
+    with the query-side ``params``, default its own), all through the engine's batched search on
+    ``threads`` threads where it has them. A query's hits never depend on the queries beside it
+    (IR-Custom's avgQL is a fixed parameter or the query's own length; an encoder's vectors do
+    not depend on its batch). ``Searcher``, ``openqa search`` and ``POST /v1/search`` all search
+    through here."""
     if not isinstance(engine, SearchEngine):
         raise UsageError(f"the {engine.name} index does not search paragraphs: use custom, lucene, elasticsearch or dense")
     check_queries(queries, k)
-    groups = [list(queries)] if engine.query_batch > 1 else [[query] for query in queries]
     out = []
-    for hits in (hits for group in groups for hits in engine.search(group, k)):
+    for hits in engine.search(list(queries), k, params, threads=threads):
         paragraphs = [engine.paragraphs[h.index] for h in hits]
         out.append([SearchHit(p.pid, p.book, round(float(h.score), 4), p.text, rank)
                     for rank, (h, p) in enumerate(zip(hits, paragraphs), start=1)])
@@ -201,6 +245,7 @@ class Searcher:
         if not isinstance(engine, SearchEngine):
             raise UsageError(f"the {engine.name} index does not search paragraphs: use custom, lucene, elasticsearch or dense")
         self.engine = engine
+        self._params: Any = None  # the engine's defaults
 
     @classmethod
     def open(cls, lang: str = "en", engine: str = "custom", *, corpus: str | None = None,
@@ -209,17 +254,32 @@ class Searcher:
         ``build_index(..., corpus=PATH, name=corpus)``; ``where`` are ``Workspace`` fields. A missing
         custom index of the textbooks is built first when ``data_dir`` holds them (seconds)."""
         ctx = Workspace.of(workspace, corpus=corpus, **where).context()
-        return cls(ctx.open(lang, engine))
+        return cls(ctx.open(_lang(lang), _engine(engine)))
 
     @classmethod
     def from_folder(cls, folder: str | Path, workspace: Workspace | None = None) -> Searcher:
         """The index in ``folder`` (as ``openqa index`` wrote it, wherever it now is)."""
-        return cls(open_folder(folder, workspace))
+        found = arg.path("folder", folder)
+        if found is None:
+            raise UsageError("folder must name an index folder, not None")
+        return cls(open_folder(found, workspace))
 
     @property
     def manifest(self) -> dict[str, Any]:
         """How the index was built (engine, corpus, tokenizer, paragraphs...)."""
         return self.engine.manifest
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The engine's query-side parameters searches use (IR-Custom: kq, bq and avg_ql, None
+        meaning each query's own length; other engines have none), as ``set_params`` sets them."""
+        return self.engine.query_params(self._params)
+
+    def set_params(self, **values: Any) -> None:
+        """Set the engine's query-side parameters for later searches, as Pyserini's ``set_bm25``
+        (IR-Custom: ``kq`` >= 0, ``bq`` from 0 to 1, ``avg_ql`` > 0 or None); a parameter the engine
+        has not is refused in one line."""
+        self._params = self.engine.with_query_params(self._params, values)
 
     @overload
     def search(self, query: str, k: int = DEFAULT_K) -> list[SearchHit]: ...
@@ -229,12 +289,26 @@ class Searcher:
     def search(self, query: str | Sequence[str], k: int = DEFAULT_K) -> list[SearchHit] | list[list[SearchHit]]:
         """The top ``k`` paragraphs for ``query``, best first; for a list of queries, one list each."""
         if isinstance(query, str):
-            return search_hits(self.engine, [query], k)[0]
-        return search_hits(self.engine, list(query), k)
+            return search_hits(self.engine, [query], k, self._params)[0]
+        return search_hits(self.engine, arg.texts("query", query), k, self._params)
 
-    def batch_search(self, queries: Sequence[str], k: int = DEFAULT_K) -> BatchHits:
-        """The hits of many queries (searched together), with their ids and scores as arrays."""
-        return BatchHits(search_hits(self.engine, list(queries), k), k)
+    def batch_search(self, queries: Sequence[str], qids: Sequence[str] | None = None, k: int = DEFAULT_K,
+                     threads: int = 1) -> BatchHits:
+        """The hits of many queries with their ids (default "1", "2", ...), through the engine's
+        batched search on ``threads`` threads (IR-Custom's kernel; other engines search their batches
+        in turn); each query's hits are exactly those ``search`` gives it alone."""
+        from openqa.data.topics import check_run_word
+
+        queries = arg.texts("queries", queries)
+        ids = [str(i) for i in range(1, len(queries) + 1)] if qids is None else arg.texts("qids", qids)
+        if len(ids) != len(queries):
+            raise UsageError(f"give one id per query: {len(ids)} ids for {len(queries)} queries")
+        if len(set(ids)) != len(ids):
+            raise UsageError("query ids must differ from each other")
+        for qid in ids:
+            check_run_word("query id", qid)
+        arg.whole("threads", threads, 1, 256)
+        return BatchHits(search_hits(self.engine, queries, k, self._params, threads), k, ids, self.params)
 
 
 # --------------------------------------------------------------------------------------- solve
@@ -305,16 +379,20 @@ class Solver:
         ``aggregate``, ``query`` where given; ``engine`` another index, ``model`` a reader's
         checkpoint, ``llm`` the LLM reader's settings (``LLMSettings(model=...)``); ``where`` are
         ``Workspace`` fields."""
-        from openqa.methods import Overrides, Request
+        from openqa.methods import Request
         from openqa.workspace import Exam
 
+        overrides = _overrides(top_n, aggregate, query)
+        method, engine, model = _method(method), _optional_engine(engine), arg.optional_text("model", model)
+        exam = arg.optional_text("exam", exam)
+        _llm(llm)
         if llm is None and method == "llm" and model is not None:
             from openqa.llm.settings import LLMSettings
 
             llm = LLMSettings(model=model)
         ctx = Workspace.of(workspace, corpus=corpus, **where).context()
-        request = Request(Overrides(top_n=top_n, aggregate=aggregate, query=query), engine, model, llm)
-        return cls.from_context(ctx, method, Exam.resolve(lang=lang, exam=exam), request)
+        request = Request(overrides, engine, model, llm)
+        return cls.from_context(ctx, method, Exam.resolve(lang=_lang(lang), exam=exam), request)
 
     @classmethod
     def from_context(cls, ctx: Context, method: str, exam: Exam, request: Request) -> Solver:
@@ -337,8 +415,9 @@ class Solver:
         checked as ``openqa answer`` checks it."""
         from openqa.data.pasted import make_question
 
-        if isinstance(options, str):
-            raise UsageError("options must be a mapping of letters to texts or a list of texts, not one string")
+        arg.text("question", question)
+        if isinstance(options, (str, bytes)) or not isinstance(options, (Mapping, list, tuple)):
+            raise UsageError(f"options must be a mapping of letters to texts or a list of texts, not {type(options).__name__}")
         if not isinstance(options, Mapping):
             options = {chr(ord("A") + i): text for i, text in enumerate(options)}
         return make_question(question, dict(options))
@@ -356,7 +435,8 @@ class Solver:
         ``min_confidence`` (a probability) the answer abstains (``prediction`` None, with its best guess)."""
         from openqa.pipeline import answer_record
 
-        return Answer(answer_record(self.opened, self._asked(question, options, evidence), evidence, min_confidence))
+        asked = self._asked(question, options, evidence)
+        return Answer(answer_record(self.opened, asked, evidence, arg.probability("min_confidence", min_confidence)))
 
     def text(self, question: Question, show: int = 2, evidence: int = 2, color: bool = False,
              min_confidence: float | None = None) -> tuple[str, bool]:
@@ -365,6 +445,9 @@ class Solver:
         and whether any of its words is in the index."""
         from openqa.answer import assess, render
 
+        question = self._asked(question, None, evidence)
+        arg.whole("show", show, 0)
+        arg.flag("color", color)
         result = self.scores(question)
         sure = assess(result, self.opened.probabilities(result), self.opened.calibration, min_confidence)
         return render(result, self.index, show, evidence, color, sure), result.matched
@@ -372,8 +455,7 @@ class Solver:
     def _asked(self, question: str | Question, options: Mapping[str, str] | Sequence[str] | None, evidence: int) -> Question:
         from openqa.data import Question
 
-        if isinstance(evidence, bool) or not isinstance(evidence, int) or evidence < 0:
-            raise UsageError(f"evidence must be 0 or more paragraphs, not {evidence!r}")
+        arg.whole("evidence", evidence, 0)
         if not isinstance(question, Question):
             if options is None:
                 raise UsageError("give the options with the question")
@@ -404,10 +486,12 @@ def build_index(lang: str = "en", engine: str = "custom", *, corpus: str | Path 
     from openqa.retrieval.manifest import read_manifest
     from openqa.retrieval.registry import build_index as build
 
+    lang, engine, corpus, name = _lang(lang), _engine(engine), arg.path("corpus", corpus), arg.optional_text("name", name)
+    arg.flag("progress", progress)
     if name is not None and corpus is None:
         raise UsageError("name names a corpus given with corpus=PATH")
     ctx = Workspace.of(workspace, **where).context()
-    source = user_corpus(Path(corpus), lang, name) if corpus is not None else None
+    source = user_corpus(corpus, lang, name) if corpus is not None else None
     start = time.perf_counter()
     with shown(progress):
         folder = build(None if source else ctx.settings.require_data_dir(), ctx.settings.index_dir, lang, engine,
@@ -447,12 +531,18 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
              **where: Any) -> Evaluation:
     """Accuracy of ``method`` on a ``dataset`` split (default test) or a ``questions`` file, with the
     result files written under ``results_dir`` as ``openqa eval`` writes them."""
-    from openqa.methods import Overrides
+    from openqa.data.questions import DATASETS, SPLITS
     from openqa.pipeline import EvalRequest
 
-    request = EvalRequest(method=method, dataset=dataset, split=split, questions=Path(questions) if questions else None,
-                          lang=lang, exam=exam, limit=limit, engine=engine, model=model,
-                          overrides=Overrides(top_n=top_n, aggregate=aggregate, query=query), llm=llm, subset=subset)
+    overrides = _overrides(top_n, aggregate, query)
+    arg.flag("progress", progress)
+    _llm(llm)
+    request = EvalRequest(method=_method(method), dataset=arg.optional_one_of("dataset", dataset, DATASETS),
+                          split=arg.optional_one_of("split", split, SPLITS), questions=arg.path("questions", questions),
+                          lang=None if lang is None else _lang(lang), exam=arg.optional_text("exam", exam),
+                          limit=arg.optional_whole("limit", limit, 1), engine=_optional_engine(engine),
+                          model=arg.optional_text("model", model), overrides=overrides, llm=llm,
+                          subset=arg.optional_text("subset", subset))
     return evaluate_request(Workspace.of(workspace, **where).context(), request, progress)
 
 
@@ -482,9 +572,16 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     """Grid-search ``method``'s settings on ``dataset`` dev (an ensemble: fit its weights over
     ``parts``) and fit its probabilities there; record both in ``settings_dir``, where ``Solver`` and
     ``run_eval`` then find them."""
+    from openqa.data.questions import DATASETS
     from openqa.methods import Request
 
-    request = Request(engine=engine, parts=tuple(parts) if parts else None)
+    method, dataset = _method(method), arg.one_of("dataset", dataset, DATASETS)
+    arg.flag("calibrate_only", calibrate_only)
+    arg.flag("progress", progress)
+    given = None if parts is None else tuple(arg.texts("parts", list(parts) if isinstance(parts, tuple) else parts))
+    if given is not None and not given:
+        raise UsageError("parts must name at least one method (or leave parts out for the default ones)")
+    request = Request(engine=_optional_engine(engine), parts=given)
     return tune_in(Workspace.of(workspace, **where).context(), method, dataset, request, calibrate_only, progress)
 
 
@@ -496,6 +593,48 @@ def tune_in(ctx: Context, method: str, dataset: str, request: Request, calibrate
     with shown(progress):
         record = run(ctx, method, dataset, request, calibrate_only, progress)
     return Tuning(record.get("chosen"), record, record["files"])
+
+
+# ------------------------------------------------------------------------ argument checks
+
+
+def _lang(lang: Any) -> str:
+    from openqa.languages import LANGS
+
+    return arg.one_of("language", lang, LANGS)
+
+
+def _engine(engine: Any) -> str:
+    from openqa.retrieval.registry import ENGINES
+
+    return arg.one_of("engine", engine, ENGINES)
+
+
+def _optional_engine(engine: Any) -> str | None:
+    return None if engine is None else _engine(engine)
+
+
+def _method(name: Any) -> str:
+    from openqa.methods import METHODS
+
+    return arg.one_of("method", name, METHODS)
+
+
+def _llm(llm: Any) -> None:
+    from openqa.llm.settings import LLMSettings
+
+    if llm is not None and not isinstance(llm, LLMSettings):
+        raise UsageError(f"llm must be an LLMSettings, not {type(llm).__name__}")
+
+
+def _overrides(top_n: Any, aggregate: Any, query: Any) -> Any:
+    """The settings a call replaces, checked (``openqa.methods.Overrides``)."""
+    from openqa.methods import Overrides
+    from openqa.scorers.ir import AGGREGATES
+    from openqa.scorers.query import QUERY_MODES
+
+    return Overrides(top_n=arg.optional_whole("top_n", top_n, 1, MAX_K), aggregate=arg.optional_one_of("aggregate", aggregate, AGGREGATES),
+                     query=arg.optional_one_of("query", query, QUERY_MODES))
 
 
 __all__ = [

@@ -528,24 +528,33 @@ TOPIC_BATCH = 256
 
 
 def _write_run(searcher, topics: dict[str, str], k: int, args: argparse.Namespace) -> None:
-    """Search every topic and write the TREC run (``--output``, atomically; else standard output)."""
-    from openqa.data.topics import trec_lines
-    from openqa.evaluate.results import write_atomic
+    """Search every topic (``Searcher.batch_search``, a batch at a time) and write the TREC run:
+    to ``--output`` (atomically, its settings beside it as ``.json``; a device or FIFO written
+    through), else (or with ``--output -``) to standard output."""
+    import json
 
-    tag = args.run_tag or f"openqa-{searcher.manifest.get('engine', args.engine)}"
-    if any(c.isspace() for c in tag) or not tag:
-        raise OpenQAError(f"--run-tag must be one word, not {tag!r}")
+    from openqa.data.topics import check_run_word
+    from openqa.evaluate.results import output_target, run_record, write_output
+    from openqa.pipeline import provenance
+
+    tag = check_run_word("--run-tag", args.run_tag or f"openqa-{searcher.manifest.get('engine', args.engine)}")
+    output = Path(args.output) if args.output not in (None, "-") else None
+    if output is not None:
+        target, _ = output_target(output)  # a folder is refused before anything is searched
+        if target.exists() and target.resolve() == Path(args.topics).resolve():
+            raise OpenQAError(f"--output {args.output} is the topics file itself: name another file")
     qids, lines = list(topics), []
     for start in range(0, len(qids), TOPIC_BATCH):
         batch = qids[start : start + TOPIC_BATCH]
-        for qid, hits in zip(batch, searcher.search([topics[q] for q in batch], k)):
-            lines += trec_lines(qid, [h.id for h in hits], [h.score for h in hits], tag)
+        lines += searcher.batch_search([topics[q] for q in batch], batch, k).trec_lines(tag)
     text = "".join(line + "\n" for line in lines)
-    if args.output:
-        write_atomic(Path(args.output), text)
-        print(f"wrote {Path(args.output).resolve()}: {len(topics)} topics, {len(lines)} lines", file=sys.stderr)
-    else:
+    if output is None:
         sys.stdout.write(text)
+        return
+    meta = {"k": k, "queries": len(qids), "tag": tag, "params": searcher.params, "topics": Path(args.topics).name,
+            "index": provenance(searcher.engine), **run_record()}
+    written = write_output(output, text, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {written.resolve()}: {len(topics)} topics, {len(lines)} lines", file=sys.stderr)
 
 
 def cmd_filter_agreement(args: argparse.Namespace) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from openqa.errors import OpenQAError
+from openqa.errors import UsageError
 
 
 @dataclass(frozen=True)
@@ -70,5 +70,5 @@ DEFAULT_LANG = "en"
 def language(code: str) -> Language:
     """The language registered under ``code``, or a one-line error listing the known ones."""
     if code not in LANGUAGES:
-        raise OpenQAError(f"unknown language {code!r}: choose one of {', '.join(LANGS)}")
+        raise UsageError(f"unknown language {code!r}: choose one of {', '.join(LANGS)}")
     return LANGUAGES[code]

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 from openqa.config import DEFAULT_METHOD  # noqa: F401  (the default method, named beside the registry)
 from openqa.data import Question
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.evaluate.calibration import (
     CROSS_FIT_FOLDS,
     CROSS_FIT_SEED,
@@ -493,7 +493,7 @@ def ensemble_features(scorer: EnsembleScorer, scored: dict[str, list[OptionScore
 def _preset(exam: str) -> QueryParams:
     """The paper's Table B.13 query parameters for ``exam`` (usmle, mcmle or twmle)."""
     if exam not in QUERY_PRESETS:
-        raise OpenQAError(f"unknown exam {exam!r}: choose one of {sorted(QUERY_PRESETS)}")
+        raise UsageError(f"unknown exam {exam!r}: choose one of {sorted(QUERY_PRESETS)}")
     return QUERY_PRESETS[exam]
 
 
@@ -555,7 +555,7 @@ METHODS: dict[str, Method] = {
 def method(name: str) -> Method:
     """The method registered under ``name``, or an error listing the known ones."""
     if name not in METHODS:
-        raise OpenQAError(f"unknown method {name!r}: choose one of {', '.join(METHODS)}")
+        raise UsageError(f"unknown method {name!r}: choose one of {', '.join(METHODS)}")
     return METHODS[name]
 
 

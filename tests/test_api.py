@@ -89,10 +89,10 @@ def test_library_calls_print_nothing_and_raise_openqa_errors(site, capfd, tmp_pa
     run_eval("ir-custom", "us", split="dev", **where)
     assert capfd.readouterr() == ("", "")  # no progress bar, no note
     searcher = Searcher.open("en", **where)
-    for bad, message in (("  ", "empty query"), (3, "query 1 is a int")):
+    for bad, message in (("  ", "empty query"), (3, "query: item 1 must be text, not int")):
         with pytest.raises(UsageError, match=message):
             searcher.search([bad])
-    with pytest.raises(UsageError, match="k must be a whole number"):
+    with pytest.raises(UsageError, match="k must be from 1 to 10000, not 0"):
         searcher.search("aspirin", k=0)
     with pytest.raises(UsageError, match="does not search paragraphs"):
         Searcher.from_folder(tmp_path / "ix" / "en-pmi")

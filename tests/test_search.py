@@ -112,3 +112,58 @@ def test_a_file_that_mixes_formats_or_lacks_a_text_field_is_a_file_line_error(tm
     result = run("index", "--lang", "en", "--corpus", str(path), "--index-dir", str(tmp_path / "ix"))
     assert result.returncode == 2 and result.stderr.startswith(f"openqa: error: {path}:2: ")
     assert len(result.stderr.splitlines()) == 1 and not (tmp_path / "ix").exists()
+
+
+def test_batch_search_with_ids_and_threads_equals_search_alone_and_writes_runs_ir_tools_load(tmp_path):
+    """``batch_search`` (ids, threads, the engine's batched path) gives each query exactly the hits
+    ``search`` gives it alone, under any query-side parameters set as Pyserini's ``set_bm25``; its
+    TREC run, with its settings beside it, is what pytrec_eval reads."""
+    import pytrec_eval
+
+    from openqa import UsageError
+    from tests.helpers import make_data_dir
+
+    where = {"data_dir": make_data_dir(tmp_path), "index_dir": tmp_path / "indexes"}
+    searcher = Searcher.open("en", **where)
+    assert searcher.params == {"kq": 0.4, "bq": 0.7, "avg_ql": None}
+    queries = ["ceftriaxone cell wall synthesis", "aspirin cyclooxygenase", "gentamicin", "cell wall aspirin ceftriaxone"]
+    for params in ({}, {"avg_ql": 3.0}, {"kq": 1.1, "bq": 0.2}):
+        searcher.set_params(**params)
+        alone = [searcher.search(q, 5) for q in queries]
+        for threads in (1, 2):
+            batch = searcher.batch_search(queries, [f"q{i}" for i in range(4)], k=5, threads=threads)
+            assert batch.hits == alone and batch.qids == ["q0", "q1", "q2", "q3"] and batch.params == searcher.params
+    assert searcher.params == {"kq": 1.1, "bq": 0.2, "avg_ql": 3.0}
+    for bad, message in (({"k1": 1.0}, "no parameter 'k1'"), ({"bq": 2}, "bq from 0 to 1"), ({"kq": True}, "must be a number")):
+        with pytest.raises(UsageError, match=message):
+            searcher.set_params(**bad)
+    with pytest.raises(UsageError, match="one id per query"):
+        searcher.batch_search(queries, ["a"])
+    with pytest.raises(UsageError, match="without white space"):
+        searcher.batch_search(queries[:1], ["a b"])
+    written = batch.write_trec(tmp_path / "run.trec", tag="test-run")
+    meta = json.loads((tmp_path / "run.trec.json").read_text())
+    assert meta["params"] == searcher.params and meta["k"] == 5 and meta["openqa_version"] and meta["tag"] == "test-run"
+    with open(written) as f:
+        run_read = pytrec_eval.parse_run(f)
+    assert run_read == {qid: {h.id: pytest.approx(h.score, abs=1e-6) for h in hits} for qid, hits in zip(batch.qids, batch.hits)}
+    qrels = {"q0": {"Micro:1": 1}, "q1": {batch.hits[1][0].id: 1}}
+    measured = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg"}).evaluate(run_read)
+    assert measured["q1"]["ndcg"] == 1.0  # the run as read ranks the first hit first
+    assert batch.run() == {qid: {h.id: h.score for h in hits} for qid, hits in zip(batch.qids, batch.hits)}
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"id": "a b", "title": "T", "text": "aspirin"}', "id 'a b' holds white space"),
+    ('{"id": "a\\tb", "title": "T", "text": "aspirin"}', "id 'a\\\\tb' holds white space"),
+])
+def test_corpus_ids_a_trec_run_cannot_carry_are_refused_at_index_time(tmp_path, line, message):
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text('{"id": "ok", "title": "T", "text": "cell wall"}\n' + line + "\n")
+    with pytest.raises(DataError, match=f"passages.jsonl:2: {message}"):
+        build_index("en", "custom", corpus=corpus, index_dir=tmp_path / "ix")
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "My Book.txt").write_text("cell wall synthesis\n")
+    with pytest.raises(DataError, match="My Book.txt: a book's name makes its paragraph ids"):
+        build_index("en", "custom", corpus=books, index_dir=tmp_path / "ix")

@@ -153,6 +153,11 @@ def user_corpus(path: Path, lang: str, name: str | None = None) -> Corpus:
     return Corpus(lang, kind, path, check_name(name if name is not None else path.stem))
 
 
+def one_word(text: str) -> bool:
+    """Whether ``text`` can be an id in a TREC run line: printable, no white space."""
+    return text.isprintable() and not any(c.isspace() for c in text)
+
+
 def folder_books(folder: Path) -> list[Path]:
     """The ``.txt`` and ``.md`` books of a folder, sorted by name; two files of one stem would give
     paragraphs the same ids, so they are refused."""
@@ -161,6 +166,9 @@ def folder_books(folder: Path) -> list[Path]:
         raise DataError(f"no books ({', '.join('*' + s for s in BOOK_SUFFIXES)}) found in {folder}")
     stems: dict[str, Path] = {}
     for path in files:
+        if not one_word(path.stem):
+            raise DataError(f"{path}: a book's name makes its paragraph ids (book:position), and a TREC run cannot carry "
+                            "white space or control characters in an id: rename it (e.g. with _ for spaces)")
         if path.stem in stems:
             raise DataError(f"{folder}: {stems[path.stem].name} and {path.name} are both book {path.stem!r} "
                             "(paragraph ids are book:position): rename one")
@@ -202,7 +210,11 @@ def parse_record(path: Path, number: int, raw: bytes, expected: JsonlFormat | No
     if title is not None and not isinstance(title, str):
         raise DataError(f"{where}: {form.title!r} is a JSON {type(title).__name__}, not a string")
     book = title if title and title.strip() else path.stem
-    return Paragraph(str(record[form.id]), book, record[form.text]), form
+    pid = str(record[form.id])
+    if not one_word(pid):
+        raise DataError(f"{where}: id {pid!r} holds white space or control characters, which a TREC run cannot carry: "
+                        "give one-word ids")
+    return Paragraph(pid, book, record[form.text]), form
 
 
 def _lines(path: Path) -> Iterator[tuple[int, bytes]]:

@@ -14,11 +14,13 @@ import re
 from dataclasses import dataclass
 
 from openqa.data.questions import Question
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.text.unicode import normalize
 
 #: The most options a question may have (A-J) and the most characters a question may hold.
 MAX_OPTIONS = 10
+#: The letters an option may have, in order.
+OPTION_LETTERS = "ABCDEFGHIJ"
 MAX_CHARS = 20_000
 
 #: ``A: text``, ``A. text``, ``(A) text``, ``A) text``, ``A=text``, ``A：text``, ``A、text``, ``（A）text``.
@@ -43,15 +45,22 @@ def clean_text(text: str) -> str:
 
 
 def make_question(text: str, options: dict[str, str], qid: str = "interactive") -> Question:
-    """A question from free text and lettered options, with one-line errors for bad input."""
+    """A question from free text and lettered options (letters A to J), with one-line errors for bad input."""
+    if not isinstance(text, str):
+        raise UsageError(f"the question must be text, not {type(text).__name__}")
+    if len(options) > MAX_OPTIONS:
+        raise UsageError(f"at most {MAX_OPTIONS} options (A-J), not {len(options)}")
+    for letter, value in options.items():
+        if not isinstance(letter, str) or len(letter) != 1 or letter not in OPTION_LETTERS:
+            raise UsageError(f"option letters are A to J, not {letter!r}")
+        if not isinstance(value, str):
+            raise UsageError(f"option {letter} must be text, not {type(value).__name__}")
     text = clean_text(text).strip()
     options = {letter: clean_text(value).strip() for letter, value in options.items()}
     if not text:
         raise OpenQAError("empty question: give the question text before the options")
     if len(options) < 2:
         raise OpenQAError("give at least two options, one per line as 'A: text' (or --option A=text)")
-    if len(options) > MAX_OPTIONS:
-        raise OpenQAError(f"at most {MAX_OPTIONS} options (A-J), not {len(options)}")
     empty = [k for k, v in options.items() if not v]
     if empty:
         raise OpenQAError(f"option {empty[0]} is empty")

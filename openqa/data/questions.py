@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
-from openqa.errors import DataError
+from openqa.errors import DataError, UsageError
 from openqa.languages import LANGUAGES
 from openqa.text.unicode import normalize
 
@@ -268,7 +268,7 @@ def dataset_spec(dataset: str) -> DatasetSpec:
     """The registered dataset ``dataset``, or an error listing the known names."""
     spec = DATASETS.get(dataset)
     if spec is None:
-        raise DataError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
+        raise UsageError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
     return spec
 
 
@@ -283,7 +283,7 @@ def exam_dataset(lang: str, exam: str) -> str:
         if spec.lang == lang and spec.exam == exam and spec.n_options == 4:
             return spec.name
     exams = sorted({(s.exam, s.lang) for s in DATASETS.values()})
-    raise DataError(f"no {lang} dataset for exam {exam!r}: choose one of " + ", ".join(f"{e} ({l})" for e, l in exams))
+    raise UsageError(f"no {lang} dataset for exam {exam!r}: choose one of " + ", ".join(f"{e} ({l})" for e, l in exams))
 
 
 def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:

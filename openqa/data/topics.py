@@ -62,6 +62,15 @@ def read_topics(path: Path) -> dict[str, str]:
     return topics
 
 
+def check_run_word(what: str, word: object) -> str:
+    """A query id, document id or run tag as a TREC run line carries it: one word, no white space."""
+    from openqa.errors import UsageError
+
+    if not isinstance(word, str) or not word or any(c.isspace() for c in word) or not word.isprintable():
+        raise UsageError(f"a {what} must be one word of printable characters without white space, not {word!r}")
+    return word
+
+
 def trec_lines(qid: str, ids: Sequence[str], scores: Sequence[float], tag: str) -> list[str]:
     """A topic's ranked paragraphs as TREC run lines: ``qid Q0 docid rank score tag``."""
     return [f"{qid} Q0 {pid} {rank} {score:.6f} {tag}" for rank, (pid, score) in enumerate(zip(ids, scores), start=1)]

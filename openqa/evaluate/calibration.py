@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.evaluate.metrics import wilson_interval
 from openqa.scorers.base import OptionScores
 from openqa.scorers.logits import SCALES, option_logits
@@ -170,7 +170,7 @@ class Calibration:
 
     def __post_init__(self) -> None:
         if self.scale not in SCALES:
-            raise OpenQAError(f"unknown score scale {self.scale!r}: choose one of {', '.join(SCALES)}")
+            raise UsageError(f"unknown score scale {self.scale!r}: choose one of {', '.join(SCALES)}")
         if not (math.isfinite(self.temperature) and self.temperature > 0):
             raise OpenQAError(f"a calibration's temperature must be a positive number, not {self.temperature}")
         if len(self.bins) != RELIABILITY_BINS:

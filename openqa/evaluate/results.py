@@ -10,6 +10,7 @@ import os
 import platform
 import resource
 import secrets
+import stat
 import sys
 import time
 from pathlib import Path
@@ -62,6 +63,37 @@ def write_all_or_none(files: dict[Path, str | bytes]) -> None:
         for tmp in temps.values():
             tmp.unlink(missing_ok=True)
         raise
+
+
+def output_target(path: Path) -> tuple[Path, bool]:
+    """Where an output the user named is written and whether it is a regular file (or a new one,
+    written atomically) rather than a device or FIFO (written through: never replaced); a symlink
+    is followed to what it names; a folder is refused in one line. Checked before the work starts."""
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return target, True
+    except OSError as exc:
+        raise OpenQAError(f"cannot write {path} ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise OpenQAError(f"{path} is a folder: name a file to write")
+    return target, stat.S_ISREG(mode)
+
+
+def write_output(path: Path, text: str, metadata: str | None = None) -> Path:
+    """Write ``text`` to the output ``path`` a user named (see ``output_target``), with ``metadata``
+    beside a regular file as ``<name>.json`` (written with it, all or none); return where it went."""
+    target, regular = output_target(path)
+    try:
+        if not regular:
+            with open(target, "w", encoding="utf-8") as out:
+                out.write(text)
+            return target
+        write_all_or_none({target: text, **({target.with_name(target.name + ".json"): metadata} if metadata else {})})
+    except OSError as exc:
+        raise OpenQAError(f"cannot write {path} ({exc.strerror or exc})") from None
+    return target
 
 
 def _temporary(path: Path) -> Path:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 
 EVIDENCE_MODES = ("none", "question", "options")
 SCORINGS = ("letters", "generate")
@@ -47,7 +47,7 @@ class LLMSettings:
         for name, value, known in (("--evidence", self.evidence, EVIDENCE_MODES), ("--scoring", self.scoring, SCORINGS),
                                    ("--prompt", self.prompt, PROMPTS)):
             if value not in known:
-                raise OpenQAError(f"unknown {name} {value!r}: choose one of {', '.join(known)}")
+                raise UsageError(f"unknown {name} {value!r}: choose one of {', '.join(known)}")
         if not self.model:
             raise OpenQAError("--method llm needs --model: a local folder, hub id or .gguf file (or, with --endpoint, "
                               "the server's model name)")

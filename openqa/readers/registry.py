@@ -9,7 +9,7 @@ from typing import Sequence
 import numpy as np
 
 from openqa.data import Question
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.readers.base import Example, Reader, read_checkpoint_info
 from openqa.readers.bert import MultipleChoiceReader
 from openqa.readers.evidence import retrieve_evidence
@@ -25,7 +25,7 @@ READERS: dict[str, type[Reader]] = {r.kind: r for r in (MultipleChoiceReader, T5
 def reader_class(kind: str) -> type[Reader]:
     """The reader registered under ``kind``, or an error listing the known ones."""
     if kind not in READERS:
-        raise OpenQAError(f"unknown reader {kind!r}: choose one of {sorted(READERS)}")
+        raise UsageError(f"unknown reader {kind!r}: choose one of {sorted(READERS)}")
     return READERS[kind]
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import UsageError
 from openqa.retrieval.manifest import MANIFEST, check_counts, check_manifest, damaged, loading, mismatch, read_manifest
 from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
 
@@ -281,10 +282,12 @@ class SearchEngine(Index):
 
     def search(
         self, queries: Sequence[str], k: int, params: Any = None, progress: Callable[[int], None] | None = None,
+        threads: int | None = None,
     ) -> list[list[Hit]]:
         """Top-``k`` hits (best first) for each query, in batches of ``query_batch`` queries; queries
         of one question go together. ``params`` are query-side parameters of engines that have them
-        (others ignore them); ``progress`` is told how many queries each batch finished."""
+        (others ignore them); ``progress`` is told how many queries each batch finished; ``threads``
+        is for engines that search on threads of their own (others search their batches in turn)."""
         out: list[list[Hit]] = []
         for batch in batches(queries, self.query_batch):
             checkpoint()
@@ -296,6 +299,17 @@ class SearchEngine(Index):
     @abstractmethod
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """Top-``k`` hits for each query of one batch."""
+
+    def query_params(self, params: Any) -> dict[str, Any]:
+        """``params`` (None: the engine's defaults) as a record: none for an engine without
+        query-side parameters."""
+        return {}
+
+    def with_query_params(self, params: Any, values: dict[str, Any]) -> Any:
+        """``params`` with ``values`` set, checked; an engine without query-side parameters refuses any."""
+        if values:
+            raise UsageError(f"the {self.name} engine has no query-side parameters to set (given {', '.join(sorted(values))})")
+        return params
 
     def query_statistics(self, queries: Sequence[str]) -> dict[str, float]:
         """Query-side quantities of a set of queries that the engine's scoring reads as fixed

@@ -20,6 +20,7 @@ index share it; indexes of format 1 (``weights.npz``) still open, read into memo
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -32,6 +33,7 @@ import scipy.sparse as sp
 
 from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
+from openqa.errors import UsageError
 from openqa.progress import tqdm
 from openqa.retrieval.base import (
     PARAGRAPHS,
@@ -402,9 +404,9 @@ class CustomBM25(SearchEngine):
             groups=np.asarray(groups, np.int64),
         )
 
-    def rank(self, terms: QueryTerms, k: int, params: QueryParams | None = None) -> Ranking:
+    def rank(self, terms: QueryTerms, k: int, params: QueryParams | None = None, threads: int | None = None) -> Ranking:
         """Each query's top ``k`` paragraphs (positive scores only), searched by the compiled
-        kernel on ``threads`` threads, with the query-side ``params`` (default: the paper's USMLE
+        kernel on ``threads`` threads (default: ``self.threads``), with the query-side ``params`` (default: the paper's USMLE
         values); avgQL is theirs, else each query's own length: never the batch's."""
         from openqa.retrieval.custom_kernel import rank_groups
 
@@ -424,12 +426,13 @@ class CustomBM25(SearchEngine):
             )
 
         n_groups = len(terms.groups) - 1
-        parts = min(self.threads * 4, n_groups // self.THREAD_CHUNK)
-        if self.threads < 2 or parts < 2:
+        threads = threads or self.threads
+        parts = min(threads * 4, n_groups // self.THREAD_CHUNK)
+        if threads < 2 or parts < 2:
             run((0, n_groups))
         else:
             bounds = np.linspace(0, n_groups, parts + 1).astype(int)
-            with ThreadPoolExecutor(self.threads) as pool:
+            with ThreadPoolExecutor(threads) as pool:
                 list(pool.map(run, zip(bounds[:-1], bounds[1:])))
         return ranking
 
@@ -444,18 +447,41 @@ class CustomBM25(SearchEngine):
 
     def search(
         self, queries: Sequence[str], k: int, params: QueryParams | None = None, progress: Callable[[int], None] | None = None,
+        threads: int | None = None,
     ) -> list[list[Hit]]:
         """All ``queries`` tokenized once and ranked in one call (threads share them out); each
         query's hits are those it gets searched alone (avgQL is fixed by ``params``, see ``QueryParams``)."""
         terms = self.encode(queries)
         checkpoint()
-        hits = self.rank(terms, k, params).hits()
+        hits = self.rank(terms, k, params, threads).hits()
         if progress:
             progress(len(queries))
         return hits
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         return self.search(queries, k)
+
+    def query_params(self, params: QueryParams | None) -> dict[str, Any]:
+        """kQ, bQ and avgQL (None: each query's own length)."""
+        p = params or QueryParams()
+        return {"kq": p.kq, "bq": p.bq, "avg_ql": p.avg_len}
+
+    def with_query_params(self, params: QueryParams | None, values: dict[str, Any]) -> QueryParams:
+        """``params`` with ``kq`` (>= 0), ``bq`` (0 to 1) or ``avg_ql`` (> 0, or None) replaced."""
+        p = params or QueryParams()
+        unknown = sorted(set(values) - {"kq", "bq", "avg_ql"})
+        if unknown:
+            raise UsageError(f"the custom engine has no parameter {unknown[0]!r}: set kq, bq or avg_ql")
+        for name, value in values.items():
+            if value is None and name == "avg_ql":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise UsageError(f"{name} must be a number, not {value!r}")
+        kq, bq = float(values.get("kq", p.kq)), float(values.get("bq", p.bq))
+        avg = values.get("avg_ql", p.avg_len)
+        if kq < 0 or not 0 <= bq <= 1 or (avg is not None and avg <= 0):
+            raise UsageError(f"kq must be at least 0, bq from 0 to 1 and avg_ql above 0 (or None), not {kq}, {bq}, {avg}")
+        return QueryParams(kq, bq, None if avg is None else float(avg))
 
     def query_statistics(self, queries: Sequence[str]) -> dict[str, float]:
         """avgQL: the mean length in terms of ``queries`` (all terms, known or not, as the saturation

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 
 from openqa.corpus.paragraphs import Paragraph
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.progress import tqdm
 from openqa.retrieval.base import (
     PARAGRAPHS,
@@ -60,7 +60,7 @@ def make_faiss(vectors: np.ndarray, kind: str) -> Any:
         index.train(vectors)
         index.nprobe = max(1, lists // 16)
     else:
-        raise OpenQAError(f"unknown FAISS index {kind!r}: choose one of {FAISS_KINDS}")
+        raise UsageError(f"unknown FAISS index {kind!r}: choose one of {FAISS_KINDS}")
     index.add(vectors)
     return index
 
@@ -122,7 +122,7 @@ class DenseIndex(SearchEngine):
         """Embed the stream of paragraphs (resumably; the paragraph store is written as they pass)
         and write the FAISS index atomically."""
         if options.faiss_index not in FAISS_KINDS:
-            raise OpenQAError(f"unknown FAISS index {options.faiss_index!r}: choose one of {FAISS_KINDS}")
+            raise UsageError(f"unknown FAISS index {options.faiss_index!r}: choose one of {FAISS_KINDS}")
         encoder = encoder or make_encoder(options.encoder or DEFAULT_ENCODERS[tokenizer.lang], options.models_dir)
         identity = {"encoder": encoder.config(), "corpus_checksum": corpus.get("corpus_checksum")}
         shards = shard_folder(Path(folder))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from openqa.errors import IndexMismatchError, OpenQAError
+from openqa.errors import IndexMismatchError, OpenQAError, UsageError
 from openqa.retrieval.base import Hit, SearchEngine
 
 RRF_K = 60
@@ -28,7 +28,7 @@ class Fusion:
 
     def __post_init__(self) -> None:
         if self.kind not in FUSIONS:
-            raise OpenQAError(f"unknown fusion {self.kind!r}: choose one of {FUSIONS}")
+            raise UsageError(f"unknown fusion {self.kind!r}: choose one of {FUSIONS}")
         if not 0.0 <= self.weight <= 1.0:
             raise OpenQAError(f"fusion weight must be between 0 and 1, not {self.weight}")
 
@@ -93,6 +93,7 @@ class FusedEngine(SearchEngine):
 
     def search(
         self, queries: Sequence[str], k: int, params: Any = None, progress: Callable[[int], None] | None = None,
+        threads: int | None = None,
     ) -> list[list[Hit]]:
         """Each distinct query searched once in each part, then fused."""
         distinct = list(dict.fromkeys(queries))

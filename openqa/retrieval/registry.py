@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 from openqa.corpus.paragraphs import SEGMENTATION_VERSION, Paragraph
 from openqa.corpus.sources import Corpus, check_name, textbooks
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.extras import needs
 from openqa.jsonl import decode
 from openqa.retrieval.base import EngineOptions, Index
@@ -26,7 +26,7 @@ ENGINES: dict[str, type[Index]] = {engine.name: engine for engine in (CustomBM25
 def engine_class(name: str) -> type[Index]:
     """The engine registered under ``name``, or an error listing the known ones."""
     if name not in ENGINES:
-        raise OpenQAError(f"unknown engine {name!r}: choose one of {', '.join(ENGINES)}")
+        raise UsageError(f"unknown engine {name!r}: choose one of {', '.join(ENGINES)}")
     return ENGINES[name]
 
 
@@ -40,7 +40,7 @@ def tokenizer_config(lang: str, engine: str = "custom", **overrides: Any) -> dic
     """The engine's default tokenizer settings for ``lang`` with the given (non-None) overrides."""
     defaults = engine_class(engine).tokenizers
     if lang not in defaults:
-        raise OpenQAError(f"unknown language {lang!r}: choose one of {sorted(defaults)}")
+        raise UsageError(f"unknown language {lang!r}: choose one of {sorted(defaults)}")
     return {**defaults[lang], **{k: v for k, v in overrides.items() if v is not None}}
 
 

@@ -9,7 +9,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from openqa.data import Question
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.progress import tqdm
 from openqa.retrieval.base import Hit, SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
@@ -41,9 +41,9 @@ class IRSettings:
 
     def __post_init__(self) -> None:
         if self.aggregate not in AGGREGATES:
-            raise OpenQAError(f"unknown aggregate {self.aggregate!r}: choose one of {sorted(AGGREGATES)}")
+            raise UsageError(f"unknown aggregate {self.aggregate!r}: choose one of {sorted(AGGREGATES)}")
         if self.query not in QUERY_MODES:
-            raise OpenQAError(f"unknown query mode {self.query!r}: choose one of {QUERY_MODES}")
+            raise UsageError(f"unknown query mode {self.query!r}: choose one of {QUERY_MODES}")
         if self.top_n < 1:
             raise OpenQAError(f"--top-n must be at least 1, not {self.top_n}")
         if self.avg_ql is not None and not self.avg_ql > 0:

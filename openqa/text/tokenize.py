@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import Stemmer
 
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.text import stopwords
 
 _EN_WORD = re.compile(r"[a-z0-9]+")
@@ -148,6 +148,6 @@ def make_tokenizer(config: dict[str, Any]) -> Tokenizer:
     options = dict(config)
     lang = options.pop("lang", None)
     if lang not in TOKENIZERS:
-        raise OpenQAError(f"unknown language {lang!r}: choose one of {sorted(TOKENIZERS)}")
+        raise UsageError(f"unknown language {lang!r}: choose one of {sorted(TOKENIZERS)}")
     options.pop("stopwords", None)
     return TOKENIZERS[lang](**options)

@@ -1,0 +1,101 @@
+"""The Python API keeps its contract whatever it is handed: generated careless calls (wrong types,
+impossible numbers, unknown names, odd option letters, paths that are not there) either work or
+raise an ``OpenQAError`` in one line, and nothing is printed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from openqa import OpenQAError, Searcher, Solver, Workspace, build_index, run_eval, tune
+from tests.helpers import QUESTIONS, make_data_dir
+
+EN = QUESTIONS[0]
+
+#: Values a careless caller passes: of every type, in and out of range, and some that are valid.
+CARELESS = st.one_of(
+    st.none(), st.booleans(), st.integers(-3, 12), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12), st.binary(max_size=4), st.lists(st.text(max_size=6), max_size=3),
+    st.sampled_from(["en", "zh", "xx", "EN", "ir-custom", "pmi", "ensemble", "llm", "custom", "lucene", "dense", "us",
+                     "mainland", "dev", "test", "sum", "decay", "full", "filter", "usmle", "A", "", " ", "/typo/dir"]),
+    st.builds(Path, st.sampled_from(["/typo/dir", ".", "/dev/null", "nowhere"])),
+)
+LETTERS = st.one_of(st.sampled_from(list("ABCDEFGHIJKZ") + ["a", "", "Ä", "AB"]), st.integers(0, 3), st.none())
+OPTIONS = st.one_of(
+    st.dictionaries(LETTERS, st.one_of(st.text(max_size=10), st.none(), st.integers(), st.just(EN["options"]["A"])), max_size=12),
+    st.lists(st.one_of(st.text(max_size=10), st.none(), st.integers()), max_size=12),
+    CARELESS,
+    st.just(EN["options"]),
+)
+QUESTION = st.one_of(st.just(EN["question"]), CARELESS)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("contract")
+    data = make_data_dir(root)
+    where = {"data_dir": data, "index_dir": root / "indexes", "results_dir": root / "results", "settings_dir": root / "tuned"}
+    (root / "tuned").mkdir()
+    build_index("en", "custom", **where)
+    build_index("en", "pmi", **where)
+    return where, Solver.open("ir-custom", **where), Searcher.open("en", "custom", **where)
+
+
+def calls(where: dict[str, Any], solver: Solver, searcher: Searcher) -> st.SearchStrategy[Callable[[], Any]]:
+    """Calls of every public function with careless arguments (the workspace's folders kept, so
+    that a call that is valid runs on the tiny fixture)."""
+    kw = st.dictionaries(st.sampled_from(["top_n", "aggregate", "query", "exam", "engine", "model", "corpus", "llm",
+                                          "ngram", "zh_mode", "encoder", "es_url", "nonsense"]), CARELESS, max_size=3)
+    valid_text = st.one_of(st.just(EN["question"]), st.text(min_size=1, max_size=40))
+    return st.one_of(
+        # mostly valid calls, with one argument careless now and then
+        st.builds(lambda q, o, e, m: lambda: solver.answer(q, o, evidence=e, min_confidence=m), valid_text,
+                  st.one_of(st.just(EN["options"]), st.lists(st.text(min_size=1, max_size=8), min_size=2, max_size=10)),
+                  st.integers(0, 3), st.one_of(st.none(), st.floats(0, 1))),
+        st.builds(lambda q, k, t: lambda: searcher.batch_search(q, k=k, threads=t), st.lists(valid_text, max_size=4),
+                  st.integers(1, 20), st.integers(1, 3)),
+        st.builds(lambda q, k: lambda: searcher.search(q, k), valid_text, st.integers(1, 20)),
+        st.builds(lambda q, o, e, m: lambda: solver.answer(q, o, evidence=e, min_confidence=m),
+                  QUESTION, OPTIONS, st.one_of(st.integers(-1, 3), CARELESS), st.one_of(st.floats(0, 1), CARELESS)),
+        st.builds(lambda q, o: lambda: solver.question(q, o), QUESTION, OPTIONS),
+        st.builds(lambda q, k: lambda: searcher.search(q, k), st.one_of(QUESTION, st.lists(QUESTION, max_size=3)),
+                  st.one_of(st.integers(-1, 20), CARELESS)),
+        st.builds(lambda q, k: lambda: searcher.batch_search(q, k), st.one_of(st.lists(QUESTION, max_size=3), CARELESS),
+                  st.one_of(st.integers(-1, 20), CARELESS)),
+        st.builds(lambda m, lang, extra: lambda: Solver.open(m, lang, **{**where, **extra}),
+                  st.one_of(st.sampled_from(["ir-custom", "pmi"]), CARELESS), st.one_of(st.just("en"), CARELESS), kw),
+        st.builds(lambda lang, e, extra: lambda: Searcher.open(lang, e, **{**where, **{k: v for k, v in extra.items() if k != "engine"}}),
+                  st.one_of(st.just("en"), CARELESS), st.one_of(st.just("custom"), CARELESS), kw),
+        st.builds(lambda extra: lambda: Workspace.of(None, **extra), kw),
+        st.builds(lambda d, s, lim, extra: lambda: run_eval("ir-custom", d, split=s, limit=lim, **{**where, **extra}),
+                  st.one_of(st.just("us"), CARELESS), st.one_of(st.just("dev"), CARELESS), st.one_of(st.just(1), CARELESS), kw),
+        st.builds(lambda m, d, p: lambda: tune(m, d, parts=p, calibrate_only=True, **where),
+                  st.one_of(st.sampled_from(["ir-custom", "pmi"]), CARELESS), CARELESS, st.one_of(st.none(), CARELESS)),
+        st.builds(lambda lang, e, c: lambda: build_index(lang, e, corpus=c, **{**where, "index_dir": where["index_dir"] / "other"}),
+                  CARELESS, st.one_of(st.just("custom"), CARELESS), CARELESS),
+    )
+
+
+def test_careless_calls_raise_only_openqa_errors_and_print_nothing(site, capfd):
+    where, solver, searcher = site
+    outcomes = {"ok": 0, "refused": 0}
+
+    @settings(max_examples=1000, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(calls(where, solver, searcher))
+    def careless(call: Callable[[], Any]) -> None:
+        try:
+            call()
+            outcomes["ok"] += 1
+        except OpenQAError as exc:  # anything else fails the test, with the call that raised it
+            message = str(exc)
+            assert message and "\n" not in message and "Traceback" not in message
+            outcomes["refused"] += 1
+        out, err = capfd.readouterr()
+        assert out == "" and err == "", (out, err)
+
+    careless()
+    assert sum(outcomes.values()) >= 1000 and outcomes["ok"] > 100 and outcomes["refused"] > 300, outcomes  # both kinds of call were made
