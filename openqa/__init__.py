@@ -22,24 +22,29 @@ _EXPORTS = {
     **dict.fromkeys(("OpenQAError", "MissingExtraError", "DataError", "UsageError"), "openqa.errors"),
 }
 
-if TYPE_CHECKING:
-    from openqa.api import (  # noqa: F401
-        Answer,
-        BatchHits,
-        Built,
-        Evaluation,
-        Searcher,
-        SearchHit,
-        Solver,
-        Tuning,
-        Workspace,
-        build_index,
-        run_eval,
-        tune,
-    )
-    from openqa.errors import DataError, MissingExtraError, OpenQAError, UsageError  # noqa: F401
+if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-export under mypy --strict)
+    from openqa.api import Answer as Answer
+    from openqa.api import BatchHits as BatchHits
+    from openqa.api import Built as Built
+    from openqa.api import Evaluation as Evaluation
+    from openqa.api import Searcher as Searcher
+    from openqa.api import SearchHit as SearchHit
+    from openqa.api import Solver as Solver
+    from openqa.api import Tuning as Tuning
+    from openqa.api import Workspace as Workspace
+    from openqa.api import build_index as build_index
+    from openqa.api import run_eval as run_eval
+    from openqa.api import tune as tune
+    from openqa.errors import DataError as DataError
+    from openqa.errors import MissingExtraError as MissingExtraError
+    from openqa.errors import OpenQAError as OpenQAError
+    from openqa.errors import UsageError as UsageError
 
-__all__ = ["__version__", *_EXPORTS]
+#: Written out (not computed) so that type checkers read it.
+__all__ = [
+    "__version__", "Answer", "BatchHits", "Built", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning", "Workspace",
+    "build_index", "run_eval", "tune", "OpenQAError", "MissingExtraError", "DataError", "UsageError",
+]
 
 
 def __getattr__(name: str) -> Any:

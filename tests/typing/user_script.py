@@ -1,0 +1,51 @@
+"""A user's script that uses every public name of openqa; ``mypy --strict`` must accept it
+(tests/test_typing.py). It is type-checked, never run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openqa
+from openqa import (
+    Answer,
+    BatchHits,
+    Built,
+    DataError,
+    Evaluation,
+    MissingExtraError,
+    OpenQAError,
+    SearchHit,
+    Searcher,
+    Solver,
+    Tuning,
+    UsageError,
+    Workspace,
+    build_index,
+    run_eval,
+    tune,
+)
+
+
+def main(data: Path) -> str:
+    where = Workspace(data_dir=data, index_dir=data / "indexes")
+    built: Built = build_index("en", "custom", workspace=where)
+    searcher = Searcher.open("en", "custom", workspace=where)
+    searcher.set_params(avg_ql=20.0)
+    hits: list[SearchHit] = searcher.search("aspirin", k=3)
+    many: list[list[SearchHit]] = searcher.search(["aspirin", "ceftriaxone"], 3)
+    batch: BatchHits = searcher.batch_search(["aspirin"], ["q1"], k=3, threads=1)
+    run: dict[str, dict[str, float]] = batch.run()
+    batch.write_trec(data / "run.trec", tag="mine")
+    solver = Solver.open("ir-custom", "en", workspace=where, top_n=5)
+    answer: Answer = solver.answer("Which drug inhibits cyclooxygenase?", {"A": "Aspirin", "B": "Gentamicin"})
+    prediction: str | None = answer.prediction
+    probabilities: dict[str, float | None] = answer.probabilities
+    evaluation: Evaluation = run_eval("ir-custom", "us", split="dev", limit=10, workspace=where)
+    low, high = evaluation.ci95
+    tuned: Tuning = tune("ir-custom", "us", workspace=where)
+    errors: tuple[type[OpenQAError], ...] = (DataError, MissingExtraError, UsageError)
+    try:
+        Solver.open("nope")
+    except errors as exc:
+        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen}"
+    return str(evaluation.accuracy)
