@@ -380,7 +380,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         f"{summary['seconds']:.1f} s after {summary['load_seconds']:.1f} s load",
         settings_line(summary["settings"]),
         *confidence_lines(summary),
-        f"wrote {summary['files']['summary']} (+ .md, .predictions.jsonl, .risk-coverage.png)",
+        f"wrote {summary['files']['summary']} (+ {', '.join(summary['files']['beside'])})",
     ]
     if summary["parse_failures"]:
         lines.insert(1, f"{summary['parse_failures']} replies held no readable answer: counted wrong (parse_failures)")

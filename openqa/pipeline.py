@@ -7,6 +7,7 @@ are imported only when a reader is used."""
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -169,7 +170,8 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
     except ModuleNotFoundError:  # matplotlib comes with the 'plots' extra; the figures stay in the record
         summary["figure"] = "no risk-coverage plot: matplotlib is not installed (pip install 'openqa-medqa[plots]')"
     path = write_results(summary, prediction_rows(results, probabilities), out_dir, figure)
-    return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve())}}
+    beside = [name[len(path.stem):] for name in sorted(json.loads(path.read_text(encoding="utf-8"))["result_files"])]
+    return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve()), "beside": beside}}
 
 
 def compare_parts(opened: Opened, curves: dict[str, tuple[list[Any], list[dict[str, float]]]]) -> dict[str, Any]:

