@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import mmap
+import threading
 from abc import ABC, abstractmethod
 from array import array
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import islice
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVar
@@ -53,12 +56,18 @@ class ParagraphStore:
     records, is refused with the damaged-index error naming ``build_hint``.
     """
 
+    #: Paragraphs kept decoded (a question's options find many of the same ones).
+    CACHED = 8192
+
     def __init__(self, path: Path, rows: int | None = None, build_hint: str | None = None) -> None:
         self.path = path
         self.rows = rows
         self.build_hint = build_hint
         self._offsets: np.ndarray | None = None
         self._items: list[Paragraph] | None = None
+        self._map: mmap.mmap | None = None
+        self._opening = threading.Lock()
+        self._row = lru_cache(self.CACHED)(self._decode)
 
     def check(self) -> None:
         """Compare the store with the manifest's paragraph count now: with offsets this reads only
@@ -75,10 +84,19 @@ class ParagraphStore:
             return self._items[index]
         if not 0 <= index < len(self._offsets) - 1:
             raise IndexError(f"paragraph {index} of {len(self._offsets) - 1}")
+        return self._row(int(index))
+
+    def _decode(self, index: int) -> Paragraph:
+        """Row ``index`` read from the store, memory-mapped once (offsets are known here)."""
+        assert self._offsets is not None
         start, end = int(self._offsets[index]), int(self._offsets[index + 1])
-        with loading(self.path.parent, self.path.name, self.build_hint, errors=(TypeError,)), open(self.path, "rb") as store:
-            store.seek(start)
-            row = json.loads(store.read(end - start))
+        with loading(self.path.parent, self.path.name, self.build_hint, errors=(TypeError,)):
+            if self._map is None:
+                with self._opening:
+                    if self._map is None:
+                        with open(self.path, "rb") as store:
+                            self._map = mmap.mmap(store.fileno(), 0, access=mmap.ACCESS_READ) if end else None
+            row = json.loads(self._map[start:end] if self._map is not None else b"")
             return Paragraph(row["id"], row["book"], row["contents"])
 
     def _read_offsets(self) -> np.ndarray:
