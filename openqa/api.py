@@ -586,12 +586,12 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
 
 
 def tune_in(ctx: Context, method: str, dataset: str, request: Request, calibrate_only: bool = False,
-            progress: bool = False) -> Tuning:
+            progress: bool = False, limit: int | None = None) -> Tuning:
     """``tune`` in a given ``Context`` (the CLI's path)."""
     from openqa.pipeline import tune as run
 
     with shown(progress):
-        record = run(ctx, method, dataset, request, calibrate_only, progress)
+        record = run(ctx, method, dataset, request, calibrate_only, progress, limit)
     return Tuning(record.get("chosen"), record, record["files"])
 
 

@@ -81,6 +81,31 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", help="folder of the reply cache: a rerun makes no model calls, an interrupted run resumes (default: llm-cache/ in the index folder)")
 
 
+def _ensemble_flags(parser: argparse.ArgumentParser) -> None:
+    """Settings of ``--method ensemble``: which fitted ensemble, and parts read from predictions files."""
+    g = parser.add_argument_group("--method ensemble")
+    g.add_argument("--ensemble", metavar="NAME", help="the fitted ensemble to use or fit, filed under NAME beside the exam's "
+                   "own (e.g. the LLM it includes; default: the exam's own ensemble)")
+    g.add_argument("--predictions", action="append", default=[], metavar="PART=FILE", help="read part PART's option scores from "
+                   "FILE (an openqa .predictions.jsonl or JSON lines of digest, scores and scale) instead of running it; "
+                   "matched to questions by content; repeat for more parts")
+
+
+def _predictions(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
+    """The ``--predictions PART=FILE`` pairs, checked."""
+    pairs = []
+    for given in args.predictions:
+        label, sep, file = given.partition("=")
+        if not sep or not label.strip() or not file.strip():
+            raise OpenQAError(f"--predictions must look like PART=FILE, not {given!r}")
+        if not Path(file).is_file():
+            raise OpenQAError(f"--predictions {given}: no file {file}")
+        pairs.append((label.strip(), file.strip()))
+    if len({label for label, _ in pairs}) != len(pairs):
+        raise OpenQAError("--predictions names a part twice")
+    return tuple(pairs)
+
+
 def _llm_settings(args: argparse.Namespace, *names: str):
     """The ``LLMSettings`` of the LLM flags when one of the methods ``names`` takes them
     (``Method.takes_llm``: an LLM reader, an ensemble given a model), else None."""
@@ -169,6 +194,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--output", help=f"folder for result files (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")
     _scorer_flags(ev)
     _llm_flags(ev)
+    _ensemble_flags(ev)
     _tokenizer_flags(ev)
     _corpus_flag(ev)
     _common(ev)
@@ -181,7 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "METHOD:top_n=N (e.g. ir-custom,ir-custom:top_n=1,pmi,llm); default: the training-free methods of the language")
     tu.add_argument("--calibrate-only", action="store_true", help="keep the method's settings (yours, else shipped) and only fit "
                     "its probabilities on dev (what a reader or an LLM gets in any case)")
+    tu.add_argument("--limit", type=int, help="only the first N dev questions (recorded with the fit)")
     _llm_flags(tu)
+    _ensemble_flags(tu)
     _tokenizer_flags(tu)
     _corpus_flag(tu)
     _common(tu)
@@ -356,7 +384,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     request = EvalRequest(
         method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
         lang=args.lang, exam=args.exam, limit=args.limit, engine=args.engine, model=args.model, overrides=_overrides(args),
-        llm=_llm_settings(args, args.method), subset=args.subset,
+        llm=_llm_settings(args, args.method), subset=args.subset, predictions=_predictions(args), ensemble=args.ensemble,
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
@@ -409,9 +437,15 @@ def cmd_tune(args: argparse.Namespace) -> None:
     from openqa.api import tune_in
     from openqa.methods import Request
 
-    parts = tuple(p.strip() for p in args.parts.split(",") if p.strip()) if args.parts else None
-    request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method), parts=parts)
-    record = tune_in(_context(args), args.method, args.dataset, request, args.calibrate_only, progress=True).record
+    parts = None
+    if args.parts is not None:
+        parts = tuple(p.strip() for p in args.parts.split(",") if p.strip())
+        if not parts:
+            raise OpenQAError(f"--parts names no method: give them comma-separated (not {args.parts!r}), or leave --parts out")
+    request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method), parts=parts,
+                      predictions=_predictions(args), ensemble=args.ensemble)
+    record = tune_in(_context(args), args.method, args.dataset, request, args.calibrate_only, progress=True,
+                     limit=args.limit).record
     calibration = record["calibration"]
     if "chosen" in record:
         print(f"chose {record['chosen']} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {record['files']['settings']}")

@@ -82,6 +82,10 @@ class Request:
     model: str | None = None
     llm: LLMSettings | None = None
     parts: tuple[str, ...] | None = None
+    #: Ensemble parts read from predictions files instead of being run: (part label, file) pairs.
+    predictions: tuple[tuple[str, str], ...] = ()
+    #: The name an ensemble's fitted weights are filed under (default: none, the exam's own ensemble).
+    ensemble: str | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,8 @@ class Method(ABC):
     tunes: bool = False
     #: The install extra whose packages the method needs beyond its engine's (``openqa.extras``).
     extra: str | None = None
+    #: Whether the method takes parts from predictions files and a name for its fit (an ensemble).
+    fuses_parts: bool = False
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
@@ -335,9 +341,15 @@ class Part:
     method: str
     overrides: Overrides = Overrides()
 
+    #: Whether the part's scores are read from a predictions file (its ``method`` is then only a label).
+    precomputed: bool = False
+
     @classmethod
-    def parse(cls, spec: str) -> "Part":
-        """The part ``spec`` names; refused in one line when its method or a setting is unknown."""
+    def parse(cls, spec: str, precomputed: frozenset[str] = frozenset()) -> "Part":
+        """The part ``spec`` names (a label in ``precomputed``: a part read from a predictions file);
+        refused in one line when its method or a setting is unknown."""
+        if spec.strip() in precomputed:
+            return cls(spec.strip(), precomputed=True)
         name, _, given = spec.strip().partition(":")
         values: dict[str, Any] = {}
         for item in filter(None, (x.strip() for x in given.split(";"))):
@@ -358,6 +370,8 @@ class Part:
     @property
     def label(self) -> str:
         """How records and the predictions file name the part."""
+        if self.precomputed:
+            return self.method
         given = ";".join(f"{k}={v}" for k, v in self.overrides.given().items())
         return f"{self.method}:{given}" if given else self.method
 
@@ -395,6 +409,7 @@ class EnsembleMethod(Method):
     name: str
     summary: str
     tunes: bool = True
+    fuses_parts: bool = True
 
     def takes_llm(self, model_given: bool) -> bool:
         """When a model is named: for an ``llm`` part (``--parts ...,llm``, or weights fitted with one)."""
@@ -402,23 +417,48 @@ class EnsembleMethod(Method):
 
     def parts_for(self, lang: str, request: Request) -> tuple[Part, ...]:
         """The parts ``request`` names, else the language's default ones."""
-        return tuple(Part.parse(spec) for spec in (request.parts or DEFAULT_PARTS[lang]))
+        labels = frozenset(label for label, _ in request.predictions)
+        parts = tuple(Part.parse(spec, labels) for spec in (request.parts or DEFAULT_PARTS[lang]))
+        unused = labels - {p.label for p in parts}
+        if unused:
+            raise UsageError(f"--predictions names part {sorted(unused)[0]!r}, which is not among the parts "
+                             f"({', '.join(p.label for p in parts)})")
+        return parts
 
     def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
-        parts = self.parts_for(lang, request)
+        parts = [p for p in self.parts_for(lang, request) if not p.precomputed]
         return tuple(sorted({key for p in parts for key in method(p.method).reads(lang, Request(p.overrides, llm=request.llm))}))
 
-    def _open_parts(self, ctx: Context, target: Exam, parts: Sequence[Part], request: Request) -> dict[str, Opened]:
-        shared = ctx.sharing()
-        return {p.label: open_method(shared, p.method, target, Request(p.overrides, model=request.model, llm=request.llm))
-                for p in parts}
+    def variant(self, request: Request) -> list[str]:
+        """The name its weights are filed under, when given (``Request.ensemble``)."""
+        return [request.ensemble] if request.ensemble else []
 
-    def fitted(self, ctx: Context, target: Exam) -> tuple[EnsembleSettings, str]:
-        """The weights ``openqa tune`` fitted for ``target.dataset`` (yours, else shipped) and where
-        they came from; refused in one line when there are none."""
-        path, where = tuned_file(self.name, target.dataset, ctx.settings.tuned_dir(), ctx.corpus)
+    def _open_parts(self, ctx: Context, target: Exam, parts: Sequence[Part], request: Request) -> dict[str, Opened]:
+        """Each part opened: those run, sharing one opening of each index, then those read from
+        predictions files (``PrecomputedScorer``), which show the first run part's index."""
+        from openqa.scorers.precomputed import PrecomputedScorer
+
+        shared = ctx.sharing()
+        files = dict(request.predictions)
+        run = {p.label: open_method(shared, p.method, target, Request(p.overrides, model=request.model, llm=request.llm))
+               for p in parts if not p.precomputed}
+        if not run:
+            raise UsageError("an ensemble needs at least one part that runs (its index shows the evidence)")
+        index = next(iter(run.values())).index
+        read = {p.label: Opened(PrecomputedScorer(Path(files[p.label]), p.label), index,
+                                {"file": Path(files[p.label]).name, "sources": {"file": "--predictions"}})
+                for p in parts if p.precomputed}
+        return {p.label: (read | run)[p.label] for p in parts}
+
+    def fitted(self, ctx: Context, target: Exam, request: Request = Request()) -> tuple[EnsembleSettings, str]:
+        """The weights ``openqa tune`` fitted for ``target.dataset`` (yours, else shipped; under the
+        request's ensemble name, if any) and where they came from; refused in one line when there are none."""
+        key = calibration_key(self.name, request)
+        path, where = tuned_file(key, target.dataset, ctx.settings.tuned_dir(), ctx.corpus)
         if path is None:
-            raise OpenQAError(f"no ensemble is fitted for {target.dataset}: run openqa tune --method ensemble --dataset {target.dataset}")
+            named = f" --ensemble {request.ensemble}" if request.ensemble else ""
+            raise OpenQAError(f"no ensemble{named and ' ' + repr(request.ensemble)} is fitted for {target.dataset}: "
+                              f"run openqa tune --method ensemble --dataset {target.dataset}{named}")
         record = read_json_record(path, "ensemble record")
         try:
             chosen = record["chosen"]
@@ -431,11 +471,13 @@ class EnsembleMethod(Method):
         return fitted, where
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
-        fitted, where = self.fitted(ctx, target)
-        if request.parts and tuple(Part.parse(p).label for p in request.parts) != fitted.parts:
+        fitted, where = self.fitted(ctx, target, request)
+        labels = frozenset(label for label, _ in request.predictions)
+        if request.parts and tuple(Part.parse(p, labels).label for p in request.parts) != fitted.parts:
             raise OpenQAError(f"the {target.dataset} ensemble was fitted over {', '.join(fitted.parts)}: "
                               f"run openqa tune --method ensemble --dataset {target.dataset} --parts ... to fit others")
-        opened = self._open_parts(ctx, target, [Part.parse(p) for p in fitted.parts], request)
+        parts = self.parts_for(target.lang, replace(request, parts=fitted.parts))
+        opened = self._open_parts(ctx, target, parts, request)
         scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, fitted.weights)
         shown = next((o for o in opened.values() if o.retriever is not None), next(iter(opened.values())))
         settings = {"parts": list(fitted.parts), "weights": dict(zip(fitted.parts, fitted.weights)), "l2": fitted.l2,
@@ -571,6 +613,8 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     settings say); refused in one line when ``request`` lacks what it needs (``Method.needs``)."""
     m = method(name)
     m.require(request)
+    if (request.predictions or request.ensemble) and not m.fuses_parts:
+        raise UsageError(f"--predictions and --ensemble apply to --method ensemble, not {name}")
     engine = request.engine or m.engine
     with needs(f"method {name}", m.extra or (engine_class(engine).extra if engine else None)):
         opened = m.open(ctx, target, request)

@@ -66,6 +66,8 @@ class EvalRequest:
     overrides: Overrides = Overrides()
     llm: LLMSettings | None = None
     subset: str | None = None
+    predictions: tuple[tuple[str, str], ...] = ()
+    ensemble: str | None = None
 
     def __post_init__(self) -> None:
         if (self.dataset is None) == (self.questions is None):
@@ -96,7 +98,7 @@ class EvalRequest:
 
     def request(self) -> Request:
         """What the request asks of its method."""
-        return Request(self.overrides, self.engine, self.model, self.llm)
+        return Request(self.overrides, self.engine, self.model, self.llm, predictions=self.predictions, ensemble=self.ensemble)
 
 
 def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question], Exam, str, str, str]:
@@ -169,7 +171,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
         figure = risk_coverage_png(curves, f"{name} {split}: risk-coverage") if results else None
     except ModuleNotFoundError:  # matplotlib comes with the 'plots' extra; the figures stay in the record
         summary["figure"] = "no risk-coverage plot: matplotlib is not installed (pip install 'openqa-medqa[plots]')"
-    path = write_results(summary, prediction_rows(results, probabilities), out_dir, figure)
+    path = write_results(summary, prediction_rows(results, probabilities, opened.scorer.scale), out_dir, figure)
     beside = [name[len(path.stem):] for name in sorted(json.loads(path.read_text(encoding="utf-8"))["result_files"])]
     return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve()), "beside": beside}}
 
@@ -216,17 +218,21 @@ GRID_KEYS = ("part", "top_n", "aggregate", "query", "fusion", "weight", "avg_ql"
 
 
 def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), calibrate_only: bool = False,
-         progress: bool = True) -> dict[str, Any]:
+         progress: bool = True, limit: int | None = None) -> dict[str, Any]:
     """Grid-search a method's settings on ``dataset`` dev (a method that has some, unless
-    ``calibrate_only``), record the choice in the settings folder, then fit the probabilities of the
-    method with those settings on the same dev questions and record them beside it. Returns the
+    ``calibrate_only``; the first ``limit`` questions when given), record the choice in the settings
+    folder (under the method's variant, such as an ensemble's name), then fit the probabilities of
+    the method with those settings on the same dev questions and record them beside it. Returns the
     record: the choice (if searched), its dev accuracy, the calibration and the files written."""
     target = Exam.resolve(dataset)
     m = method(name)
     m.require(request)
+    if limit is not None and limit < 1:
+        raise OpenQAError(f"--limit must be at least 1, not {limit}")
     ensure_writable(ctx.settings.settings_dir, "--settings-dir")
-    questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())
-    record: dict[str, Any] = {"dataset": dataset, "split": "dev", "method": name, "corpus": ctx.corpus}
+    questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())[:limit]
+    record: dict[str, Any] = {"dataset": dataset, "split": "dev", "method": calibration_key(name, request), "corpus": ctx.corpus,
+                              "limit": limit}
     files = {}
     if m.tunes and not calibrate_only:
         best, table, index = m.tune(ctx, target, questions, request)

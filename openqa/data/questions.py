@@ -51,6 +51,11 @@ class Question:
             "metamap_phrases": None if self.metamap_phrases is None else list(self.metamap_phrases),
         }
 
+    def digest(self) -> str:
+        """The question's identity by content: a digest of its text and its lettered options (what a
+        predictions file is matched by, never an id, a file name or a position)."""
+        return self.content_digest(*(f"{letter}\x01{text}" for letter, text in sorted(self.options.items())))
+
     def content_digest(self, *parts: str) -> str:
         """A digest of the question's text and ``parts`` (an option's text, say), each stripped: what
         depends on it (a tie-break, a shuffle of options) is the same whatever file, format, name or

@@ -48,11 +48,16 @@ def summarise(results: Sequence[OptionScores]) -> dict[str, Any]:
     }
 
 
-def prediction_rows(results: Sequence[OptionScores], probabilities: Sequence[dict[str, float]] | None = None) -> list[dict[str, Any]]:
-    """Per-question predictions for the JSONL file (with each option's probability when given)."""
+def prediction_rows(results: Sequence[OptionScores], probabilities: Sequence[dict[str, float]] | None = None,
+                    scale: str | None = None) -> list[dict[str, Any]]:
+    """Per-question predictions for the JSONL file (with each option's probability when given): each
+    row names its question by id and by content (``digest``, what an ensemble part read from the
+    file is matched by) and says on which logit ``scale`` its scores lie."""
     return [
         {
             "qid": r.question.qid,
+            "digest": r.question.digest(),
+            **({"scale": scale} if scale else {}),
             "prediction": r.prediction(),
             "answer": r.question.answer_idx,
             "correct": r.prediction() == r.question.answer_idx,

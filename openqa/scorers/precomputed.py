@@ -1,0 +1,91 @@
+"""An ensemble part read from a predictions file instead of being run: an LLM's letter probabilities
+scored once (on another machine, a GPU, a larger model elsewhere) and fused with openqa's scorers
+without the model, or any outside system's per-option scores.
+
+The file is JSON lines, one question a line, as openqa's own ``<stem>.predictions.jsonl`` writes them
+or in this minimal form::
+
+    {"digest": "<Question.digest() of the question>", "scores": {"A": -1.2, "B": -0.3, ...}, "scale": "log-probability"}
+
+``digest`` names the question by its content (its text and lettered options; ``qid``, the question's
+id, is used only when a row has no digest); ``scores`` has one number (or null: no score) per option
+letter; ``scale`` says what the numbers are (``openqa.scorers.logits``: ``log-probability`` for
+probabilities, ``standardized`` for raw scores, ``logits``). Questions are matched by content, never
+by position or file name; a question the file lacks is a one-line error naming it.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Sequence
+
+from openqa.data import Question
+from openqa.errors import DataError
+from openqa.jsonl import decode, numbered_lines, text_line
+from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.scorers.logits import SCALES
+
+#: The longest line of a predictions file.
+MAX_ROW_BYTES = 1 << 20
+
+
+def _row(where: str, raw: bytes) -> dict[str, Any] | None:
+    """One row, checked: a digest or id, scores by letter (numbers or null), a known scale."""
+    line = text_line(where, raw)
+    if not line.strip():
+        return None
+    try:
+        row = decode(line)
+    except ValueError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc})") from None
+    if not isinstance(row, dict) or not isinstance(row.get("scores"), dict):
+        raise DataError(f"{where}: expected an object with \"digest\" (or \"qid\"), \"scores\" and \"scale\"")
+    if not isinstance(row.get("digest", row.get("qid")), str):
+        raise DataError(f"{where}: the row names no question: give \"digest\" (Question.digest()) or \"qid\"")
+    if row.get("scale") not in SCALES:
+        raise DataError(f"{where}: \"scale\" must be one of {', '.join(SCALES)}, not {row.get('scale')!r}")
+    for letter, score in row["scores"].items():
+        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
+            raise DataError(f"{where}: the score of {letter} is {score!r}, not a number or null")
+    return row
+
+
+class PrecomputedScorer(OptionScorer):
+    """Option scores read from a predictions file (see the module), under the part ``label``."""
+
+    def __init__(self, path: Path, label: str) -> None:
+        self.path = Path(path)
+        self.label = label
+        self.by_digest: dict[str, dict[str, Any]] = {}
+        self.by_qid: dict[str, dict[str, Any]] = {}
+        scales = set()
+        for number, raw in numbered_lines(self.path, MAX_ROW_BYTES, "a predictions file"):
+            row = _row(f"{self.path}:{number}", raw)
+            if row is None:
+                continue
+            scales.add(row["scale"])
+            if "digest" in row:
+                self.by_digest[row["digest"]] = row
+            else:
+                self.by_qid[row["qid"]] = row
+        if not scales:
+            raise DataError(f"{self.path}: no predictions")
+        if len(scales) > 1:
+            raise DataError(f"{self.path}: rows on several scales ({', '.join(sorted(scales))}): one scale per file")
+        self.scale = scales.pop()
+
+    def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
+        out = []
+        for q in questions:
+            row = self.by_digest.get(q.digest()) or self.by_qid.get(q.qid)
+            if row is None:
+                preview = " ".join(q.question.split())[:60]
+                raise DataError(f"{self.path}: no scores for question {q.qid} ({preview!r}): part {self.label} "
+                                f"holds {len(self.by_digest) + len(self.by_qid)} questions")
+            if set(row["scores"]) != set(q.options):
+                raise DataError(f"{self.path}: question {q.qid} has options {', '.join(q.options)}, "
+                                f"the file's row {', '.join(row['scores'])}")
+            scores = {letter: math.nan if row["scores"][letter] is None else float(row["scores"][letter]) for letter in q.options}
+            out.append(OptionScores(q, scores, matched=any(math.isfinite(v) for v in scores.values())))
+        return out

@@ -1,0 +1,91 @@
+"""Ensemble parts read from predictions files: fitted and evaluated without running the part, matched
+to questions by content (shuffled rows, other ids), the same figures as running it; a question the
+file lacks, a bad row, a label among no parts are one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+
+import pytest
+
+from openqa.data import Question
+from openqa.errors import DataError
+from openqa.scorers.precomputed import PrecomputedScorer
+from tests.helpers import make_data_dir
+from tests.test_calibration import run
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    root = tmp_path_factory.mktemp("precomputed")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | {
+        "OPENQA_DATA": str(make_data_dir(root)), "OPENQA_INDEXES": str(root / "indexes"),
+        "OPENQA_SETTINGS": str(root / "tuned"), "OPENQA_RESULTS": str(root / "results")}
+    (root / "tuned").mkdir()
+    for split in ("dev", "test"):  # PMI's predictions of both splits, to be read back as a part
+        done = run("eval", "--dataset", "us", "--split", split, "--method", "pmi", env=env)
+        assert done.returncode == 0, done.stderr
+    return root, env
+
+
+def shuffled_copy(source, target, seed=0):
+    """The rows of ``source`` in another order, with their ids changed (matching is by content)."""
+    rows = [json.loads(line) for line in source.read_text().splitlines()]
+    random.Random(seed).shuffle(rows)
+    target.write_text("".join(json.dumps({**r, "qid": f"other-{i}"}) + "\n" for i, r in enumerate(rows)))
+    return target
+
+
+def test_a_part_read_from_predictions_gives_the_figures_of_running_it(site):
+    root, env = site
+    dev = shuffled_copy(root / "results" / "us-dev-pmi.predictions.jsonl", root / "pmi-dev.jsonl")
+    test = shuffled_copy(root / "results" / "us-test-pmi.predictions.jsonl", root / "pmi-test.jsonl", seed=1)
+    live = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", "ir-custom,pmi", "--ensemble", "live", env=env)
+    assert live.returncode == 0, live.stderr
+    read = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", "ir-custom,pmi", "--ensemble", "read",
+               "--predictions", f"pmi={dev}", env=env)
+    assert read.returncode == 0, read.stderr
+    fits = {name: json.loads((root / "tuned" / f"ensemble-{name}-us.json").read_text())["chosen"] for name in ("live", "read")}
+    assert fits["live"]["parts"] == fits["read"]["parts"] == ["ir-custom", "pmi"]
+    assert fits["live"]["weights"] == pytest.approx(fits["read"]["weights"], abs=1e-3)  # scores kept to 4 decimals
+    out = {}
+    for name, extra in (("live", []), ("read", ["--predictions", f"pmi={test}"])):
+        done = run("eval", "--method", "ensemble", "--dataset", "us", "--ensemble", name, *extra, "--json", env=env)
+        assert done.returncode == 0, done.stderr
+        out[name] = json.loads(done.stdout)
+    assert out["live"]["accuracy"] == out["read"]["accuracy"] and out["read"]["variant"] == "read"
+    rows = (root / "results" / "us-test-ensemble-read.predictions.jsonl").read_text().splitlines()
+    assert all(json.loads(r)["digest"] and json.loads(r)["scale"] == "logits" for r in rows)
+
+
+def test_what_a_predictions_file_lacks_is_said_in_one_line(site, tmp_path):
+    root, env = site
+    source = root / "results" / "us-dev-pmi.predictions.jsonl"
+    lines = source.read_text().splitlines()
+    short = tmp_path / "short.jsonl"
+    short.write_text(lines[0] + "\n")
+    done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", "ir-custom,pmi", "--ensemble", "x",
+               "--predictions", f"pmi={short}", env=env)
+    last = done.stderr.strip().splitlines()[-1]  # after the progress bars of the parts that ran
+    assert done.returncode == 2 and last.startswith("openqa: error: ") and "short.jsonl: no scores for question us-dev-2" in last
+    done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", "ir-custom,pmi", "--predictions", f"llm={short}", env=env)
+    assert done.returncode == 2 and "--predictions names part 'llm', which is not among the parts" in done.stderr
+    done = run("eval", "--dataset", "us", "--predictions", f"pmi={short}", env=env)
+    assert done.returncode == 2 and "--predictions and --ensemble apply to --method ensemble" in done.stderr
+    for bad, message in (('{"digest": "d", "scores": {"A": "x"}, "scale": "logits"}', "the score of A is 'x'"),
+                         ('{"digest": "d", "scores": {"A": 1}, "scale": "probability"}', '"scale" must be one of'),
+                         ('{"scores": {"A": 1}, "scale": "logits"}', "the row names no question"),
+                         ("[1, 2]", "expected an object")):
+        (tmp_path / "bad.jsonl").write_text(bad + "\n")
+        with pytest.raises(DataError, match=f"bad.jsonl:1: {message}"):
+            PrecomputedScorer(tmp_path / "bad.jsonl", "part")
+
+
+def test_rows_are_matched_by_content_and_the_minimal_form_reads():
+    q = Question("any-id", "Which drug inhibits cyclooxygenase?", {"A": "Aspirin", "B": "Gentamicin"}, "A", "Aspirin")
+    same = Question("other-id", "Which drug inhibits cyclooxygenase?", {"A": "Aspirin", "B": "Gentamicin"}, "A", "Aspirin")
+    swapped = Question("x", "Which drug inhibits cyclooxygenase?", {"A": "Gentamicin", "B": "Aspirin"}, "B", "Aspirin")
+    assert q.digest() == same.digest() != swapped.digest()  # by text and lettered options, never by id
+
