@@ -530,6 +530,8 @@ def cmd_search(args: argparse.Namespace) -> None:
         raise OpenQAError("give a query or --topics FILE (one of them)")
     if args.output and not args.topics:
         raise OpenQAError("--output writes the TREC run of --topics")
+    if args.json and args.topics:
+        raise OpenQAError("--json prints one query's hits; --topics writes a TREC run (leave out --json)")
     if args.index and (args.corpus or args.engine != "custom"):
         raise OpenQAError("--index names the index itself: leave out --engine and --corpus")
     k = args.hits if args.hits is not None else 1000 if args.topics else 10
@@ -544,6 +546,7 @@ def cmd_search(args: argparse.Namespace) -> None:
         _write_run(searcher, topics, k, args)
         return
     from openqa.pipeline import corpus_line, provenance
+    from openqa.text.unicode import printable
 
     hits = searcher.search(args.query, k)
     if args.json:
@@ -552,7 +555,7 @@ def cmd_search(args: argparse.Namespace) -> None:
         return
     _note(f"{searcher.manifest['engine']} index of {corpus_line(searcher.manifest)}; the engine's default query parameters")
     for hit in hits:
-        print(f"{hit.rank:>3}. [{hit.book} {hit.id}, {hit.score:.2f}] {' '.join(hit.text.split())[:300]}")
+        print(printable(f"{hit.rank:>3}. [{hit.book} {hit.id}, {hit.score:.2f}] {' '.join(hit.text.split())[:300]}"))
     if not hits:
         print("no paragraph holds a word of the query", file=sys.stderr)
 

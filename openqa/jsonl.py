@@ -25,11 +25,27 @@ def numbered_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int,
             for number, raw in enumerate(iter(partial(handle.readline, max_bytes + 1), b""), start=1):
                 if len(raw) > max_bytes:
                     raise DataError(f"{path}:{number}: line longer than {max_bytes:,} bytes: not {what}")
-                yield number, raw
+                yield number, raw.removeprefix(BOM) if number == 1 else raw
     except FileNotFoundError:
         raise DataError(f"{path}: file not found") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+#: The byte-order mark some editors put at the start of a UTF-8 file: never part of its first line.
+BOM = b"\xef\xbb\xbf"
+
+
+def has_lone_surrogate(value: Any) -> bool:
+    """Whether a decoded JSON value holds a lone surrogate (``"\\ud800"``: an escape JSON allows
+    that names no character, which UTF-8 cannot encode), anywhere inside it."""
+    if isinstance(value, str):
+        return any("\ud800" <= c <= "\udfff" for c in value)
+    if isinstance(value, dict):
+        return any(has_lone_surrogate(k) or has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(map(has_lone_surrogate, value))
+    return False
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -56,7 +72,10 @@ def decode(line: str) -> Any:
     """One JSON value; a ValueError saying in a few words what is wrong with it otherwise (a key
     repeated in one object included)."""
     try:
-        return json.loads(line, object_pairs_hook=unique_keys)
+        value = json.loads(line, object_pairs_hook=unique_keys)
+        if "\\u" in line and has_lone_surrogate(value):  # only an escape can make one
+            raise ValueError("a lone surrogate escape (\\ud800-\\udfff) names no character")
+        return value
     except json.JSONDecodeError as exc:
         raise ValueError(f"{exc.msg} at column {exc.colno}") from None
     except RecursionError:

@@ -362,6 +362,9 @@ class Part:
                 values["top_n"] = int(values["top_n"])
             except ValueError:
                 raise OpenQAError(f"ensemble part {spec!r}: top_n must be a whole number") from None
+        for key in values:
+            if not method(name).takes(key):
+                raise UsageError(f"ensemble part {spec!r}: {name} has no setting {key}")
         part = cls(method(name).name, Overrides(**values))
         if part.method == "ensemble":
             raise OpenQAError("an ensemble cannot be a part of an ensemble")

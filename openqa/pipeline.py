@@ -19,7 +19,7 @@ from openqa.data import Question, dataset_spec, load_questions, read_question_fi
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import confidence_report, risk_coverage_png
 from openqa.evaluate.metrics import paired_bootstrap, prediction_rows, summarise
-from openqa.evaluate.results import ensure_writable, run_record, write_results
+from openqa.evaluate.results import ensure_writable, run_record, write_atomic, write_results
 from openqa.languages import language
 from openqa.llm.settings import LLMSettings
 from openqa.methods import (
@@ -33,7 +33,7 @@ from openqa.methods import (
     open_retriever,
 )
 from openqa.retrieval.base import Index
-from openqa.tuning import calibrate, save_tuned
+from openqa.tuning import calibrate, save_tuned, tuned_file
 from openqa.workspace import Context, Exam
 
 if TYPE_CHECKING:
@@ -234,22 +234,35 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
     record: dict[str, Any] = {"dataset": dataset, "split": "dev", "method": calibration_key(name, request), "corpus": ctx.corpus,
                               "limit": limit}
     files = {}
-    if m.tunes and not calibrate_only:
-        best, table, index = m.tune(ctx, target, questions, request)
-        record.update({
-            "chosen": asdict(best),
-            # the chosen settings' row: the best of a grid, an ensemble's own row (not its parts')
-            "dev_accuracy": max(row["accuracy"] for row in table if row.get("part", "ensemble") == "ensemble"),
-            "grid": [{k: row[k] for k in GRID_KEYS if k in row} for row in table],
-            "index": provenance(index),
-            **run_record(),
-        })
-        files["settings"] = save_tuned(record, ctx.settings.settings_dir)
-    opened = open_method(ctx, name, target, request)
-    results, parts = opened.scorer.score_with_parts(questions, progress=progress)
-    fit_on, fitted_on = m.calibration_scores(opened, results, parts)
-    calibration, files["calibration"] = calibrate(fit_on, opened.scorer.scale, calibration_key(name, request), dataset,
-                                                  ctx.corpus, opened.settings, ctx.settings.settings_dir, fitted_on)
+    key = calibration_key(name, request)
+    settings_path, _ = tuned_file(key, dataset, ctx.settings.settings_dir, ctx.corpus)
+    mine = settings_path if settings_path is not None and settings_path.parent == Path(ctx.settings.settings_dir) else None
+    previous = mine.read_bytes() if mine is not None and m.tunes and not calibrate_only else None
+    try:
+        if m.tunes and not calibrate_only:
+            best, table, index = m.tune(ctx, target, questions, request)
+            record.update({
+                "chosen": asdict(best),
+                # the chosen settings' row: the best of a grid, an ensemble's own row (not its parts')
+                "dev_accuracy": max(row["accuracy"] for row in table if row.get("part", "ensemble") == "ensemble"),
+                "grid": [{k: row[k] for k in GRID_KEYS if k in row} for row in table],
+                "index": provenance(index),
+                **run_record(),
+            })
+            files["settings"] = save_tuned(record, ctx.settings.settings_dir)
+        opened = open_method(ctx, name, target, request)
+        results, parts = opened.scorer.score_with_parts(questions, progress=progress)
+        fit_on, fitted_on = m.calibration_scores(opened, results, parts)
+        used, _ = tuned_file(key, dataset, ctx.settings.settings_dir, ctx.corpus)
+        calibration, files["calibration"] = calibrate(fit_on, opened.scorer.scale, key, dataset, ctx.corpus, opened.settings,
+                                                      ctx.settings.settings_dir, fitted_on, used)
+    except BaseException:  # Ctrl-C or a failure after the settings were written: they land with their calibration or not at all
+        if "settings" in files:
+            if previous is None:
+                files["settings"].unlink(missing_ok=True)
+            else:
+                write_atomic(files["settings"], previous)
+        raise
     return {**record, "dev_accuracy": summarise(results)["accuracy"], "calibration": calibration.to_dict(),
             "files": {k: str(v.resolve()) for k, v in files.items()}}
 

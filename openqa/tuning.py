@@ -10,6 +10,7 @@ relative to the working folder, so an installed openqa gives the same figure fro
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, replace
 from importlib import resources
@@ -184,19 +185,32 @@ def load_calibration(key: str, dataset: str, settings_dir: Path, corpus: str | N
     if path is None:
         return None
     record = read_json_record(path, "calibration record")
+    settings, _ = tuned_file(key, dataset, settings_dir, corpus)
+    fitted_with = record.get("settings_sha256")
+    if fitted_with and settings is not None and settings.parent == path.parent and file_digest(settings) != fitted_with:
+        raise OpenQAError(f"{path} was fitted with other settings than {settings.name} holds (an interrupted or failed "
+                          f"openqa tune?): rerun openqa tune --method {key} --dataset {dataset}")
     try:
         return Calibration.from_dict(record.get("calibration", {}), where)
     except OpenQAError as exc:
         raise OpenQAError(f"{path}: {exc}; rerun `openqa tune`") from None
 
 
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a settings record's bytes (what its calibration was fitted with)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def calibrate(results: Sequence[OptionScores], scale: str, key: str, dataset: str, corpus: str | None,
-              settings: dict[str, Any], settings_dir: Path, fitted_on: str = IN_SAMPLE) -> tuple[Calibration, Path]:
+              settings: dict[str, Any], settings_dir: Path, fitted_on: str = IN_SAMPLE,
+              settings_file: Path | None = None) -> tuple[Calibration, Path]:
     """Fit the probabilities of the method ``key`` on its ``dataset`` dev ``results`` (which ones
-    ``fitted_on`` says) and record them, with how well they rank those answers, where
-    ``load_calibration`` finds them first."""
+    ``fitted_on`` says) and record them, with how well they rank those answers and the digest of the
+    ``settings_file`` they were fitted with (a pair that no longer matches is refused when read),
+    where ``load_calibration`` finds them first."""
     calibration = Calibration.fit(results, scale, dataset, {k: v for k, v in settings.items() if k != "sources"}, fitted_on)
     record = {"method": key, "dataset": dataset, "split": "dev", "corpus": corpus, "calibration": calibration.to_dict(),
               "dev": {"n": len(results), **confidence_report(results, [calibration.probabilities(r) for r in results])},
+              **({"settings_sha256": file_digest(settings_file)} if settings_file else {}),
               **run_record()}
     return calibration, save_tuned(record, settings_dir, kind="calibration")

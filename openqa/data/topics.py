@@ -22,9 +22,15 @@ ID_KEYS = ("id", "_id", "qid")
 TEXT_KEYS = ("text", "query", "contents")
 
 
-def _topic(where: str, line: str) -> tuple[str, str]:
-    """One topic's id and query from a line of either format."""
-    if line.lstrip().startswith("{"):
+#: First lines that name the columns of a TSV topics file: a header, not a topic.
+HEADERS = {("qid", "query"), ("id", "query"), ("id", "text"), ("query_id", "query"), ("qid", "text")}
+
+
+def _topic(where: str, line: str, json_lines: bool) -> tuple[str, str]:
+    """One topic's id and query from a line of the file's format (JSON lines or TSV)."""
+    if json_lines:
+        if not line.lstrip().startswith("{"):
+            raise DataError(f"{where}: a line that is not a JSON object in a JSON-lines topics file (one format per file)")
         try:
             record = decode(line)
         except ValueError as exc:
@@ -33,12 +39,18 @@ def _topic(where: str, line: str) -> tuple[str, str]:
         text = next((record[k] for k in TEXT_KEYS if k in record), None)
         if qid is None or text is None:
             raise DataError(f"{where}: a JSON topic needs an id ({', '.join(ID_KEYS)}) and a text ({', '.join(TEXT_KEYS)})")
-        qid, text = str(qid), text if isinstance(text, str) else ""
+        if isinstance(qid, bool) or not isinstance(qid, (str, int)):
+            raise DataError(f"{where}: the topic id {qid!r} is a JSON {type(qid).__name__}: give a string (or a whole number)")
+        if not isinstance(text, str):
+            raise DataError(f"{where}: the query of topic {qid!r} is a JSON {type(text).__name__}, not text")
+        qid = str(qid)
     else:
+        if line.lstrip().startswith("{"):
+            raise DataError(f"{where}: a JSON object in a TSV topics file (one format per file)")
         qid, sep, text = line.partition("\t")
         if not sep:
             raise DataError(f"{where}: expected 'id<TAB>query' or a JSON object")
-    if not qid.strip() or any(c.isspace() for c in qid.strip()):
+    if not qid.strip() or any(c.isspace() for c in qid.strip()) or not qid.strip().isprintable():
         raise DataError(f"{where}: the topic id {qid!r} is empty or holds spaces (a TREC run cannot carry it)")
     if not text.strip():
         raise DataError(f"{where}: topic {qid.strip()!r} has an empty query")
@@ -46,14 +58,20 @@ def _topic(where: str, line: str) -> tuple[str, str]:
 
 
 def read_topics(path: Path) -> dict[str, str]:
-    """The topics of ``path`` in file order: id -> query."""
+    """The topics of ``path`` in file order: id -> query (its format told by its first line; a TSV
+    header line such as ``qid<TAB>query`` is skipped)."""
     topics: dict[str, str] = {}
+    json_lines: bool | None = None
     for number, raw in numbered_lines(path, MAX_TOPIC_BYTES, "a topics file"):
         where = f"{path}:{number}"
         line = text_line(where, raw)
         if not line.strip():
             continue
-        qid, text = _topic(where, line)
+        if json_lines is None:
+            json_lines = line.lstrip().startswith("{")
+            if not json_lines and tuple(part.strip().lower() for part in line.split("\t")) in HEADERS:
+                continue
+        qid, text = _topic(where, line, json_lines)
         if qid in topics:
             raise DataError(f"{where}: topic id {qid!r} was already used on an earlier line")
         topics[qid] = text

@@ -1,0 +1,103 @@
+"""Faults, fourth round: an output path never replaces what is not a regular file, topics files read
+as people write them, lone surrogates, ensemble parts and a tune that lands whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from tests.helpers import make_data_dir
+from tests.test_calibration import run as run_env
+from tests.test_cli import built, loc, run  # noqa: F401  (the tiny site's fixture)
+
+TOPICS = "q1\tceftriaxone cell wall synthesis\nq2\taspirin cyclooxygenase\n"
+
+
+def test_an_output_that_is_a_fifo_a_device_or_a_link_is_written_through(built, tmp_path):  # noqa: F811
+    topics = tmp_path / "topics.tsv"
+    topics.write_text(TOPICS)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so writing through does not wait
+    done = run("search", "--topics", str(topics), "--output", str(fifo), "-k", "2", *loc(built))
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and b"q1 Q0 Micro:1 1 " in os.read(reader, 1 << 16)
+    os.close(reader)
+    device = tmp_path / "null"  # a character device made in the scratch folder: /dev/null's numbers
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    done = run("search", "--topics", str(topics), "--output", str(device), *loc(built))
+    assert done.returncode == 0 and stat.S_ISCHR(os.stat(device).st_mode), done.stderr
+    target, link = tmp_path / "real.trec", tmp_path / "link.trec"
+    link.symlink_to(target)
+    done = run("search", "--topics", str(topics), "--output", str(link), "-k", "1", *loc(built))
+    assert done.returncode == 0 and link.is_symlink() and target.read_text().startswith("q1 Q0 Micro:1 1 ")
+    assert json.loads((tmp_path / "real.trec.json").read_text())["params"]["kq"] == 0.4  # the settings beside the run
+    for output, message in ((tmp_path, "is a folder: name a file to write"), (topics, "is the topics file itself")):
+        done = run("search", "--topics", str(topics), "--output", str(output), *loc(built))
+        assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
+    done = run("search", "--topics", str(topics), "--output", "-", "-k", "1", *loc(built))
+    assert done.returncode == 0 and done.stdout.startswith("q1 Q0 Micro:1 1 ")
+    done = run("search", "--topics", str(topics), "--json", *loc(built))
+    assert done.returncode == 2 and "--topics writes a TREC run (leave out --json)" in done.stderr
+
+
+@pytest.mark.parametrize("content, outcome", [
+    ("\ufeffq1\taspirin\n", {"q1"}),  # a byte-order mark is not part of the first id
+    ("qid\tquery\nq1\taspirin\n", {"q1"}),  # a header line is not a topic
+    ('{"id": "q1", "text": "aspirin"}\nq2\tcell wall\n', "a line that is not a JSON object in a JSON-lines topics file"),
+    ('{"id": "q1", "text": 5}\n', "the query of topic 'q1' is a JSON int, not text"),
+    ('{"id": 1.5, "text": "aspirin"}\n', "the topic id 1.5 is a JSON float"),
+    ('{"id": "q\\ud800", "text": "aspirin"}\n', "lone surrogate"),
+])
+def test_topics_files_as_people_write_them(built, tmp_path, content, outcome):  # noqa: F811
+    topics = tmp_path / "topics.tsv"
+    topics.write_text(content, encoding="utf-8")
+    done = run("search", "--topics", str(topics), "-k", "1", *loc(built))
+    if isinstance(outcome, set):
+        assert done.returncode == 0 and {line.split()[0] for line in done.stdout.splitlines()} == outcome, done.stderr
+    else:
+        assert done.returncode == 2 and outcome in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_a_corpus_text_with_a_lone_surrogate_is_a_file_line_error(tmp_path):
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text('{"id": "a", "title": "T", "text": "cell wall"}\n{"id": "b", "title": "T", "text": "x\\ud800y"}\n')
+    done = run("index", "--lang", "en", "--corpus", str(corpus), "--index-dir", str(tmp_path / "ix"))
+    assert done.returncode == 2 and "passages.jsonl:2: not valid JSON (a lone surrogate escape" in done.stderr
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "ix" / "en-custom-passages").exists()
+
+
+@pytest.mark.parametrize("parts, message", [
+    ("", "--parts names no method"), (",", "--parts names no method"),
+    ("ir-custom,pmi:top_n=3", "ensemble part 'pmi:top_n=3': pmi has no setting top_n"),
+])
+def test_impossible_ensemble_parts_are_refused(built, parts, message):  # noqa: F811
+    done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", parts, *loc(built),
+               "--settings-dir", str(built[0] / "tuned-parts"))
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_a_failed_tune_leaves_its_old_settings_and_a_mismatched_pair_is_refused(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | {
+        "OPENQA_DATA": str(make_data_dir(tmp_path)), "OPENQA_INDEXES": str(tmp_path / "indexes"),
+        "OPENQA_SETTINGS": str(tmp_path / "tuned"), "OPENQA_RESULTS": str(tmp_path / "results")}
+    (tmp_path / "tuned").mkdir()
+    assert run_env("tune", "--method", "ir-custom", "--dataset", "us", env=env).returncode == 0
+    settings, calibration = tmp_path / "tuned" / "ir-custom-us.json", tmp_path / "tuned" / "ir-custom-us.calibration.json"
+    before = settings.read_bytes(), calibration.read_bytes()
+    calibration.chmod(0o444)  # the calibration cannot be replaced: the tune fails after writing its settings
+    (tmp_path / "tuned").chmod(0o555)
+    try:
+        failed = run_env("tune", "--method", "ir-custom", "--dataset", "us", env=env)
+    finally:
+        (tmp_path / "tuned").chmod(0o755)
+    if os.geteuid() != 0:  # root writes through permissions: the failure cannot be provoked this way
+        assert failed.returncode != 0 and (settings.read_bytes(), calibration.read_bytes()) == before
+    record = json.loads(settings.read_text())
+    record["chosen"]["top_n"] = 3  # the settings changed after their calibration was fitted
+    settings.write_text(json.dumps(record))
+    done = run_env("eval", "--dataset", "us", "--split", "dev", env=env)
+    assert done.returncode == 2 and "ir-custom-us.calibration.json was fitted with other settings than ir-custom-us.json" in done.stderr
