@@ -327,7 +327,12 @@ class LLMMethod(Method):
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         from openqa.llm.method import open_llm
 
-        return open_llm(ctx, target, request.llm)
+        llm = request.llm
+        assert llm is not None  # require() saw to it
+        evidence = open_retrieving(ctx, llm.retriever, target) if llm.evidence != "none" else None
+        scorer, index, settings = open_llm(ctx, target, llm, evidence.retriever if evidence else None,
+                                           evidence.settings if evidence else None)
+        return Opened(scorer, index, settings)
 
     def variant(self, request: Request) -> list[str]:
         return [request.llm.variant()] if request.llm else []

@@ -19,6 +19,8 @@ from tests.helpers import QUESTIONS, make_data_dir
 from tests.test_cli import run
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+#: The documentation page whose Python blocks run after the README's.
+API_PAGE = README.parent / "docs" / "python-api.md"
 EN = QUESTIONS[0]
 
 
@@ -138,9 +140,10 @@ def test_import_openqa_is_light():
         openqa.nothing_here  # noqa: B018
 
 
-def readme_python(readme: Path = README) -> str:
-    """The README's ```python blocks, in order, as one script."""
-    return "\n".join(re.findall(r"^```python\n(.*?)^```", readme.read_text(encoding="utf-8"), re.S | re.M))
+def readme_python(pages: tuple[Path, ...] = (README, API_PAGE)) -> str:
+    """The ```python blocks of the README, then of the Python API page, in order, as one script."""
+    return "\n".join(block for page in pages
+                     for block in re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M))
 
 
 def run_readme(python: str, root: Path, data: Path) -> subprocess.CompletedProcess:

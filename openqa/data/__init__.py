@@ -1,5 +1,6 @@
 """Question data: the MedQA dataset registry and validated loading of its splits."""
 
+from openqa.data.files import load_questions, read_question_file, read_question_file_digest
 from openqa.data.questions import (
     DATASETS,
     DEFAULT_EXAMS,
@@ -9,10 +10,7 @@ from openqa.data.questions import (
     Question,
     dataset_spec,
     exam_dataset,
-    load_questions,
     parse_train_split,
-    read_question_file,
-    read_question_file_digest,
     split_questions,
 )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 from openqa.errors import DataError, UsageError
@@ -227,48 +226,6 @@ def _parse_record(record: Any, qid: str, n_options: int | None) -> Question:
 MAX_LINE_BYTES = 1 << 20
 
 
-def read_question_file(
-    path: Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
-) -> list[Question]:
-    """The questions of ``path`` (see ``read_question_file_digest``)."""
-    return read_question_file_digest(path, qid_prefix, n_options, subset)[0]
-
-
-def read_question_file_digest(
-    path: Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
-) -> tuple[list[Question], str]:
-    """Read and validate a MedQA-format JSONL file, so bad data stops the run with file and line named.
-    MIRAGE, MedMCQA and MMLU files are recognised by their first line or extension and read by
-    ``openqa.data.formats`` (``subset``: the dataset of a MIRAGE file).
-
-    Each question's id is ``f"{qid_prefix}-{line_number}"`` (prefix defaults to the file stem;
-    line numbers count blank lines, which are skipped). ``answer``, when present, must equal the
-    text of option ``answer_idx`` after stripping whitespace (it is exactly equal in every record
-    of the shipped files); the Question always carries the option's text. Also returned: the
-    SHA-256 of the bytes read, so a record names the file by content without reading it again
-    (``/dev/stdin``, a FIFO: a second read would find nothing, or wait for a writer).
-    """
-    path = Path(path)
-    prefix = path.stem if qid_prefix is None else qid_prefix
-    from openqa.data.formats import detect, json_records, read_lines, read_other
-
-    lines = read_lines(path)  # once, then detected and parsed: a pipe (/dev/stdin) cannot be read again
-    digest = hashlib.sha256(b"".join(raw for _, raw in lines)).hexdigest()
-    fmt = detect(path, lines)
-    if fmt != "medqa" or subset is not None:
-        return read_other(path, lines, fmt, prefix, n_options, subset), digest
-    questions: list[Question] = []
-    for line_no, record in json_records(path, lines):  # a byte-order mark may open the file
-        try:
-            questions.append(_parse_record(record, f"{prefix}-{line_no}", n_options))
-        except ValueError as exc:
-            raise DataError(f"{path}:{line_no}: {exc}") from None
-
-    if not questions:
-        raise DataError(f"{path}: no questions")
-    return questions, digest
-
-
 def dataset_spec(dataset: str) -> DatasetSpec:
     """The registered dataset ``dataset``, or an error listing the known names."""
     spec = DATASETS.get(dataset)
@@ -289,24 +246,6 @@ def exam_dataset(lang: str, exam: str) -> str:
             return spec.name
     exams = sorted({(s.exam, s.lang) for s in DATASETS.values()})
     raise UsageError(f"no {lang} dataset for exam {exam!r}: choose one of " + ", ".join(f"{e} ({l})" for e, l in exams))
-
-
-def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
-    """Load one split of a named dataset from ``<data_dir>/questions``, never substituting another file."""
-    spec = dataset_spec(dataset)
-    if split not in SPLITS:
-        raise DataError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
-    data_dir = Path(data_dir)
-    if not data_dir.is_dir():
-        raise DataError(f"{data_dir}: data folder not found (set OPENQA_DATA or --data-dir)")
-
-    path = data_dir / "questions" / spec.files[split]
-    if split == "train" and not path.is_file():
-        raise DataError(
-            f"{path}: file not found; the official {dataset} train split is not in this copy of MedQA, "
-            f"so train on a seeded split of dev instead, e.g. --train-split dev:0.8 (see TRAIN.md)"
-        )
-    return read_question_file(path, qid_prefix=f"{dataset}-{split}", n_options=spec.n_options)
 
 
 def split_questions(

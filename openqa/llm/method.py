@@ -1,5 +1,6 @@
-"""``--method llm``: open an LLM reader with its retriever, backend and reply cache, as the pipeline
-opens any method (``open_llm`` returns the pipeline's ``Opened``)."""
+"""``--method llm``: open an LLM reader with its retriever, backend and reply cache (``open_llm``;
+``openqa.methods.LLMMethod`` opens the retriever and makes the pipeline's ``Opened`` of what this
+returns, so this module imports nothing from the methods above it)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from openqa.llm.settings import LLMSettings
-from openqa.methods import Opened, open_retrieving
 
 if TYPE_CHECKING:
+    from openqa.llm.scorer import LLMScorer
+    from openqa.scorers.ir import IRScorer
     from openqa.workspace import Context, Exam
 
 #: Flags of settings a user may give (their source in the record when they differ from the default).
@@ -35,20 +37,20 @@ class ClosedBook:
         """Nothing to load (``Index.warm``)."""
 
 
-def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings) -> "Opened":
-    """An LLM reader over ``llm.retriever``'s evidence (none for a closed book), with its settings
-    and their sources for the record."""
+def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRScorer | None" = None,
+             retriever_settings: dict[str, Any] | None = None) -> tuple["LLMScorer", Any, dict[str, Any]]:
+    """An LLM reader over the evidence of ``retriever`` (opened with ``retriever_settings``, their
+    sources included; none for a closed book): its scorer, the index it reads, and its settings
+    with their sources for the record."""
     from openqa.llm.backends import open_backend
     from openqa.llm.cache import ReplyCache
     from openqa.llm.scorer import LLMScorer
 
-    retriever, query, retrieval = None, "full", {}
-    if llm.evidence != "none":
-        opened = open_retrieving(ctx, llm.retriever, target)
-        retriever = opened.retriever
+    query, retrieval = "full", {}
+    if retriever is not None:
         query = retriever.settings.query
         query = "full" if query == "option" else query
-        retrieval = {"retriever_settings": {k: v for k, v in opened.settings.items() if k != "sources"}}
+        retrieval = {"retriever_settings": {k: v for k, v in (retriever_settings or {}).items() if k != "sources"}}
     cache = ReplyCache(llm.cache_dir or ctx.settings.index_dir / "llm-cache")
     how = {"models_dir": ctx.settings.models_dir, "context": llm.context, "timeout": llm.timeout,
            "retries": llm.retries, "threads": llm.threads}
@@ -63,7 +65,7 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings) -> "Opened":
                    template_version="openqa package", template_hash="openqa package", backend="--model/--endpoint", runs_on="backend",
                    **({"prompt_cache": "backend"} if "prompt_cache" in record else {}),
                    cache="--cache-dir" if llm.cache_dir else "default (beside the indexes)")
-    if llm.evidence != "none":
-        sources["query"] = f"{llm.retriever}: {opened.settings['sources'].get('query', 'default')}"
+    if retriever is not None:
+        sources["query"] = f"{llm.retriever}: {(retriever_settings or {}).get('sources', {}).get('query', 'default')}"
     index = retriever.engine if retriever is not None else ClosedBook(target.lang)
-    return Opened(scorer, index, {**record, "sources": sources})
+    return scorer, index, {**record, "sources": sources}

@@ -1,0 +1,95 @@
+"""The documentation and the house: the MkDocs site builds with ``--strict`` (a broken link, a
+missing page or an API reference to a name that no longer exists fails), the figures RESULTS.md and
+the README's table give are those the records under eval/results/ make, the README stays short and
+names exactly the commands CI runs, and no module of ``openqa`` imports, however lazily, a module
+that imports it back."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "openqa"
+
+
+def test_the_site_builds_strictly(tmp_path):
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    reference = (tmp_path / "site" / "cli" / "index.html").read_text()
+    assert "openqa search" in reference and "--predictions" in reference  # generated from the parser
+    assert "batch_search" in (tmp_path / "site" / "reference" / "index.html").read_text()  # from the docstrings
+
+
+def test_results_and_the_readme_table_are_what_the_records_make():
+    code = ("import json, results_md; print(json.dumps([results_md.results_text(), results_md.headline_table(), "
+            "list(results_md.README_MARKS)]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "scripts", capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")})
+    assert done.returncode == 0, done.stderr
+    results, table, marks = json.loads(done.stdout)
+    assert (ROOT / "RESULTS.md").read_text() == results, "run python scripts/results_md.py"
+    readme = (ROOT / "README.md").read_text()
+    start, end = (readme.index(mark) for mark in marks)
+    assert readme[start + len(marks[0]):end].strip().splitlines() == table, "run python scripts/results_md.py"
+
+
+def test_the_readme_is_short_and_names_the_commands_ci_runs():
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.splitlines()) <= 200
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    for line in ci:
+        assert f"\n{line}\n" in readme, f"the README does not show CI's command {line!r}"
+
+
+def imports(path: Path) -> set[str]:
+    """The ``openqa`` modules ``path`` imports anywhere (functions included; type-checking-only
+    imports left out), as dotted names of files or packages that exist."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(node) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and getattr(block.test, "id", getattr(block.test, "attr", None)) == "TYPE_CHECKING"
+                   for node in ast.walk(block)}
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in names if name.startswith("openqa") and module_file(name) is not None}
+
+
+def module_file(name: str) -> Path | None:
+    base = ROOT.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    modules = {".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p for p in PACKAGE.rglob("*.py")}
+    # a submodule always imports its own packages first: those edges are Python's, not the code's
+    graph = {name: {o for o in imports(path) if o != name and not name.startswith(o + ".")} for name, path in modules.items()}
+    cycles, state = [], {}
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = "open"
+        for other in sorted(graph.get(name, ())):
+            if state.get(other) == "open":
+                cycles.append(trail[trail.index(other):] + [other] if other in trail else [name, other])
+            elif other not in state:
+                visit(other, trail + [other])
+        state[name] = "done"
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
