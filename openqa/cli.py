@@ -272,6 +272,15 @@ def build_parser() -> argparse.ArgumentParser:
     fa.add_argument("--output", help=f"folder for the result file (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")
     _common(fa)
 
+    co = sub.add_parser("compare", help="two or more eval runs question by question: accuracy, paired bootstrap, exact McNemar, "
+                        "calibration, disagreements")
+    co.add_argument("runs", nargs="+", metavar="RUN", help="eval records (.json) or their .predictions.jsonl files, of one dataset "
+                    "and split; matched on their common questions by content; the first is the baseline")
+    co.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
+    co.add_argument("--output", metavar="FILE", help="also write the comparison as Markdown (FILE.md) with its JSON beside it")
+    co.add_argument("--data-dir", help="MedQA data_clean folder, for runs written before predictions carried question digests "
+                    "(default: $OPENQA_DATA)")
+
     sv = sub.add_parser("serve", help="a web page and an HTTP JSON API that solve questions with evidence")
     sv.add_argument("--lang", default="en,zh", help="languages to serve, comma-separated (default: en,zh)")
     sv.add_argument("--method", default="ir-custom", help="methods to serve, comma-separated, or all (every index method, and llm when --model is given); a missing quick index (custom, pmi) is built first, a missing slow one is reported with the command that builds it; llm takes the --method llm flags below (default: ir-custom)")
@@ -594,6 +603,21 @@ def _write_run(searcher, topics: dict[str, str], k: int, args: argparse.Namespac
     print(f"wrote {written.resolve()}: {len(topics)} topics, {len(lines)} lines", file=sys.stderr)
 
 
+def cmd_compare(args: argparse.Namespace) -> None:
+    from openqa.pipeline import compare
+
+    record, markdown = compare(Settings.resolve(args.data_dir), [Path(r) for r in args.runs])
+    if args.output:
+        from openqa.evaluate.results import write_output
+
+        written = write_output(Path(args.output), markdown, json.dumps(record, indent=2) + "\n")
+        print(f"wrote {written.resolve()}", file=sys.stderr)
+    if args.json:
+        _print_json(record)
+    else:
+        print(markdown, end="")
+
+
 def cmd_filter_agreement(args: argparse.Namespace) -> None:
     from openqa.data import load_questions
     from openqa.evaluate.metrics import filter_agreement
@@ -631,6 +655,7 @@ COMMANDS = {
     "answer": cmd_answer,
     "search": cmd_search,
     "filter-agreement": cmd_filter_agreement,
+    "compare": cmd_compare,
     "train": cmd_train,
     "serve": cmd_serve,
 }

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openqa.answer import as_dict, assess, solve
+from openqa.config import Settings
 from openqa.corpus.sources import corpus_tag
 from openqa.data import Question, dataset_spec, load_questions, read_question_file_digest
 from openqa.errors import OpenQAError
@@ -310,6 +311,19 @@ def train_reader(
               "index": provenance(scorer.engine),
               **run_record()}
     return train(reader, sets[0], sets[1], config, output, record, load_reader)
+
+
+def compare(settings: Settings, runs: list[Path]) -> tuple[dict[str, Any], str]:
+    """``openqa compare``: the comparison record of ``runs`` and its Markdown (``openqa.evaluate.compare``);
+    rows written before predictions carried digests are matched through their dataset's split."""
+    from openqa.evaluate.compare import compare_markdown, compare_runs
+
+    def digests_of(dataset: str, split: str) -> dict[str, str]:
+        return {q.qid: q.digest() for q in load_questions(dataset, split, settings.require_data_dir())}
+
+    record = compare_runs(runs, digests_of)
+    record.update(run_record())
+    return record, compare_markdown(record)
 
 
 def answer_record(opened: Opened, question: Question, evidence: int, min_confidence: float | None = None) -> dict[str, Any]:

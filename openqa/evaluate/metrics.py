@@ -81,10 +81,15 @@ BOOTSTRAP_SEED = 0
 def paired_bootstrap(first: Sequence[OptionScores], second: Sequence[OptionScores]) -> dict[str, Any]:
     """The accuracy of ``first`` minus that of ``second`` on the same questions (points), with a 95%
     percentile interval from ``BOOTSTRAP_ROUNDS`` resamples of the questions (seeded: the same every run)."""
+    return paired_difference([r.prediction() == r.question.answer_idx for r in first],
+                             [r.prediction() == r.question.answer_idx for r in second])
+
+
+def paired_difference(first: Sequence[bool], second: Sequence[bool]) -> dict[str, Any]:
+    """``paired_bootstrap`` of two runs' right (True) and wrong answers to the same questions, in order."""
     import numpy as np
 
-    a = np.array([r.prediction() == r.question.answer_idx for r in first], dtype=float)
-    b = np.array([r.prediction() == r.question.answer_idx for r in second], dtype=float)
+    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     diff = a - b
     draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, len(diff), size=(BOOTSTRAP_ROUNDS, len(diff)))
     means = 100 * diff[draws].mean(axis=1)

@@ -1,0 +1,145 @@
+"""Two or more evaluation runs compared question by question (``openqa compare``).
+
+A run is an eval record (``<stem>.json``) or its predictions file (``<stem>.predictions.jsonl``).
+Runs are matched on their common questions by content (each prediction row's ``digest``, the
+question's text and lettered options; a row written before digests is looked up in its dataset's
+split by id), never by file name or position; runs over different datasets are refused. For each
+run: accuracy on the common questions with its Wilson interval and its calibration error; for each
+later run against the first: the paired bootstrap interval of the difference (seeded), the exact
+McNemar test on the questions where exactly one is right, and those questions counted both ways.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from openqa.errors import DataError, UsageError
+from openqa.evaluate.calibration import calibration_error
+from openqa.evaluate.metrics import paired_difference, wilson_interval
+from openqa.jsonl import decode, numbered_lines, text_line
+from openqa.version import version_record
+
+#: The longest predictions row read.
+MAX_ROW_BYTES = 1 << 22
+#: Questions where two runs disagree that a comparison lists (the counts cover all).
+LISTED = 50
+
+
+def mcnemar_exact(only_first: int, only_second: int) -> float:
+    """The two-sided exact McNemar p-value: of the questions exactly one run gets right, how unlikely
+    a split at least this uneven is when each is equally likely to be the one (binomial, p = 1/2)."""
+    n = only_first + only_second
+    if n == 0:
+        return 1.0
+    low = min(only_first, only_second)
+    tail = sum(math.comb(n, k) for k in range(low + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def run_paths(given: Path) -> tuple[Path, Path]:
+    """A run's record and predictions file, from either of them."""
+    name = given.name
+    if name.endswith(".predictions.jsonl"):
+        return given.with_name(name.removesuffix(".predictions.jsonl") + ".json"), given
+    if name.endswith(".json"):
+        return given, given.with_name(name.removesuffix(".json") + ".predictions.jsonl")
+    raise UsageError(f"{given}: give an eval record (.json) or its predictions file (.predictions.jsonl)")
+
+
+def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> dict[str, Any]:
+    """One run: its record's dataset, split, method and file, and its rows by question digest
+    (``digests_of(dataset, split)`` gives qid -> digest for rows written before digests)."""
+    record_path, predictions = run_paths(Path(given))
+    try:
+        record = decode(record_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{record_path}: not a readable eval record ({exc})") from None
+    if not isinstance(record, dict) or "dataset" not in record:
+        raise DataError(f"{record_path}: not an eval record (no dataset)")
+    rows: dict[str, dict[str, Any]] = {}
+    lookup: dict[str, str] | None = None
+    for number, raw in numbered_lines(predictions, MAX_ROW_BYTES, "a predictions file"):
+        where = f"{predictions}:{number}"
+        line = text_line(where, raw)
+        if not line.strip():
+            continue
+        try:
+            row = decode(line)
+        except ValueError as exc:
+            raise DataError(f"{where}: not valid JSON ({exc})") from None
+        if not isinstance(row, dict) or "correct" not in row:
+            raise DataError(f"{where}: not a prediction row (no 'correct')")
+        digest = row.get("digest")
+        if digest is None:
+            lookup = lookup if lookup is not None else digests_of(str(record["dataset"]), str(record.get("split")))
+            digest = lookup.get(str(row.get("qid")))
+            if digest is None:
+                raise DataError(f"{where}: question {row.get('qid')!r} has no digest and is not in "
+                                f"{record['dataset']} {record.get('split')}: rerun openqa eval to write digests")
+        rows[digest] = row
+    if not rows:
+        raise DataError(f"{predictions}: no predictions")
+    label = str(record.get("method")) + (f" ({record['variant']})" if record.get("variant") else "")
+    return {"file": record_path.name, "label": label, "dataset": record["dataset"], "split": record.get("split"),
+            "method": record.get("method"), "rows": rows}
+
+
+def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[str, str]]) -> dict[str, Any]:
+    """The comparison record of the runs ``paths`` (at least two) on their common questions."""
+    if len(paths) < 2:
+        raise UsageError("give at least two runs to compare")
+    runs = [read_run(Path(p), digests_of) for p in paths]
+    datasets = {(r["dataset"], r["split"]) for r in runs}
+    if len(datasets) > 1:
+        shown = ", ".join(f"{r['file']}: {r['dataset']} {r['split']}" for r in runs)
+        raise UsageError(f"runs of different datasets cannot be compared question by question ({shown})")
+    common = sorted(set.intersection(*(set(r["rows"]) for r in runs)))
+    if not common:
+        raise UsageError("the runs share no question")
+    correct = [np.array([bool(r["rows"][d]["correct"]) for d in common]) for r in runs]
+    summaries = []
+    for run, right in zip(runs, correct):
+        conf = np.array([float(run["rows"][d].get("confidence") or 0.0) for d in common])
+        has_confidence = all(run["rows"][d].get("confidence") is not None for d in common)
+        summaries.append({
+            "run": run["file"], "method": run["label"], "n": len(common), "questions_in_run": len(run["rows"]),
+            "accuracy": round(100 * float(right.mean()), 2), "ci95": list(wilson_interval(float(right.sum()), len(common))),
+            "ece": round(calibration_error(conf, right), 4) if has_confidence else None,
+        })
+    pairs = []
+    for run, right in zip(runs[1:], correct[1:]):
+        diff = paired_difference(right.tolist(), correct[0].tolist())
+        only_this = [d for d, a, b in zip(common, right, correct[0]) if a and not b]
+        only_first = [d for d, a, b in zip(common, right, correct[0]) if b and not a]
+        pairs.append({
+            "run": run["file"], "against": runs[0]["file"], "difference": diff["difference"], "ci95": diff["ci95"],
+            "interval": diff["interval"], "only_this_right": len(only_this), "only_first_right": len(only_first),
+            "mcnemar_exact_p": round(mcnemar_exact(len(only_this), len(only_first)), 6),
+            "disagree": {"only_this_right": [run["rows"][d].get("qid") for d in only_this[:LISTED]],
+                         "only_first_right": [run["rows"][d].get("qid") for d in only_first[:LISTED]]},
+        })
+    dataset, split = datasets.pop()
+    return {"dataset": dataset, "split": split, "method": "compare", "n": len(common), "accuracy": summaries[0]["accuracy"],
+            "common_questions": len(common), "matched_by": "question content (text and lettered options)",
+            "runs": summaries, "pairs": pairs, **version_record()}
+
+
+def compare_markdown(record: dict[str, Any]) -> str:
+    """The comparison as Markdown tables (what ``openqa compare`` prints and writes as ``.md``)."""
+    lines = [f"# {record['dataset']} {record['split']}: {len(record['runs'])} runs on {record['common_questions']} common questions",
+             "", "| run | method | accuracy % (95% CI) | ECE | questions in the run |", "|---|---|---|---|---|"]
+    for s in record["runs"]:
+        ece = f"{s['ece']:.3f}" if s["ece"] is not None else "-"
+        lines.append(f"| {s['run']} | {s['method']} | {s['accuracy']:.2f} ({s['ci95'][0]:.1f}-{s['ci95'][1]:.1f}) | {ece} "
+                     f"| {s['questions_in_run']} |")
+    lines += ["", "| run | against | difference (points, 95% CI) | only this right | only the first right | McNemar exact p |",
+              "|---|---|---|---|---|---|"]
+    for p in record["pairs"]:
+        lines.append(f"| {p['run']} | {p['against']} | {p['difference']:+.2f} ({p['ci95'][0]:+.2f} to {p['ci95'][1]:+.2f}) "
+                     f"| {p['only_this_right']} | {p['only_first_right']} | {p['mcnemar_exact_p']:.4g} |")
+    lines += ["", f"Intervals: {record['pairs'][0]['interval']}; accuracy intervals: Wilson 95%."]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,69 @@
+"""``openqa compare``: runs matched by question content, accuracy with Wilson intervals, the seeded
+paired bootstrap, the exact McNemar test and the disagreements, checked against a case worked out by
+hand; runs of different datasets are refused in one line."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from openqa.errors import UsageError
+from openqa.evaluate.compare import compare_runs, mcnemar_exact
+from openqa.evaluate.metrics import wilson_interval
+from tests.test_cli import run
+
+
+def write_run(folder, name, right, dataset="us", order_seed=None, n=10, confidence=0.5):
+    """A run of ``n`` questions (digests d0..d9; ids of the run's own) right on the indices in
+    ``right``, its rows shuffled when ``order_seed`` is given (so only content can match them)."""
+    rows = [{"qid": f"{name}-{i}", "digest": f"d{i}", "prediction": "A", "answer": "A" if i in right else "B",
+             "correct": i in right, "confidence": confidence} for i in range(n)]
+    if order_seed is not None:
+        random.Random(order_seed).shuffle(rows)
+    (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / f"{name}.json").write_text(json.dumps({"dataset": dataset, "split": "test", "method": name, "n": n}))
+    return folder / f"{name}.json"
+
+
+def no_lookup(dataset, split):
+    raise AssertionError("every row has a digest")
+
+
+def test_exact_mcnemar_worked_by_hand():
+    assert mcnemar_exact(2, 3) == 1.0  # 2 x (C(5,0) + C(5,1) + C(5,2)) / 2^5 = 2 x 16/32, capped at 1
+    assert mcnemar_exact(0, 4) == 0.125  # 2 x C(4,0) / 2^4
+    assert mcnemar_exact(1, 9) == pytest.approx(2 * (1 + 10) / 1024)
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_runs_are_compared_on_their_common_questions_by_content(tmp_path):
+    first = write_run(tmp_path, "a", {0, 1, 2, 3, 4, 5})
+    second = write_run(tmp_path, "b", {0, 1, 2, 3, 6, 7, 8}, order_seed=3)  # other order, other ids
+    record = compare_runs([first, second], no_lookup)
+    assert record["common_questions"] == 10 and [r["accuracy"] for r in record["runs"]] == [60.0, 70.0]
+    assert record["runs"][0]["ci95"] == list(wilson_interval(6, 10)) and record["runs"][0]["ece"] == 0.1  # |6 - 5| / 10
+    pair = record["pairs"][0]
+    assert pair["difference"] == 10.0 and (pair["only_this_right"], pair["only_first_right"]) == (3, 2)
+    assert pair["mcnemar_exact_p"] == 1.0
+    assert sorted(pair["disagree"]["only_this_right"]) == ["b-6", "b-7", "b-8"]  # ids differ between runs: matched by digest
+    again = compare_runs([first, second], no_lookup)
+    assert again["pairs"][0]["ci95"] == pair["ci95"] and pair["ci95"][0] < 10.0 < pair["ci95"][1]  # seeded
+    part = write_run(tmp_path, "c", {0, 1}, n=4)  # a run over the first four questions only
+    assert compare_runs([first, part], no_lookup)["common_questions"] == 4
+    other = write_run(tmp_path, "d", {0}, dataset="mainland")
+    with pytest.raises(UsageError, match="runs of different datasets"):
+        compare_runs([first, other], no_lookup)
+
+
+def test_the_command_prints_tables_json_and_writes_markdown(tmp_path):
+    first, second = write_run(tmp_path, "a", {0, 1, 2}), write_run(tmp_path, "b", {0, 1, 2, 3, 4, 5, 6})
+    done = run("compare", str(first), str(tmp_path / "b.predictions.jsonl"), "--output", str(tmp_path / "cmp.md"))
+    assert done.returncode == 0, done.stderr
+    assert "| b.json | a.json | +40.00 (" in done.stdout and "0.125 |" in done.stdout
+    assert (tmp_path / "cmp.md").read_text() == done.stdout and json.loads((tmp_path / "cmp.md.json").read_text())["n"] == 10
+    as_json = json.loads(run("compare", str(first), str(second), "--json").stdout)
+    assert as_json["pairs"][0]["mcnemar_exact_p"] == 0.125 and as_json["openqa_version"]
+    alone = run("compare", str(first))
+    assert alone.returncode == 2 and "at least two runs" in alone.stderr
