@@ -369,7 +369,8 @@ def settings_line(settings: dict) -> str:
     """One line: every setting's value, grouped by where it came from."""
     groups: dict[str, list[str]] = {}
     for key, source in settings["sources"].items():
-        groups.setdefault(source, []).append(f"{key} {settings[key]}")
+        value = settings[key]
+        groups.setdefault(source, []).append(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}")
     return "settings: " + "; ".join(f"{', '.join(items)} ({source})" for source, items in groups.items())
 
 
