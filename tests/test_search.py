@@ -74,6 +74,14 @@ def test_post_v1_search_is_in_the_api_and_its_docs(tmp_path):
             status, data = call(url, "/v1/search", {"query": "x", "engine": "dense"})
             assert status == 404 and "no dense (en) index is served here" in data["error"]
             assert call(url, "/v1/search", {"query": "x", "k": 0})[0] == 422
+            assert call(url, "/v1/search", {"query": "x", "k": "5"})[0] == call(url, "/v1/search", {"query": "x", "k": True})[0] == 422
+            for lang in ("fr", "EN", "auto"):
+                assert call(url, "/v1/search", {"query": "x", "lang": lang}) == (
+                    400, {"error": f"unknown language {lang!r}: this server serves en, zh"})
+            status, data = call(url, "/v1/search", {"query": "x", "engine": "nope"})
+            assert status == 400 and data["error"].startswith("unknown engine 'nope'")
+            wide = call(url, "/v1/search", {"query": "ｃｅｆｔｒｉａｘｏｎｅ cell wall", "k": 2})  # full-width letters, normalized
+            assert wide[0] == 200 and wide[1]["hits"] == call(url, "/v1/search", {"query": "ceftriaxone cell wall", "k": 2})[1]["hits"]
             assert "/v1/search" in call(url, "/openapi.json")[1]["paths"]
     finally:
         engines.close()

@@ -179,7 +179,7 @@ class Answer(BaseModel):
 class SearchRequest(BaseModel):
     """A free-text query for the paragraphs of one served index (as ``openqa search``)."""
 
-    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
         {"query": "drug that blocks bacterial cell wall synthesis", "lang": "en", "engine": "custom", "k": 5}]})
 
     query: str = Field(description=f"the text to search for (at most {MAX_CHARS} characters)")

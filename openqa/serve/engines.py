@@ -39,13 +39,14 @@ from openqa.answer import no_match_message
 from openqa.api import search_hits
 from openqa.cancel import cancellable
 from openqa.data import Question
+from openqa.data.pasted import clean_text
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
 from openqa.languages import LANGS
 from openqa.methods import METHODS, Opened, Overrides, Request, open_method
 from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index
 from openqa.retrieval.manifest import MANIFEST
-from openqa.retrieval.registry import index_folder, open_index
+from openqa.retrieval.registry import ENGINES, index_folder, open_index
 from openqa.serve.examples import measured_accuracy
 from openqa.serve.workers import FairPool
 from openqa.workspace import Context, Exam, OpenOnce
@@ -406,6 +407,13 @@ class Engines:
         """The top ``k`` paragraphs of the ``lang``/``engine`` index for ``query`` (``openqa.api.search_hits``),
         on the worker of a served method that reads that index (reopened first if it changed on disk)."""
         lang = lang or self.langs[0]
+        if lang not in self.langs:
+            raise RequestError(f"unknown language {lang!r}: this server serves {', '.join(self.langs)}", 400)
+        if engine not in ENGINES:
+            raise RequestError(f"unknown engine {engine!r}: choose one of {', '.join(ENGINES)}", 400)
+        query = clean_text(query)  # normalized as /v1/answer normalizes a question
+        if not query.strip():
+            raise RequestError("empty query: give the text to search for", 400)
         reading = [m for m in self.methods if (lang, engine) in METHODS[m].reads(lang, self.request)
                    and (lang, m) in self.offers]
         if not reading:
