@@ -5,6 +5,8 @@ is built (never written twice), and the results page takes the figures RESULTS.m
 from __future__ import annotations
 
 import argparse
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +65,27 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+#: ``{{ FILE:dotted.key }}`` or ``{{ FILE:dotted.key:FORMAT }}``: a figure read from the record FILE under eval/results/.
+FIGURE = re.compile(r"\{\{\s*([\w.+-]+\.json):([\w.]+)(?::([^}\s]+))?\s*\}\}")
+
+
+def figure(match: re.Match[str]) -> str:
+    """The value a placeholder names, formatted; a missing record or key fails the build."""
+    file, key, spec = match.groups()
+    value: Any = json.loads((FIGURES / file).read_text(encoding="utf-8"))
+    for part in key.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise ValueError(f"{file} has no {key} (a figure of the documentation)")
+        value = value[part]
+    return format(value, spec) if spec else str(value)
+
+
+def figures(markdown: str) -> str:
+    """Every figure placeholder of a page replaced by its record's value."""
+    return FIGURE.sub(figure, markdown)
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    markdown = figures(markdown)
     markdown = markdown.replace(MARKER, cli_reference()) if MARKER in markdown else markdown
     return markdown.replace(RESULTS_MARKER, results_page()) if RESULTS_MARKER in markdown else markdown

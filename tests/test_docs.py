@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -93,3 +94,30 @@ def test_no_module_imports_one_that_imports_it_back():
         if name not in state:
             visit(name, [name])
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+#: Numbers the pages may state as they are: constants of the code, the paper or the protocol, never
+#: measurements (a measured figure is a ``{{ record.json:key }}`` placeholder the site fills from its
+#: record, or lives on the results page, which RESULTS.md generates).
+CONSTANTS = {
+    "commands.md": {"550 MB", "80%", "20%", "60 s"},  # fault-suite address spaces; the train split; ES client timeout
+    "install.md": {"3.11"},  # the Python version
+    "README.md": {"3.11"},
+    "methods.md": {"0.9", "0.35"},  # the paper's kD, bD
+    "probabilities.md": {"25%", "100%", "95%", "0.1"},  # chance in the quoted sentence; coverages; intervals; the L2 penalty
+    "serve.md": {"600 s", "127.0", "0.1", "4.5", "20 s", "10 s", "15 s", "136 KB", "0.2", "5 s", "3 s"},  # limits and addresses
+}
+FIGURE_LIKE = re.compile(r"\d+(?:[.,]\d+)*\s?%|\b\d+\.\d+\b|\b\d+(?:,\d{3})*\s?(?:ms|MB|GB|KB|s|q/s)\b|\b\d+(?:\.\d+)?x\b")
+
+
+def test_the_pages_state_no_measured_figure_by_hand():
+    """A figure in the documentation comes from a record (a placeholder, or the generated results
+    page); anything else that looks like a measurement fails, so a page cannot go stale."""
+    found = {}
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = re.sub(r"```.*?```|<!-- results: written.*?<!-- results: end -->", "", page.read_text(encoding="utf-8"), flags=re.S)
+        text = re.sub(r"`[^`]*`|\{\{.*?\}\}", "", text)
+        stray = {m.group() for m in FIGURE_LIKE.finditer(text)} - CONSTANTS.get(page.name, set())
+        if stray:
+            found[page.name] = sorted(stray)
+    assert not found, f"figures written by hand (use a {{{{ record.json:key }}}} placeholder): {found}"
