@@ -102,7 +102,7 @@ def test_no_module_imports_one_that_imports_it_back():
 CONSTANTS = {
     "commands.md": {"550 MB", "80%", "20%", "60 s"},  # fault-suite address spaces; the train split; ES client timeout
     "install.md": {"3.11"},  # the Python version
-    "README.md": {"3.11"},
+    "README.md": {"3.11", "20%"},  # the Python version; the coverage the results table reports
     "methods.md": {"0.9", "0.35"},  # the paper's kD, bD
     "probabilities.md": {"25%", "100%", "95%", "0.1"},  # chance in the quoted sentence; coverages; intervals; the L2 penalty
     "serve.md": {"600 s", "127.0", "0.1", "4.5", "20 s", "10 s", "15 s", "136 KB", "0.2", "5 s", "3 s"},  # limits and addresses
