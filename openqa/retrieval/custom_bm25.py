@@ -1,4 +1,4 @@
-"""The paper's re-weighted BM25 (Appendix B) over a scipy.sparse term-by-paragraph matrix.
+"""The paper's re-weighted BM25 (Appendix B) over a sparse term-by-paragraph matrix (CSR arrays).
 
 The paper writes
 
@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
-import scipy.sparse as sp
 
 from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
@@ -66,6 +65,19 @@ WEIGH_SLICE = 1 << 22
 SCORING = "appendix-b (IDF twice: BM25(q,D) x IDF(q) x query saturation)"
 #: How much of a query must be text it shares with the queries before it to be searched with them.
 SHARED_FRACTION = 0.25
+
+
+@dataclass(frozen=True)
+class CSR:
+    """A term-by-paragraph matrix in compressed sparse rows: row t's paragraphs are
+    ``indices[indptr[t]:indptr[t + 1]]`` with their weights in ``data`` (the arrays scipy.sparse
+    uses, kept as plain numpy arrays: the compiled kernel reads them, and the core install needs no
+    scipy)."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
 
 
 @dataclass(frozen=True)
@@ -124,7 +136,7 @@ def count_chunk(term_lists: list[list[str]], vocab: dict[str, int], start: int) 
     return ChunkCounts(start, terms, runs, docs, counts.astype(np.min_scalar_type(counts.max(initial=0)))), lengths
 
 
-def document_weights(term_lists: Iterable[list[str]], params: DocParams) -> tuple[sp.csr_matrix, list[str]]:
+def document_weights(term_lists: Iterable[list[str]], params: DocParams) -> tuple[CSR, list[str]]:
     """Term-by-paragraph CSR matrix of BM25(q,D) x IDF(q) (IDF squared times the document-side
     saturation), and the vocabulary (row order), from a stream of tokenized paragraphs.
 
@@ -167,19 +179,20 @@ def document_weights(term_lists: Iterable[list[str]], params: DocParams) -> tupl
         rows = np.searchsorted(indptr[1:], np.arange(entries.start, entries.stop), side="right")
         f = tf[entries]
         tf[entries] = f * (params.kd + 1) / (f + norm[indices[entries]]) * term_idf[rows] ** 2
-    return sp.csr_matrix((tf, indices, indptr), shape=(n_terms, n)), list(vocab)
+    return CSR(tf, indices, indptr, (n_terms, n)), list(vocab)
 
 
-def write_weights(folder: Path, weights: sp.csr_matrix) -> None:
+def write_weights(folder: Path, weights: CSR) -> None:
     """Store the weights' CSR arrays as the raw ``.npy`` files of ``WEIGHT_ARRAYS``."""
     for key, name in WEIGHT_ARRAYS.items():
         np.save(folder / name, getattr(weights, key))
 
 
-def read_weights(at: Opening) -> tuple[sp.csr_matrix, str]:
+def read_weights(at: Opening) -> tuple[CSR, str]:
     """The weights of the index being opened and the file that gives its term count: format 2's
-    arrays memory-mapped (scipy keeps the maps: nothing is copied or read until searched),
-    format 1's ``weights.npz`` read whole; a format this openqa does not know is refused.
+    arrays memory-mapped (nothing is copied or read until searched), format 1's ``weights.npz``
+    (scipy.sparse's file: the same arrays in a numpy archive) read whole; a format this openqa
+    does not know is refused.
 
     The paragraph count comes from the manifest, which the paragraph store has confirmed (the
     kernel indexes its score buffer with paragraph numbers: a count edited in the manifest alone
@@ -188,9 +201,12 @@ def read_weights(at: Opening) -> tuple[sp.csr_matrix, str]:
     folder, manifest = at.folder, at.manifest
     version = manifest.get("format", 1)
     if version == 1:
-        with at.reading(WEIGHTS):
-            weights = sp.load_npz(folder / WEIGHTS).tocsr()
-        return weights, WEIGHTS
+        with at.reading(WEIGHTS, errors=(KeyError,)), np.load(folder / WEIGHTS, allow_pickle=False) as archive:
+            kind = archive["format"].item()  # scipy stores it as bytes
+            if (kind.decode() if isinstance(kind, bytes) else str(kind)) != "csr":
+                raise at.damaged(WEIGHTS, f"holds a {kind!r} matrix, not csr")
+            shape = tuple(int(x) for x in archive["shape"])
+            return CSR(archive["data"], archive["indices"], archive["indptr"], (shape[0], shape[1])), WEIGHTS
     if version != FORMAT:
         raise at.mismatch(f"has format {version!r}, which this openqa does not read")
     arrays = {}
@@ -204,9 +220,7 @@ def read_weights(at: Opening) -> tuple[sp.csr_matrix, str]:
         raise at.damaged("weights arrays", f"have the wrong shapes or types ({kinds})")
     sizes = {WEIGHT_ARRAYS["data"]: len(data), WEIGHT_ARRAYS["indices"]: len(indices), WEIGHT_ARRAYS["indptr"]: int(indptr[-1])}
     at.counts("weight entry", sizes)
-    with at.reading(WEIGHT_ARRAYS["indptr"], errors=(TypeError,)):
-        weights = sp.csr_matrix((data, indices, indptr), shape=(len(indptr) - 1, at.paragraphs), copy=False)
-    return weights, WEIGHT_ARRAYS["indptr"]
+    return CSR(data, indices, indptr, (len(indptr) - 1, at.paragraphs)), WEIGHT_ARRAYS["indptr"]
 
 
 @dataclass(frozen=True)
@@ -304,7 +318,7 @@ class CustomBM25(SearchEngine):
     #: many runs in the calling thread alone.
     THREAD_CHUNK = 32
 
-    def __init__(self, folder: Path, manifest: dict[str, Any], weights: sp.csr_matrix, vocab: list[str], paragraphs: ParagraphStore):
+    def __init__(self, folder: Path, manifest: dict[str, Any], weights: CSR, vocab: list[str], paragraphs: ParagraphStore):
         self.folder = folder
         self.manifest = manifest
         self.weights = weights
