@@ -188,6 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--lang", choices=LANGS, help="with --questions: their language, which picks the corpus (default: en)")
     ev.add_argument("--exam", help="what --questions are scored as: usmle, mcmle, twmle: the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
     ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
+    ev.add_argument("--offset", type=int, default=0, help="skip the first N questions (with --limit: a slice, e.g. for "
+                    "two processes over disjoint ranges sharing one reply cache; default: 0)")
     ev.add_argument("--retrieval", action="store_true", help="instead of accuracy: how often question-only evidence mentions the correct vs the wrong options (Markdown, JSON, PNG)")
     ev.add_argument("--retrievers", default="ir-custom,ir-es,dense,hybrid", help="methods whose retrieval --retrieval compares (default: ir-custom,ir-es,dense,hybrid; missing indexes are skipped with a note)")
     ev.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -393,7 +395,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
     request = EvalRequest(
         method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
-        lang=args.lang, exam=args.exam, limit=args.limit, engine=args.engine, model=args.model, overrides=_overrides(args),
+        lang=args.lang, exam=args.exam, limit=args.limit, offset=args.offset, engine=args.engine, model=args.model,
+        overrides=_overrides(args),
         llm=_llm_settings(args, args.method), subset=args.subset, predictions=_predictions(args), ensemble=args.ensemble,
     )
     if args.retrieval:

@@ -62,6 +62,8 @@ class EvalRequest:
     lang: str | None = None
     exam: str | None = None
     limit: int | None = None
+    #: Questions skipped before the first scored one (with ``limit``: a slice, e.g. for two processes).
+    offset: int = 0
     engine: str | None = None
     model: str | None = None
     overrides: Overrides = Overrides()
@@ -82,6 +84,8 @@ class EvalRequest:
             raise OpenQAError("--subset picks a dataset of a MIRAGE --questions file")
         if self.limit is not None and self.limit < 1:
             raise OpenQAError("--limit must be at least 1")
+        if self.offset < 0:
+            raise OpenQAError(f"--offset must be 0 or more, not {self.offset}")
 
     def variant(self) -> str | None:
         """What distinguishes this result file from the method's default one (flags overriding
@@ -95,6 +99,8 @@ class EvalRequest:
         parts += [f"{flag}-{value}" for flag, value in (("engine", self.engine), ("query", o.query),
                                                          ("top", o.top_n), ("aggregate", o.aggregate)) if value]
         parts += method(self.method).variant(self.request())
+        if self.offset:
+            parts.append(f"from{self.offset}")
         return "-".join(parts) or None
 
     def request(self) -> Request:
@@ -114,6 +120,7 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         questions, digest = read_question_file_digest(path, subset=req.subset)  # one read: a pipe has no second
         data = f"{path.name} (sha256 {digest[:16]})"  # the file by name and content: no machine path in the record
         name, split = path.stem, "file"
+    questions = questions[req.offset:]
     if req.limit is not None:
         questions = questions[: req.limit]
     return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data
@@ -160,6 +167,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
         "seconds": round(seconds, 3),
         "load_seconds": round(load_seconds, 3),
         "limit": req.limit,
+        "offset": req.offset,
         "variant": variant(ctx, req),
         "settings": opened.settings,
         "data": data,

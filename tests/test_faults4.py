@@ -101,3 +101,15 @@ def test_a_failed_tune_leaves_its_old_settings_and_a_mismatched_pair_is_refused(
     settings.write_text(json.dumps(record))
     done = run_env("eval", "--dataset", "us", "--split", "dev", env=env)
     assert done.returncode == 2 and "ir-custom-us.calibration.json was fitted with other settings than ir-custom-us.json" in done.stderr
+
+
+def test_offset_and_limit_score_a_slice_under_its_own_name(built, tmp_path):  # noqa: F811
+    whole = run("eval", "--dataset", "us", "--split", "dev", "--output", str(tmp_path), "--json", *loc(built))
+    second = run("eval", "--dataset", "us", "--split", "dev", "--offset", "1", "--limit", "1", "--output", str(tmp_path), "--json",
+                 *loc(built))
+    assert whole.returncode == 0 and second.returncode == 0, second.stderr
+    rows = (tmp_path / "us-dev-ir-custom.predictions.jsonl").read_text().splitlines()
+    assert json.loads(second.stdout)["n"] == 1 and json.loads(second.stdout)["variant"] == "from1"
+    assert (tmp_path / "us-dev-ir-custom-from1-limit1.predictions.jsonl").read_text().splitlines() == rows[1:2]
+    bad = run("eval", "--dataset", "us", "--offset", "-1", *loc(built))
+    assert bad.returncode == 2 and "--offset must be 0 or more" in bad.stderr
