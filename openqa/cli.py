@@ -350,6 +350,7 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
 
     path = args.corpus_path
     corpus = user_corpus(Path(path), args.lang) if path else textbooks(_settings(args).require_data_dir(), args.lang)
+    corpus.identity()  # checked as openqa index checks it (a JSONL corpus: every line, ids unique)
     stats = corpus_stats(list(corpus.paragraphs()), args.lang)
     if args.json:
         from openqa.evaluate.results import run_record

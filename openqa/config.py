@@ -64,6 +64,9 @@ class Settings:
             return Path(value) if value is not None else None
 
         indexes = pick(index_dir, ENV_INDEXES, DEFAULT_INDEXES)
+        if indexes.exists() and not indexes.is_dir():
+            where = "--index-dir" if index_dir is not None else f"${ENV_INDEXES}" if os.environ.get(ENV_INDEXES) else "the default"
+            raise OpenQAError(f"the index folder {indexes} ({where}) is a file, not a folder: name a folder")
         return cls(
             data_dir=pick(data_dir, ENV_DATA),
             index_dir=indexes,

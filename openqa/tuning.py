@@ -121,7 +121,7 @@ def _read_record(path: Path) -> dict[str, Any]:
     record = read_json_record(path, "tuning record")
     try:
         IRSettings(**record["chosen"])
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, OpenQAError) as exc:
         raise OpenQAError(f"{path}: unreadable tuning record ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
     return record
 

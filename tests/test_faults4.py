@@ -113,3 +113,37 @@ def test_offset_and_limit_score_a_slice_under_its_own_name(built, tmp_path):  # 
     assert (tmp_path / "us-dev-ir-custom-from1-limit1.predictions.jsonl").read_text().splitlines() == rows[1:2]
     bad = run("eval", "--dataset", "us", "--offset", "-1", *loc(built))
     assert bad.returncode == 2 and "--offset must be 0 or more" in bad.stderr
+
+
+def test_smaller_refusals_name_what_is_wrong(built, tmp_path):  # noqa: F811
+    root, data, indexes = built
+    passwd = tmp_path / "passwd"
+    passwd.write_text("not a folder\n")
+    done = run("search", "aspirin", "--data-dir", str(data), "--index-dir", str(passwd))
+    assert done.returncode == 2 and f"the index folder {passwd} (--index-dir) is a file, not a folder" in done.stderr
+    links = tmp_path / "ix"
+    links.mkdir()
+    (links / "en-custom").symlink_to(tmp_path / "gone")
+    done = run("index", "--lang", "en", "--data-dir", str(data), "--index-dir", str(links))
+    assert done.returncode == 2 and "is a symbolic link to" in done.stderr and "which does not exist" in done.stderr
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"id": "a", "title": "T", "text": "x"}\n{"id": "a", "title": "T", "text": "y"}\n')
+    done = run("corpus", "stats", "--lang", "en", "--corpus", str(twice))
+    assert done.returncode == 2 and "twice.jsonl:2: id 'a' was already used on an earlier line" in done.stderr
+    csv = tmp_path / "mmlu.csv"
+    csv.write_text('What is it?,a,b,c,d,A\n"Which drug,a,b,c,d,B\nLast,a,b,c,d,C\n')
+    done = run("eval", "--questions", str(csv), *loc(built))
+    assert done.returncode == 2 and "mmlu.csv:2: a quoted field is not closed" in done.stderr
+    settings = tmp_path / "tuned"
+    settings.mkdir()
+    (settings / "ir-custom-us.json").write_text(json.dumps({"chosen": {"top_n": -1}}))
+    done = run("eval", "--dataset", "us", "--settings-dir", str(settings), *loc(built))
+    assert done.returncode == 2 and "ir-custom-us.json: unreadable tuning record" in done.stderr and "--top-n" not in done.stderr
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "replies.sqlite").write_bytes(b"not a database at all" * 100)
+    from openqa.errors import OpenQAError
+    from openqa.llm.cache import ReplyCache
+
+    with pytest.raises(OpenQAError, match="replies.sqlite is not a reply cache"):
+        ReplyCache(cache)

@@ -179,6 +179,7 @@ def _mmlu(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: 
     questions = []
     reader = csv.reader(io.StringIO("".join(line for _, line in _lines(path, lines))))
     while True:
+        start = reader.line_num + 1  # the line the next row starts on
         try:
             row = next(reader)
         except StopIteration:
@@ -190,6 +191,8 @@ def _mmlu(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: 
             continue
         if line_no == 1 and len(row) == 6 and row[5].strip().lower() == "answer":
             continue  # a header row (question, A, B, C, D, answer)
+        if len(row) != 6 and line_no > start and any("\n" in cell for cell in row):
+            raise DataError(f"{path}:{start}: a quoted field is not closed (a \" without its closing \"): it runs on to line {line_no}")
         if len(row) != 6:
             raise DataError(f"{path}:{line_no}: expected 6 columns (question, four options, answer letter), found {len(row)}")
         medqa = {"question": row[0], "options": dict(zip("ABCD", row[1:5])), "answer_idx": row[5].strip()}

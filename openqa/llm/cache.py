@@ -32,7 +32,12 @@ class ReplyCache:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, reply TEXT NOT NULL)")
-        except (OSError, sqlite3.Error) as exc:
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):  # cannot open or write it
+                raise OpenQAError(f"cannot use the reply cache {self.path} ({exc}); give a writable --cache-dir") from None
+            raise OpenQAError(f"{self.path} is not a reply cache ({exc}): move it away (the replies are asked again) "
+                              "or give another --cache-dir") from None
+        except OSError as exc:
             raise OpenQAError(f"cannot use the reply cache {self.path} ({exc}); give a writable --cache-dir") from None
         self._lock = threading.Lock()
 

@@ -204,6 +204,9 @@ def atomic_folder(final: Path) -> Iterator[Path]:
     final.parent.mkdir(parents=True, exist_ok=True)
     if final.exists() and not final.is_dir():  # it would be hidden by the swap and never removed
         raise OpenQAError(f"{final} is a file, not an index folder: move it away, then build again")
+    if final.is_symlink() and not final.exists():
+        raise OpenQAError(f"{final} is a symbolic link to {os.readlink(final)}, which does not exist: remove the link, "
+                          "then build again")
     with folder_lock(final.parent):
         _tidy(final)
     scratch = _hidden(final, BUILDING, f"{socket.gethostname()}-{os.getpid()}-{time.time_ns()}")
@@ -218,7 +221,8 @@ def atomic_folder(final: Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
-    shutil.rmtree(retired, ignore_errors=True)
+    with interrupts_held():  # a Ctrl-C now would leave the old index's copy behind: it waits for the removal
+        shutil.rmtree(retired, ignore_errors=True)
 
 
 def recover(final: Path) -> None:

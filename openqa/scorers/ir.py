@@ -45,7 +45,7 @@ class IRSettings:
         if self.query not in QUERY_MODES:
             raise UsageError(f"unknown query mode {self.query!r}: choose one of {QUERY_MODES}")
         if self.top_n < 1:
-            raise OpenQAError(f"--top-n must be at least 1, not {self.top_n}")
+            raise UsageError(f"top-N must be at least 1, not {self.top_n}")
         if self.avg_ql is not None and not self.avg_ql > 0:
             raise OpenQAError(f"avgQL must be a positive length, not {self.avg_ql}")
 
