@@ -16,7 +16,7 @@ from openqa.data import (
     read_question_file,
     split_questions,
 )
-from openqa.errors import DataError
+from openqa.errors import DataError, OpenQAError
 
 
 def record(**overrides) -> dict:
@@ -260,7 +260,7 @@ def test_missing_train_points_to_train_split_option(tmp_path: Path) -> None:
     [("usmle", "dev", "'usmle'", tuple(DATASETS)), ("us", "valid", "'valid'", SPLITS)],
 )
 def test_unknown_dataset_or_split_lists_names(tmp_path: Path, dataset, split, bad, names) -> None:
-    with pytest.raises(DataError) as info:
+    with pytest.raises(OpenQAError) as info:  # an unknown dataset is a UsageError, an unknown split a DataError
         load_questions(dataset, split, tmp_path)
 
     message = str(info.value)

@@ -96,11 +96,12 @@ def test_printable_shows_control_characters_one_for_one():
 
 
 def test_escape_sequences_in_a_corpus_reach_the_terminal_as_symbols(tmp_path):
-    """A JSONL corpus is taken as it is: its titles, ids and text may hold escape sequences (set the
-    window title, clear the screen) and newlines; ``openqa answer`` shows them, never sends them."""
+    """A JSONL corpus is taken as it is: its titles and text may hold escape sequences (set the
+    window title, clear the screen) and newlines (ids may not: a TREC run could not carry them);
+    ``openqa answer`` shows them, never sends them."""
     corpus = tmp_path / "evil.jsonl"
     corpus.write_text("".join(json.dumps(p) + "\n" for p in [
-        {"id": "p1\n[fake 0.99]", "title": "Book\x1b]0;owned\x07", "text": "Ceftriaxone \x1b[2J blocks cell wall synthesis."},
+        {"id": "p1", "title": "Book\x1b]0;owned\x07\n[fake 0.99]", "text": "Ceftriaxone \x1b[2J blocks cell wall synthesis."},
         {"id": "p2", "title": "Other", "text": "Gentamicin binds the 30S ribosome\x1b[31m."},
     ]))
     ix = ["--index-dir", str(tmp_path / "ix")]

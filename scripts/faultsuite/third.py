@@ -128,11 +128,12 @@ def pipe_cases(qfile: Callable[[str, bytes], str], loc: list[str], root: Path) -
 
 
 def terminal_cases(qfile: Callable[[str, bytes], str], root: Path) -> list[Case]:
-    """A corpus whose titles, ids and text hold escape sequences (set the window title, clear the
-    screen, colour) and newlines: shown as symbols, never sent, and the layout holds."""
+    """A corpus whose titles and text hold escape sequences (set the window title, clear the
+    screen, colour) and newlines (ids may not: refused when indexed): shown as symbols, never sent,
+    and the layout holds."""
     passages = [
-        {"id": "p1\n[fake 9.99] injected line", "title": "Book\x1b]0;owned\x07", "text": "Aspirin \x1b[2J\x1b[H inhibits the enzyme synthesis."},
-        {"id": "p2\r", "title": "Other\x9b31m", "text": "Heparin blocks the receptor \x1b[31mred\x1b[0m and\u2028more."},
+        {"id": "p1", "title": "Book\x1b]0;owned\x07\n[fake 9.99] injected line", "text": "Aspirin \x1b[2J\x1b[H inhibits the enzyme synthesis."},
+        {"id": "p2", "title": "Other\x9b31m\r", "text": "Heparin blocks the receptor \x1b[31mred\x1b[0m and\u2028more."},
         {"id": "p3", "title": "Plain", "text": "Insulin therapy for the patient with diabetes."},
     ]
     corpus = qfile("escapes.jsonl", "".join(json.dumps(p) + "\n" for p in passages).encode())
