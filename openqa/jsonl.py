@@ -82,3 +82,11 @@ def decode(line: str) -> Any:
         raise ValueError("nested too deeply") from None
     except ValueError as exc:  # e.g. an integer past sys.get_int_max_str_digits()
         raise ValueError(str(exc).split(";")[0]) from None
+
+
+def decode_at(where: str, line: str) -> Any:
+    """``decode`` of a file's line, a ``DataError`` at ``where`` (``file:line``) when it is not JSON."""
+    try:
+        return decode(line)
+    except ValueError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc})") from None

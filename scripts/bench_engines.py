@@ -24,14 +24,13 @@ import argparse
 import json
 import os
 import statistics
-import time
 from pathlib import Path
 from typing import Callable
 
 import bm25s
 import numpy as np
 
-from benchlib import data_dir, write_record
+from benchlib import alternate, data_dir, write_record
 from openqa.data import load_questions
 from openqa.evaluate.metrics import summarise
 from openqa.retrieval.custom_bm25 import CustomBM25, QueryTerms, Ranking
@@ -94,18 +93,8 @@ def main() -> None:
         "bm25s_numba_1_thread": lambda: retriever.retrieve(rows, k=K, n_threads=1, show_progress=False),
         "lucene": lambda: [lucene.search([q], K) for q in flat],
     }
-    for run in engines.values():  # compile or load numba code, warm the caches
-        run()
-    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    seconds: dict[str, list[float]] = {name: [] for name in engines}
-    for _ in range(rounds):
-        for name, run in engines.items():
-            start = time.perf_counter()
-            result = run()
-            seconds[name].append(time.perf_counter() - start)
-            if name == "custom_1_thread":
-                ranking = result
-    load_after = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    seconds, last, load = alternate(engines, rounds)
+    ranking = last["custom_1_thread"]
 
     hits = iter(ranking.hits())
     predictions = scores_from_hits(questions, [[next(hits) for _ in g] for g in groups], K, "sum")
@@ -131,7 +120,7 @@ def main() -> None:
         "target": f"custom (1 thread) >= {TARGET}x bm25s-numba (1 thread), same term ids",
         "met": ratio >= TARGET,
         "notes": " ".join(filter(None, [
-            f"{os.cpu_count()} cores; load average (1, 5, 15 min) {load_before} before the rounds, {load_after} after.",
+            f"{os.cpu_count()} cores; {load}.",
             args.note])),
         "data": str(data),
     }

@@ -15,13 +15,12 @@ import argparse
 import json
 import os
 import statistics
-import time
 
 import bm25s
 import numpy as np
 import Stemmer
 
-from benchlib import data_dir, write_record
+from benchlib import alternate, data_dir, write_record
 from openqa import Searcher
 from openqa.data import load_questions
 from openqa.scorers.ir import option_queries
@@ -52,16 +51,7 @@ def main() -> None:
         return int(docs.size)
 
     engines = {"openqa_batch_search_1_thread": openqa_run, "bm25s_numba_1_thread": bm25s_run}
-    for run in engines.values():  # compile numba code, warm the caches
-        run()
-    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    seconds: dict[str, list[float]] = {name: [] for name in engines}
-    for _ in range(rounds):
-        for name, run in engines.items():
-            start = time.perf_counter()
-            run()
-            seconds[name].append(round(time.perf_counter() - start, 4))
-    load_after = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    seconds, _, load = alternate(engines, rounds)
     qps = {name: {"median": round(len(queries) / statistics.median(s), 1), "min": round(len(queries) / max(s), 1),
                   "max": round(len(queries) / min(s), 1), "seconds": s} for name, s in seconds.items()}
     ratio = qps["openqa_batch_search_1_thread"]["median"] / qps["bm25s_numba_1_thread"]["median"]
@@ -71,7 +61,7 @@ def main() -> None:
         "ratio_openqa_over_bm25s": round(ratio, 2), "target": f"openqa >= {TARGET}x bm25s end to end", "met": ratio >= TARGET,
         "engines": {"openqa": "Searcher.batch_search, custom index (IR-Custom's engine, default query parameters)",
                     "bm25s": f"bm25s {bm25s.__version__} numba backend, bm25s.tokenize (English stop words, Snowball stemmer)"},
-        "notes": f"{os.cpu_count()} cores; load average (1, 5, 15 min) {load_before} before the rounds, {load_after} after",
+        "notes": f"{os.cpu_count()} cores; {load}",
         "data": str(data),
     }
     out = write_record("bench-search.json", record, "python scripts/bench_search.py" + (f" --rounds {args.rounds}" if args.rounds != 5 else ""))

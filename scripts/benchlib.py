@@ -12,12 +12,14 @@ first on the import path).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from openqa.evaluate.results import run_record, write_atomic
 
@@ -82,3 +84,30 @@ def write_record(name: str, record: dict[str, Any], command: str, folder: Path =
     path = folder / name
     write_atomic(path, json.dumps(shareable({**record, **run_record(command)}), indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+def alternate(engines: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict[str, list[float]], dict[str, Any], str]:
+    """Run each engine once to warm it (compile numba code, fill caches), then ``rounds`` rounds of
+    every engine in turn, so that all see the same load: each one's seconds per round, its last
+    result, and the load average before and after the rounds."""
+    for run in engines.values():
+        run()
+    before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    seconds: dict[str, list[float]] = {name: [] for name in engines}
+    last: dict[str, Any] = {}
+    for _ in range(rounds):
+        for name, run in engines.items():
+            start = time.perf_counter()
+            last[name] = run()
+            seconds[name].append(round(time.perf_counter() - start, 4))
+    after = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return seconds, last, f"load average (1, 5, 15 min) {before} before the rounds, {after} after"
+
+
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a (large) file, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()

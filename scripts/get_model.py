@@ -20,6 +20,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from benchlib import file_sha256
+
 PARTS = 22
 VERSION = "0.2.0"
 SIZE = 1_117_320_768
@@ -32,7 +34,7 @@ def main() -> None:
     parser.add_argument("--output", default=NAME, help=f"where to write the GGUF file (default: ./{NAME})")
     args = parser.parse_args()
     output = Path(args.output)
-    if output.is_file() and output.stat().st_size == SIZE and sha256(output) == SHA256:
+    if output.is_file() and output.stat().st_size == SIZE and file_sha256(output) == SHA256:
         print(f"{output} is already the model (sha256 {SHA256[:16]}...)")
         return
     with tempfile.TemporaryDirectory() as scratch:
@@ -53,14 +55,6 @@ def main() -> None:
         raise SystemExit(f"the assembled file has sha256 {digest.hexdigest()}, not {SHA256}: refused (removed)")
     partial.replace(output)
     print(f"wrote {output} ({SIZE:,} bytes, sha256 {SHA256})")
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 if __name__ == "__main__":

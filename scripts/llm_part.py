@@ -10,20 +10,11 @@ refitted and re-evaluated from the records alone, without the model.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 from pathlib import Path
 
-from benchlib import RESULTS, shareable
+from benchlib import RESULTS, file_sha256, shareable
 from openqa.version import version_record
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def main() -> None:
@@ -34,7 +25,7 @@ def main() -> None:
     args = parser.parse_args()
     record_path = args.predictions.with_name(args.predictions.name.removesuffix(".predictions.jsonl") + ".json")
     record = json.loads(record_path.read_text())
-    model_sha = sha256(args.model)
+    model_sha = file_sha256(args.model)
     rows = [json.loads(line) for line in args.predictions.read_text().splitlines() if line.strip()]
     missing = [r["qid"] for r in rows if "digest" not in r or "scale" not in r]
     if missing:

@@ -141,3 +141,12 @@ class Terminal:
             except (ProcessLookupError, ChildProcessError):
                 pass
         os.close(self.fd)
+
+
+def site_env(root: Path) -> dict[str, str]:
+    """The environment of a command run over a tiny site in ``root``: its data, indexes, settings
+    folder (made) and results, and none of the caller's own OPENQA_ variables."""
+    (root / "tuned").mkdir(exist_ok=True)
+    return {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | {
+        "OPENQA_DATA": str(make_data_dir(root)), "OPENQA_INDEXES": str(root / "indexes"),
+        "OPENQA_SETTINGS": str(root / "tuned"), "OPENQA_RESULTS": str(root / "results")}

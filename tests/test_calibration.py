@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from openqa.evaluate.metrics import paired_bootstrap, wilson_interval
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ensemble import EnsembleScorer
 from openqa.scorers.logits import option_logits
-from tests.helpers import make_data_dir
+from tests.helpers import site_env
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
 LETTERS = "ABCD"
@@ -229,9 +228,7 @@ def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | {
-        "OPENQA_DATA": str(make_data_dir(root)), "OPENQA_INDEXES": str(root / "indexes"),
-        "OPENQA_SETTINGS": str(root / "tuned"), "OPENQA_RESULTS": str(root / "results")}
+    env = site_env(root)
     return root, env
 
 

@@ -9,7 +9,7 @@ import stat
 
 import pytest
 
-from tests.helpers import make_data_dir
+from tests.helpers import site_env
 from tests.test_calibration import run as run_env
 from tests.test_cli import built, loc, run  # noqa: F401  (the tiny site's fixture)
 
@@ -81,10 +81,7 @@ def test_impossible_ensemble_parts_are_refused(built, parts, message):  # noqa: 
 
 
 def test_a_failed_tune_leaves_its_old_settings_and_a_mismatched_pair_is_refused(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | {
-        "OPENQA_DATA": str(make_data_dir(tmp_path)), "OPENQA_INDEXES": str(tmp_path / "indexes"),
-        "OPENQA_SETTINGS": str(tmp_path / "tuned"), "OPENQA_RESULTS": str(tmp_path / "results")}
-    (tmp_path / "tuned").mkdir()
+    env = site_env(tmp_path)
     assert run_env("tune", "--method", "ir-custom", "--dataset", "us", env=env).returncode == 0
     settings, calibration = tmp_path / "tuned" / "ir-custom-us.json", tmp_path / "tuned" / "ir-custom-us.calibration.json"
     before = settings.read_bytes(), calibration.read_bytes()

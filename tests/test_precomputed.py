@@ -5,7 +5,6 @@ file lacks, a bad row, a label among no parts are one-line errors."""
 from __future__ import annotations
 
 import json
-import os
 import random
 
 import pytest
@@ -13,17 +12,14 @@ import pytest
 from openqa.data import Question
 from openqa.errors import DataError
 from openqa.scorers.precomputed import PrecomputedScorer
-from tests.helpers import make_data_dir
+from tests.helpers import site_env
 from tests.test_calibration import run
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("precomputed")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | {
-        "OPENQA_DATA": str(make_data_dir(root)), "OPENQA_INDEXES": str(root / "indexes"),
-        "OPENQA_SETTINGS": str(root / "tuned"), "OPENQA_RESULTS": str(root / "results")}
-    (root / "tuned").mkdir()
+    env = site_env(root)
     for split in ("dev", "test"):  # PMI's predictions of both splits, to be read back as a part
         done = run("eval", "--dataset", "us", "--split", split, "--method", "pmi", env=env)
         assert done.returncode == 0, done.stderr

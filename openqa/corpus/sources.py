@@ -36,7 +36,7 @@ from openqa.corpus.paragraphs import (
     corpus_checksum,
 )
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines, text_line
+from openqa.jsonl import decode_at, numbered_lines, text_line
 
 #: Kinds of corpora and what each is.
 TEXTBOOKS, FOLDER, JSONL = "textbooks", "folder", "jsonl"
@@ -185,10 +185,7 @@ def parse_record(path: Path, number: int, raw: bytes, expected: JsonlFormat | No
     line = text_line(where, raw)
     if not line.strip():
         return None
-    try:
-        record = decode(line)
-    except ValueError as exc:
-        raise DataError(f"{where}: not valid JSON ({exc})") from None
+    record = decode_at(where, line)
     if not isinstance(record, dict):
         raise DataError(f"{where}: a JSON {type(record).__name__} where a record {{\"id\", \"title\", \"text\"}} was expected")
     form = jsonl_format(record)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Sequence
 
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines, text_line
+from openqa.jsonl import decode_at, numbered_lines, text_line
 
 #: The longest line of a topics file.
 MAX_TOPIC_BYTES = 1 << 20
@@ -31,10 +31,7 @@ def _topic(where: str, line: str, json_lines: bool) -> tuple[str, str]:
     if json_lines:
         if not line.lstrip().startswith("{"):
             raise DataError(f"{where}: a line that is not a JSON object in a JSON-lines topics file (one format per file)")
-        try:
-            record = decode(line)
-        except ValueError as exc:
-            raise DataError(f"{where}: not valid JSON ({exc})") from None
+        record = decode_at(where, line)
         qid = next((record[k] for k in ID_KEYS if k in record), None)
         text = next((record[k] for k in TEXT_KEYS if k in record), None)
         if qid is None or text is None:

@@ -20,7 +20,7 @@ import numpy as np
 from openqa.errors import DataError, UsageError
 from openqa.evaluate.calibration import calibration_error
 from openqa.evaluate.metrics import paired_difference, wilson_interval
-from openqa.jsonl import decode, numbered_lines, text_line
+from openqa.jsonl import decode, decode_at, numbered_lines, text_line
 from openqa.version import version_record
 
 #: The longest predictions row read.
@@ -67,10 +67,7 @@ def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> d
         line = text_line(where, raw)
         if not line.strip():
             continue
-        try:
-            row = decode(line)
-        except ValueError as exc:
-            raise DataError(f"{where}: not valid JSON ({exc})") from None
+        row = decode_at(where, line)
         if not isinstance(row, dict) or "correct" not in row:
             raise DataError(f"{where}: not a prediction row (no 'correct')")
         digest = row.get("digest")

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 from openqa.data import Question
 from openqa.errors import DataError
-from openqa.jsonl import decode, numbered_lines, text_line
+from openqa.jsonl import decode_at, numbered_lines, text_line
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.logits import SCALES
 
@@ -35,10 +35,7 @@ def _row(where: str, raw: bytes) -> dict[str, Any] | None:
     line = text_line(where, raw)
     if not line.strip():
         return None
-    try:
-        row = decode(line)
-    except ValueError as exc:
-        raise DataError(f"{where}: not valid JSON ({exc})") from None
+    row = decode_at(where, line)
     if not isinstance(row, dict) or not isinstance(row.get("scores"), dict):
         raise DataError(f"{where}: expected an object with \"digest\" (or \"qid\"), \"scores\" and \"scale\"")
     if not isinstance(row.get("digest", row.get("qid")), str):
