@@ -598,6 +598,22 @@ def tune_in(ctx: Context, method: str, dataset: str, request: Request, calibrate
     return Tuning(record.get("chosen"), record, record["files"])
 
 
+# ------------------------------------------------------------------------------------ results
+
+
+def browse_results(folder: str | Path, run: str | None = None) -> list[dict[str, Any]]:
+    """The eval runs of a results folder, as ``openqa serve --results`` lists them (each with its
+    dataset, split, method, questions, accuracy and interval, ECE, accuracy of the 20% most
+    confident, date and openqa version; an unreadable record with its reason); with ``run`` (a
+    record's name), that run's questions (prediction, answer, whether right, probabilities)."""
+    from openqa.evaluate.browse import list_runs, run_questions
+
+    where = arg.path("folder", folder)
+    if where is None:
+        raise UsageError("folder must name a results folder, not None")
+    return list_runs(where) if run is None else run_questions(where, arg.text("run", run))
+
+
 # ------------------------------------------------------------------------ argument checks
 
 
@@ -642,5 +658,5 @@ def _overrides(top_n: Any, aggregate: Any, query: Any) -> Any:
 
 __all__ = [
     "Answer", "BatchHits", "Built", "Evaluation", "OpenQAError", "SearchHit", "Searcher", "Solver", "Tuning",
-    "Workspace", "build_index", "run_eval", "search_hits", "tune",
+    "Workspace", "browse_results", "build_index", "run_eval", "search_hits", "tune",
 ]

@@ -290,6 +290,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8000, help="port (default: 8000)")
     sv.add_argument("--allow-host", action="append", default=[], metavar="NAME", help="a host name clients may reach the server by, beside its address (and localhost when on loopback); repeat for more. Requests naming another host are refused (a guard against DNS rebinding)")
     sv.add_argument("--model", help="with --method llm (or all): the model, as for openqa eval (a folder, hub id, .gguf file, or with --endpoint the server's model name); with --method reader: a run folder or checkpoint written by openqa train")
+    sv.add_argument("--results", metavar="DIR", help="also serve a read-only results page at /results over the eval records "
+                    "of DIR (every run, its questions, comparisons of runs); off unless given")
     sv.add_argument("--top-n", type=int, help="with --method llm: evidence paragraphs (default: 10 for the question, 3 per option); the other methods use their dev-tuned top-N, which a request may replace")
     _llm_flags(sv)
     _tokenizer_flags(sv)
@@ -648,8 +650,11 @@ def cmd_serve(args: argparse.Namespace) -> None:
     methods = args.method.split(",")
     named = methods if methods != ["all"] else (["llm"] if args.model is not None else [])  # "all": the LLM only when a model is named
     llm = _llm_settings(args, *named)
+    results = Path(args.results) if args.results else None
+    if results is not None and not results.is_dir():
+        raise OpenQAError(f"--results {args.results}: no such folder (give the folder openqa eval wrote its records to)")
     serve(_context(args), args.lang.split(","), methods, args.host, args.port, args.allow_host,
-          Request(model=args.model if "reader" in methods else None, llm=llm))
+          Request(model=args.model if "reader" in methods else None, llm=llm), results)
 
 
 COMMANDS = {

@@ -11,7 +11,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from openqa.answer import as_dict, assess, solve
 from openqa.config import Settings
@@ -321,15 +321,21 @@ def train_reader(
     return train(reader, sets[0], sets[1], config, output, record, load_reader)
 
 
-def compare(settings: Settings, runs: list[Path]) -> tuple[dict[str, Any], str]:
-    """``openqa compare``: the comparison record of ``runs`` and its Markdown (``openqa.evaluate.compare``);
-    rows written before predictions carried digests are matched through their dataset's split."""
-    from openqa.evaluate.compare import compare_markdown, compare_runs
+def compare_lookup(settings: Settings) -> Callable[[str, str], dict[str, str]]:
+    """How ``compare_runs`` matches rows written before predictions carried digests: a dataset
+    split's question ids to their content digests, from the data folder."""
 
     def digests_of(dataset: str, split: str) -> dict[str, str]:
         return {q.qid: q.digest() for q in load_questions(dataset, split, settings.require_data_dir())}
 
-    record = compare_runs(runs, digests_of)
+    return digests_of
+
+
+def compare(settings: Settings, runs: list[Path]) -> tuple[dict[str, Any], str]:
+    """``openqa compare``: the comparison record of ``runs`` and its Markdown (``openqa.evaluate.compare``)."""
+    from openqa.evaluate.compare import compare_markdown, compare_runs
+
+    record = compare_runs(runs, compare_lookup(settings))
     record.update(run_record())
     return record, compare_markdown(record)
 

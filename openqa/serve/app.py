@@ -430,9 +430,10 @@ async def _answered(future: Future[dict[str, Any]], request: Request, deadline: 
         waiting.cancel()  # a job that ends later sets no result here
 
 
-def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool = False) -> FastAPI:
+def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool = False, results: Path | None = None) -> FastAPI:
     """The API and the page over ``engines`` (opened methods), answering requests whose Host header
-    names one of ``hosts`` (or, with ``any_ip``, any IP address)."""
+    names one of ``hosts`` (or, with ``any_ip``, any IP address); with ``results``, also the
+    read-only results page over that folder of eval records (``openqa.evaluate.browse``)."""
     app = FastAPIOffline(
         title="openqa", version=__version__,
         description="Solve medical licensing exam questions with evidence from the MedQA textbooks. "
@@ -476,6 +477,9 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
     @app.get("/", include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC / "index.html")
+
+    if results is not None:
+        add_results(app, Path(results), engines)
 
     @app.get("/v1/health", summary="Whether the server is up, how many methods it serves, and indexes changed on disk")
     async def health() -> dict[str, Any]:
@@ -636,8 +640,39 @@ class _Server:
         return self.server.force_exit
 
 
+def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
+    """The results page (``/results``) and its JSON: the runs of ``folder``, a run's questions (with
+    their text where the data folder has the run's dataset), and the comparison of runs."""
+    from openqa.evaluate.browse import list_runs, run_questions
+    from openqa.evaluate.compare import compare_runs
+    from openqa.pipeline import compare_lookup
+
+    lookup = compare_lookup(engines.ctx.settings)
+
+    @app.get("/results", include_in_schema=False)
+    async def results_page() -> FileResponse:
+        return FileResponse(STATIC / "results.html")
+
+    @app.get("/v1/results", summary="Every eval run of the results folder (unreadable ones with their reason)")
+    def runs() -> dict[str, Any]:
+        return {"folder": folder.name, "runs": list_runs(folder)}
+
+    @app.get("/v1/results/{run}", summary="A run's questions: prediction, answer, probabilities, and the question's text where known")
+    def questions(run: str) -> dict[str, Any]:
+        rows = run_questions(folder, run)
+        record = next((r for r in list_runs(folder) if r["run"] == f"{run.removesuffix('.json')}.json"), None)
+        texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
+        return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
+
+    @app.get("/v1/compare", summary="Runs compared question by question (as openqa compare): ?runs=A,B[,C...]")
+    def compare(runs: str) -> dict[str, Any]:
+        from openqa.evaluate.browse import inside
+
+        return compare_runs([inside(folder, name, ".json") for name in runs.split(",")], lookup)
+
+
 def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: int,
-          allow_hosts: list[str] | None = None, request: MethodRequest = MethodRequest()) -> None:
+          allow_hosts: list[str] | None = None, request: MethodRequest = MethodRequest(), results: Path | None = None) -> None:
     """Open the methods once, then serve the page and the API on ``host:port`` until Ctrl-C (a
     second Ctrl-C stops at once and raises ``KeyboardInterrupt``). Requests must name this server
     in their Host header: ``host`` (any IP address when it is a wildcard), loopback names when it
@@ -656,7 +691,9 @@ def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: i
             shown = f"[{host}]" if ":" in host else host
             ctx.notify(f"page at http://{shown}:{port}/ and API docs at http://{shown}:{port}/docs"
                        + ("" if host in LOOPBACK else "; no authentication: anyone who reaches this address can use it"))
-            forced = _Server(create_app(engines, hosts, any_ip=wildcard), engines.stop).run(sock)
+            if results is not None:
+                ctx.notify(f"results of {results} at http://{shown}:{port}/results")
+            forced = _Server(create_app(engines, hosts, any_ip=wildcard, results=results), engines.stop).run(sock)
         finally:
             engines.close(0.0 if forced else CLOSE_SECONDS)
     if forced:

@@ -38,7 +38,7 @@ import openqa
 from openqa.answer import no_match_message
 from openqa.api import search_hits
 from openqa.cancel import cancellable
-from openqa.data import Question
+from openqa.data import Question, load_questions
 from openqa.data.pasted import clean_text
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
 from openqa.languages import LANGS
@@ -449,6 +449,20 @@ class Engines:
                                      "index rebuilt since opened: reopened on the next request")
             out.append(record)
         return out
+
+    def question_texts(self, dataset: str, split: str) -> dict[str, dict[str, Any]]:
+        """A dataset split's questions by id (text and options), for the results page; none when the
+        data folder lacks them (the page then shows ids only)."""
+        key = ("question texts", dataset, split)
+
+        def load() -> dict[str, dict[str, Any]]:
+            try:
+                questions = load_questions(dataset, split, self.ctx.settings.require_data_dir())
+            except OpenQAError:
+                return {}
+            return {q.qid: {"question": q.question, "options": q.options} for q in questions}
+
+        return self.ctx.shared(key, load)
 
     def stop(self) -> None:
         """Tell the jobs in flight to stop (each at its next checkpoint, answered with a 503 naming the

@@ -20,6 +20,7 @@ from openqa import (
     Tuning,
     UsageError,
     Workspace,
+    browse_results,
     build_index,
     run_eval,
     tune,
@@ -43,9 +44,10 @@ def main(data: Path) -> str:
     evaluation: Evaluation = run_eval("ir-custom", "us", split="dev", limit=10, workspace=where)
     low, high = evaluation.ci95
     tuned: Tuning = tune("ir-custom", "us", workspace=where)
+    runs: list[dict[str, object]] = browse_results(data / "results")
     errors: tuple[type[OpenQAError], ...] = (DataError, MissingExtraError, UsageError)
     try:
         Solver.open("nope")
     except errors as exc:
-        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen}"
+        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {runs}"
     return str(evaluation.accuracy)

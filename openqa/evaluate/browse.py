@@ -1,0 +1,88 @@
+"""A folder of evaluation records as something to browse: every run with its headline figures, a
+run's questions with what it answered, and the comparison of runs (``openqa.evaluate.compare``).
+
+``openqa serve --results DIR`` shows these on its results page and ``openqa.api.browse_results``
+returns them. Only files directly inside the folder are read, by plain names: nothing outside it is
+reachable. A record that cannot be read (half-written, malformed) is listed with its reason and
+never stops the listing; JSON files that are not eval records (benchmarks, settings) are left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from openqa.errors import DataError, UsageError
+from openqa.jsonl import decode, decode_at, numbered_lines, text_line
+
+#: The largest record or predictions row read (a larger one is listed as unreadable).
+MAX_RECORD_BYTES = 1 << 24
+#: The most questions a run's listing returns.
+MAX_QUESTIONS = 20_000
+
+
+def _eval_record(record: Any) -> bool:
+    """Whether a JSON value is an eval record (``openqa eval``'s summary)."""
+    return (isinstance(record, dict) and all(k in record for k in ("dataset", "split", "method", "n"))
+            and isinstance(record.get("accuracy"), (int, float)) and not isinstance(record.get("accuracy"), bool)
+            and "result_files" in record)
+
+
+def run_row(path: Path) -> dict[str, Any] | None:
+    """One run's headline: dataset, split, method, questions, accuracy with its interval, ECE,
+    accuracy of the 20% most confident, date and openqa version; ``unreadable`` with the reason
+    when the file cannot be read; None for a JSON file that is no eval record."""
+    try:
+        if path.stat().st_size > MAX_RECORD_BYTES:
+            return {"run": path.name, "unreadable": f"larger than {MAX_RECORD_BYTES:,} bytes"}
+        record = decode(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8, not JSON
+        return {"run": path.name, "unreadable": f"{type(exc).__name__}: {exc}"}
+    if not _eval_record(record):
+        return None
+    confidence = record.get("confidence") if isinstance(record.get("confidence"), dict) else {}
+    at20 = (confidence.get("accuracy_at_coverage") or {}).get("20") or {}
+    predictions = path.with_name(path.name.removesuffix(".json") + ".predictions.jsonl")
+    return {"run": path.name, "dataset": record["dataset"], "split": record["split"], "method": record["method"],
+            "variant": record.get("variant"), "n": record["n"], "accuracy": record["accuracy"], "ci95": record.get("ci95"),
+            "ece": confidence.get("ece"), "accuracy_at_20": at20.get("accuracy"), "date": record.get("date"),
+            "openqa_version": record.get("openqa_version"), "questions": predictions.is_file()}
+
+
+def list_runs(folder: Path) -> list[dict[str, Any]]:
+    """Every eval record directly inside ``folder``, by name (see ``run_row``)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise DataError(f"results folder not found: {folder}")
+    rows = (run_row(path) for path in sorted(folder.glob("*.json")) if path.is_file())
+    return [row for row in rows if row is not None]
+
+
+def inside(folder: Path, name: str, suffix: str) -> Path:
+    """The file ``name`` + ``suffix`` directly inside ``folder``, refused for any other name."""
+    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "\0" in name:
+        raise UsageError(f"no run named {name!r} here")
+    path = Path(folder) / f"{name.removesuffix('.json')}{suffix}"
+    if path.parent.resolve() != Path(folder).resolve() or not path.is_file():
+        raise UsageError(f"no run named {name!r} here")
+    return path
+
+
+def run_questions(folder: Path, name: str) -> list[dict[str, Any]]:
+    """A run's questions as its predictions file holds them: id, prediction, answer, whether right,
+    confidence, each option's probability, whether it abstained, the evidence ids it read."""
+    path = inside(folder, name, ".predictions.jsonl")
+    rows = []
+    for number, raw in numbered_lines(path, MAX_RECORD_BYTES, "a predictions file"):
+        where = f"{path.name}:{number}"
+        line = text_line(where, raw)
+        if not line.strip():
+            continue
+        row = decode_at(where, line)
+        if not isinstance(row, dict) or "correct" not in row:
+            raise DataError(f"{where}: not a prediction row")
+        rows.append({key: row.get(key) for key in ("qid", "digest", "prediction", "answer", "correct", "confidence",
+                                                   "probabilities", "abstained", "tied", "evidence_ids")})
+        if len(rows) >= MAX_QUESTIONS:
+            break
+    return rows
