@@ -96,6 +96,7 @@ def same_figures(core_env: Path, index_dir: Path) -> dict[str, dict[str, float]]
     out = {}
     with tempfile.TemporaryDirectory(prefix="openqa-bench-install-") as tmp:
         results = Path(tmp)
+        (results / "no-tuning").mkdir()  # an empty settings folder: the shipped settings, no one's own tuning
         for dataset in DATASETS:
             api = run_eval("ir-custom", dataset, index_dir=index_dir, settings_dir=results / "no-tuning",
                            results_dir=results / "api")
