@@ -135,7 +135,9 @@ async function run() {
 function settingsLine(settings) {
   const groups = new Map();
   for (const [key, source] of Object.entries(settings.sources)) {
-    groups.set(source, [...(groups.get(source) || []), `${key.replace("_", "-")} ${settings[key]}`]);
+    const value = settings[key];
+    const shown = typeof value === "number" && !Number.isInteger(value) ? Number(value.toPrecision(4)) : value;
+    groups.set(source, [...(groups.get(source) || []), `${key.replace("_", "-")} ${shown}`]);
   }
   return [...groups].map(([source, items]) => `${items.join(", ")} (${source})`).join("; ");
 }
