@@ -211,11 +211,24 @@ def results_text() -> str:
             out += ["", f"`{llm['command']}` ({llm['date']}), model {llm['model']}, at least the first {llm['n']} of "
                     f"{llm['n_available']} US test questions in every cell. {llm['note']}", "", table(llm)]
     out += ["", "## Speed", ""]
-    for name in ("bench-core.json", "bench-engines.json", "bench-encoder.json", "bench-dense.json", "bench-serve.json"):
+    for name in ("bench-core.json", "bench-engines.json", "bench-search.json", "bench-encoder.json", "bench-dense.json",
+                 "bench-serve.json"):
         b = load(name)
         if b:
-            figures = {k: v for k, v in b.items() if k in ("figures", "queries_per_second", "ratios", "variants", "met")}
+            figures = {k: v for k, v in b.items()
+                       if k in ("figures", "queries_per_second", "ratios", "ratio_openqa_over_bm25s", "variants", "met")}
             out.append(f"- `{b['command']}` ({b['date']}): `{json.dumps(figures)}`")
+    routes = [load(path.name) for path in sorted(RESULTS.glob("routes-*.json"))]
+    if routes:
+        out += ["", "## One question, one answer", "",
+                "The same questions through every route, compared question by question (matched by content) with "
+                "`Solver.answer` one question at a time:", "",
+                "| dataset | split | method | questions | route | predictions that differ | score vectors that differ | command |",
+                "|---|---|---|---|---|---|---|---|"]
+        for r in routes:
+            for route, row in r["routes"].items():
+                out.append(f"| {r['dataset']} | {r['split']} | {r['method']} | {row['matched']} | {route} "
+                           f"| {row['predictions_differ']} | {row['scores_differ']} | `{r['command']}` |")
     scale = load("bench-scale.json")
     if scale:
         out += ["", "## Cost against corpus size", "", f"`{scale['command']}` ({scale['date']}); {scale['accuracy_note']}.", "",
