@@ -144,3 +144,34 @@ def test_smaller_refusals_name_what_is_wrong(built, tmp_path):  # noqa: F811
 
     with pytest.raises(OpenQAError, match="replies.sqlite is not a reply cache"):
         ReplyCache(cache)
+
+
+def test_a_request_with_two_body_framings_is_refused_and_its_connection_closed(tmp_path):
+    """Content-Length with Transfer-Encoding (request smuggling): one 400, then the connection closes,
+    so the request hidden in the body is never served."""
+    import socket
+    import time
+
+    from openqa.serve.app import create_app
+    from openqa.serve.engines import limits
+    from tests.test_serve import running, tiny_engines
+
+    assert limits("ensemble").max_chars == limits("pmi").max_chars  # its PMI part's cap: never a request that cannot finish
+    engines = tiny_engines(tmp_path, ["ir-custom"])
+    try:
+        with running(create_app(engines)) as url:
+            hidden = b"0\r\n\r\nGET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+            head = (b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\nTransfer-Encoding: chunked\r\n\r\n" % len(hidden))
+            with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=10) as client:
+                client.sendall(head + hidden)
+                received, deadline = b"", time.monotonic() + 10
+                while time.monotonic() < deadline:
+                    chunk = client.recv(65536)
+                    if not chunk:
+                        break  # closed by the server
+                    received += chunk
+            assert received.startswith(b"HTTP/1.1 400") and received.count(b"HTTP/1.1 ") == 1
+            assert b"both Content-Length and Transfer-Encoding" in received
+    finally:
+        engines.close()

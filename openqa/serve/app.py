@@ -357,6 +357,11 @@ class Guard:
             names = ", ".join(sorted(self.hosts))
             return await _error(403, f"host {host!r} is not served here: this server answers to {names}"
                                      " (its operator can add names with --allow-host)")(scope, receive, send)
+        if "content-length" in headers and "transfer-encoding" in headers:
+            # which one frames the body is ambiguous (request smuggling): refuse, and close the connection
+            refused = _error(400, "a request may not give both Content-Length and Transfer-Encoding")
+            refused.headers["connection"] = "close"
+            return await refused(scope, receive, send)
         if scope["method"] == "HEAD":
             scope, send = {**scope, "method": "GET"}, _without_body(send)
         if scope["method"] in ("GET", "HEAD", "OPTIONS") or not self.routed(scope):

@@ -88,8 +88,10 @@ class Limits:
 #: order of the options: a 1.5B GGUF model on one CPU thread takes 10-30 s a prompt with evidence
 #: (requests queue behind each other there), a GPU server about a second. The others search an
 #: inverted or vector index once per option and stay under half a second at 20,000 characters.
-#: Heavy: above MedQA's longest question with its options (3,637 characters); PMI from 2,000.
-LIMITS = {"pmi": Limits(6_000, 15.0, 2_000), "llm": Limits(20_000, 600.0)}
+#: Heavy: above MedQA's longest question with its options (3,637 characters); PMI from 2,000. The
+#: ensemble runs PMI among its parts (every language's default parts), so it takes PMI's limits: a
+#: request that could never finish in its time is refused at once.
+LIMITS = {"pmi": Limits(6_000, 15.0, 2_000), "ensemble": Limits(6_000, 15.0, 2_000), "llm": Limits(20_000, 600.0)}
 DEFAULT_LIMITS = Limits(20_000, 15.0)
 
 
