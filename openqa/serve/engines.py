@@ -427,7 +427,8 @@ class Engines:
             hits = search_hits(self.ctx.opened[lang, engine], [query], k)[0]
             return {"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]}
 
-        return self._worker(reading[0], lang).submit((reading[0], lang, "search"), False, work)
+        heavy = len(query) > DEFAULT_LIMITS.heavy_chars  # a long query is weighed as a long question is
+        return self._worker(reading[0], lang).submit((reading[0], lang, "search", heavy), heavy, work)
 
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""
