@@ -83,6 +83,7 @@ def startup(pythons: dict[str, Path], repeats: int) -> dict[str, dict[str, float
 
 def command_accuracy(openqa: Path, dataset: str, index_dir: Path, results: Path) -> float:
     """Accuracy of ``openqa eval --dataset DATASET`` (test, IR-Custom) as printed by ``--json``."""
+    (results / "no-tuning").mkdir(parents=True, exist_ok=True)  # an empty settings folder: the shipped settings
     done = subprocess.run([str(openqa), "eval", "--dataset", dataset, "--json", "--index-dir", str(index_dir),
                            "--settings-dir", str(results / "no-tuning"), "--output", str(results)],
                           capture_output=True, text=True)
