@@ -446,6 +446,10 @@ def confidence_lines(summary: dict) -> list[str]:
     if versus:
         lo, hi = versus["ci95"]
         lines.append(f"against its best part on dev, {versus['part']}: {versus['difference']:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f})")
+    base = summary.get("versus_baseline")
+    if base:
+        lo, hi = base["ci95"]
+        lines.append(f"against {base['method']} ({base['accuracy']:.2f}%): {base['difference']:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f})")
     return lines
 
 

@@ -154,6 +154,11 @@ class Method(ABC):
         """Whether ``request`` gives all the method needs to be opened (see ``needs``)."""
         return True
 
+    def baseline(self, request: Request) -> Request | None:
+        """What an evaluation of the method with ``request`` is also compared with, question by
+        question (a named ensemble: the exam's own); none by default."""
+        return None
+
     def takes_llm(self, model_given: bool) -> bool:
         """Whether a command hands the method an LLM reader's settings built from its flags
         (``Request.llm``), given whether a model (or a server) was named: none by default."""
@@ -440,6 +445,10 @@ class EnsembleMethod(Method):
     def variant(self, request: Request) -> list[str]:
         """The name its weights are filed under, when given (``Request.ensemble``)."""
         return [request.ensemble] if request.ensemble else []
+
+    def baseline(self, request: Request) -> Request | None:
+        """A named ensemble (one with an LLM, say) is compared with the exam's own."""
+        return Request() if request.ensemble else None
 
     def _open_parts(self, ctx: Context, target: Exam, parts: Sequence[Part], request: Request) -> dict[str, Opened]:
         """Each part opened: those run, sharing one opening of each index, then those read from

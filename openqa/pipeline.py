@@ -164,6 +164,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
         **opened.scorer.report(results),
         "confidence": confidence_report(results, probabilities),
         **compare_parts(opened, curves),
+        **compare_baseline(ctx, req, target, results),
         "seconds": round(seconds, 3),
         "load_seconds": round(load_seconds, 3),
         "limit": req.limit,
@@ -196,6 +197,17 @@ def compare_parts(opened: Opened, curves: dict[str, tuple[list[Any], list[dict[s
              for label, (results, probabilities) in list(curves.items())[1:]}
     best = opened.settings["best_part"]
     return {"parts": parts, "versus_best_part": {"part": best, **paired_bootstrap(method_results, curves[best][0])}}
+
+
+def compare_baseline(ctx: Context, req: EvalRequest, target: Exam, results: list[Any]) -> dict[str, Any]:
+    """The paired difference from what the method compares itself with (``Method.baseline``: a named
+    ensemble against the exam's own), scored on the same questions."""
+    base = method(req.method).baseline(req.request())
+    if base is None:
+        return {}
+    other = open_method(ctx.sharing(), req.method, target, base).scorer.score([r.question for r in results], progress=False)
+    return {"versus_baseline": {"method": f"{req.method} (the exam's own, {len(other)} questions)",
+                                "accuracy": summarise(other)["accuracy"], **paired_bootstrap(results, other)}}
 
 
 def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> tuple[dict[str, Any], Path, list[str]]:

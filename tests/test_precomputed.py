@@ -52,6 +52,7 @@ def test_a_part_read_from_predictions_gives_the_figures_of_running_it(site):
         assert done.returncode == 0, done.stderr
         out[name] = json.loads(done.stdout)
     assert out["live"]["accuracy"] == out["read"]["accuracy"] and out["read"]["variant"] == "read"
+    assert out["read"]["versus_baseline"]["method"].startswith("ensemble (the exam's own")  # a named ensemble against the exam's
     rows = (root / "results" / "us-test-ensemble-read.predictions.jsonl").read_text().splitlines()
     assert all(json.loads(r)["digest"] and json.loads(r)["scale"] == "logits" for r in rows)
 

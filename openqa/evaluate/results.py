@@ -194,6 +194,11 @@ def confidence_markdown(summary: dict[str, Any]) -> str:
         lo, hi = versus["ci95"]
         lines.append(f"\n{summary['method']} - {versus['part']} (best part on dev): {versus['difference']:+.2f} points, "
                      f"95% CI {lo:+.2f} to {hi:+.2f} ({versus['interval']}).")
+    base = summary.get("versus_baseline")
+    if base:
+        lo, hi = base["ci95"]
+        lines.append(f"\n{summary['method']} - {base['method']} ({base['accuracy']:.2f}%): {base['difference']:+.2f} points, "
+                     f"95% CI {lo:+.2f} to {hi:+.2f}.")
     return "\n".join(lines) + "\n\n"
 
 
