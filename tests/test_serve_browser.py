@@ -161,6 +161,18 @@ def test_below_the_minimum_confidence_the_page_abstains_with_its_best_guess(brow
     assert browser.find_element(By.ID, "confidence").text.startswith("Probability of the best guess: ")
 
 
+def test_a_minimum_confidence_that_is_no_probability_is_said_not_ignored(browser, url):
+    open_page(browser, url)
+    for bad in ("1.5", "e", "-0.5"):  # Chromium lets only number-like keys into the field: "e" alone is no number
+        field = browser.find_element(By.ID, "min-confidence")
+        field.clear()
+        field.send_keys(bad)
+        paste(browser, PASTED)
+        browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
+        WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "error").is_displayed())
+        assert "Minimum confidence must be a probability from 0 to 1" in browser.find_element(By.ID, "error").text
+
+
 def test_examples_are_real_test_questions_with_their_answer_key(browser, url):
     open_page(browser, url)
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".example"))

@@ -113,8 +113,13 @@ async function run() {
   $("error").hidden = true;
   setBusy(true, `Solving with ${method} (${lang})…`);
   try {
+    const field = $("min-confidence");
+    const check = field.validity;  // (a step mismatch is no error: any probability will do)
+    if (check.badInput || check.rangeUnderflow || check.rangeOverflow) {  // not a number (the browser empties it), or outside 0-1
+      throw new Error("Minimum confidence must be a probability from 0 to 1 (or empty for none)");
+    }
     const request = await api("v1/parse", { text });
-    const least = $("min-confidence").value.trim();
+    const least = field.value.trim();
     const data = await api("v1/answer", { ...request, method, lang, evidence: 5, ...(least ? { min_confidence: Number(least) } : {}) });
     if (number !== latest) return;  // a newer request has been made: its reply is the one to show
     answer = data;
