@@ -367,6 +367,8 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
 def _overrides(args: argparse.Namespace):
     from openqa.methods import Overrides
 
+    if args.top_n is not None and args.top_n < 1:
+        raise OpenQAError(f"--top-n must be at least 1, not {args.top_n}")
     return Overrides(top_n=args.top_n, aggregate=args.aggregate, query=args.query)
 
 
