@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from openqa.errors import DataError, UsageError
-from openqa.jsonl import decode, decode_at, numbered_lines, text_line
+from openqa.evaluate.compare import prediction_rows
+from openqa.jsonl import decode
 
-#: The largest record or predictions row read (a larger one is listed as unreadable).
+#: The largest record read (a larger one is listed as unreadable).
 MAX_RECORD_BYTES = 1 << 24
 #: The most questions a run's listing returns.
 MAX_QUESTIONS = 20_000
@@ -73,14 +74,7 @@ def run_questions(folder: Path, name: str) -> list[dict[str, Any]]:
     confidence, each option's probability, whether it abstained, the evidence ids it read."""
     path = inside(folder, name, ".predictions.jsonl")
     rows = []
-    for number, raw in numbered_lines(path, MAX_RECORD_BYTES, "a predictions file"):
-        where = f"{path.name}:{number}"
-        line = text_line(where, raw)
-        if not line.strip():
-            continue
-        row = decode_at(where, line)
-        if not isinstance(row, dict) or "correct" not in row:
-            raise DataError(f"{where}: not a prediction row")
+    for _, row in prediction_rows(path):
         rows.append({key: row.get(key) for key in ("qid", "digest", "prediction", "answer", "correct", "confidence",
                                                    "probabilities", "abstained", "tied", "evidence_ids")})
         if len(rows) >= MAX_QUESTIONS:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -40,6 +40,20 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     return min(1.0, 2 * tail)
 
 
+def prediction_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The rows of an eval's predictions file with where each stands (``file:line``); a line that
+    is not a prediction row is a one-line error."""
+    for number, raw in numbered_lines(path, MAX_ROW_BYTES, "a predictions file"):
+        where = f"{path}:{number}"
+        line = text_line(where, raw)
+        if not line.strip():
+            continue
+        row = decode_at(where, line)
+        if not isinstance(row, dict) or "correct" not in row:
+            raise DataError(f"{where}: not a prediction row (no 'correct')")
+        yield where, row
+
+
 def run_paths(given: Path) -> tuple[Path, Path]:
     """A run's record and predictions file, from either of them."""
     name = given.name
@@ -62,14 +76,7 @@ def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> d
         raise DataError(f"{record_path}: not an eval record (no dataset)")
     rows: dict[str, dict[str, Any]] = {}
     lookup: dict[str, str] | None = None
-    for number, raw in numbered_lines(predictions, MAX_ROW_BYTES, "a predictions file"):
-        where = f"{predictions}:{number}"
-        line = text_line(where, raw)
-        if not line.strip():
-            continue
-        row = decode_at(where, line)
-        if not isinstance(row, dict) or "correct" not in row:
-            raise DataError(f"{where}: not a prediction row (no 'correct')")
+    for where, row in prediction_rows(predictions):
         digest = row.get("digest")
         if digest is None:
             lookup = lookup if lookup is not None else digests_of(str(record["dataset"]), str(record.get("split")))
