@@ -34,7 +34,7 @@ def test_query_modes():
 def test_bad_settings_are_refused():
     with pytest.raises(OpenQAError, match="aggregate"):
         IRSettings(aggregate="median")
-    with pytest.raises(OpenQAError, match="top-n"):
+    with pytest.raises(OpenQAError, match="top-N must be at least 1"):
         IRSettings(top_n=0)
 
 
