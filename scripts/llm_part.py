@@ -35,7 +35,12 @@ def main() -> None:
     stem = f"{args.name}-{model_sha[:12]}-{record['dataset']}-{record['split']}"
     (out_dir / f"{stem}.jsonl").write_text("".join(
         json.dumps({"qid": r["qid"], "digest": r["digest"], "scores": r["scores"], "scale": r["scale"]}) + "\n" for r in rows))
+    # the run was made in slices that share a reply cache (growing --limit, or --offset ranges): the
+    # model's own seconds are the sum of each slice's new calls, which their records keep
+    slices = sorted(args.predictions.parent.glob(f"{record['dataset']}-{record['split']}-llm-{record['variant']}*.json"))
+    model_seconds = sum(json.loads(p.read_text()).get("model_reported_seconds") or 0 for p in slices)
     meta = {"dataset": record["dataset"], "split": record["split"], "method": "llm", "n": record["n"],
+            "model_seconds_all_slices": round(model_seconds, 1), "slices": [p.name for p in slices],
             "accuracy": record["accuracy"], "model": args.model.name, "model_sha256": model_sha,
             "model_bytes": args.model.stat().st_size, "questions_per_second": record.get("questions_per_second"),
             "model_reported_seconds": record.get("model_reported_seconds"), "settings": record.get("settings"),
