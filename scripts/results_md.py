@@ -218,6 +218,27 @@ def results_text() -> str:
             figures = {k: v for k, v in b.items()
                        if k in ("figures", "queries_per_second", "ratios", "ratio_openqa_over_bm25s", "variants", "met")}
             out.append(f"- `{b['command']}` ({b['date']}): `{json.dumps(figures)}`")
+    parts = [json.loads(path.read_text()) for path in sorted((RESULTS / "llm-parts").glob("*.json"))]
+    named = [load(path.name) for path in sorted(RESULTS.glob("*-test-ensemble-*.json"))]
+    named = [r for r in named if r and r.get("versus_baseline")]
+    if parts or named:
+        out += ["", "## A small LLM beside the textbooks", "",
+                "LLM parts kept as compact records under `eval/results/llm-parts/` (letter probabilities by question digest; "
+                "the model named by its sha256), and ensembles fitted with them on dev, evaluated on test against the exam's own "
+                "ensemble on the same questions (paired bootstrap, 2,000 resamples):", "",
+                "| part | dataset | split | questions | accuracy % (95% CI) | model seconds | model sha256 |", "|---|---|---|---|---|---|---|"]
+        for r in parts:
+            ci = "-".join(f"{x:.1f}" for x in r["ci95"])
+            out.append(f"| {r['model']} ({r['settings']['evidence']} evidence, {r['settings']['scoring']}) | {r['dataset']} | {r['split']} "
+                       f"| {r['n']:,} | {r['accuracy']:.2f} ({ci}) | {r['model_seconds_all_slices']:,.0f} | `{r['model_sha256'][:16]}...` |")
+        if named:
+            out += ["", "| test split | ensemble | questions | accuracy % (95% CI) | ECE | 20% most confident | exam's own ensemble "
+                    "| difference (95% CI) | record |", "|---|---|---|---|---|---|---|---|---|"]
+            for r in named:
+                c, base = r["confidence"], r["versus_baseline"]
+                out.append(f"| {r['dataset']} | {r['variant']} | {r['n']:,} | {r['accuracy']:.2f} ({r['ci95'][0]:.1f}-{r['ci95'][1]:.1f}) "
+                           f"| {c['ece']:.3f} | {c['accuracy_at_coverage']['20']['accuracy']:.1f} | {base['accuracy']:.2f} "
+                           f"| {base['difference']:+.2f} ({base['ci95'][0]:+.2f} to {base['ci95'][1]:+.2f}) | `{r['command']}` |")
     routes = [load(path.name) for path in sorted(RESULTS.glob("routes-*.json"))]
     if routes:
         out += ["", "## One question, one answer", "",
