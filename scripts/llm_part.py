@@ -40,7 +40,8 @@ def main() -> None:
     slices = sorted(args.predictions.parent.glob(f"{record['dataset']}-{record['split']}-llm-{record['variant']}*.json"))
     model_seconds = sum(json.loads(p.read_text()).get("model_reported_seconds") or 0 for p in slices)
     meta = {"dataset": record["dataset"], "split": record["split"], "method": "llm", "n": record["n"],
-            "model_seconds_all_slices": round(model_seconds, 1), "slices": [p.name for p in slices], "record": record_path.name,
+            # None: every slice record was made from the reply cache (the runs that asked the model left none)
+            "model_seconds_all_slices": round(model_seconds, 1) or None, "slices": [p.name for p in slices], "record": record_path.name,
             "ci95": record.get("ci95"),
             "accuracy": record["accuracy"], "model": args.model.name, "model_sha256": model_sha,
             "model_bytes": args.model.stat().st_size, "questions_per_second": record.get("questions_per_second"),

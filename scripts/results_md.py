@@ -230,7 +230,8 @@ def results_text() -> str:
         for r in parts:
             ci = "-".join(f"{x:.1f}" for x in r["ci95"])
             out.append(f"| {r['model']} ({r['settings']['evidence']} evidence, {r['settings']['scoring']}) | {r['dataset']} | {r['split']} "
-                       f"| {r['n']:,} | {r['accuracy']:.2f} ({ci}) | {r['model_seconds_all_slices']:,.0f} | `{r['model_sha256'][:16]}...` |")
+                       f"| {r['n']:,} | {r['accuracy']:.2f} ({ci}) | {format(r['model_seconds_all_slices'] or 0, ',.0f') if r['model_seconds_all_slices'] else 'not recorded'} "
+                       f"| `{r['model_sha256'][:16]}...` |")
         if named:
             out += ["", "| test split | ensemble | questions | accuracy % (95% CI) | ECE | 20% most confident | exam's own ensemble "
                     "| difference (95% CI) | record |", "|---|---|---|---|---|---|---|---|---|"]
