@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from openqa.errors import DataError, UsageError
-from openqa.evaluate.compare import prediction_rows
+from openqa.evaluate.compare import prediction_rows, run_paths
 from openqa.jsonl import decode
 
 #: The largest record read (a larger one is listed as unreadable).
@@ -43,7 +43,7 @@ def run_row(path: Path) -> dict[str, Any] | None:
         return None
     confidence = record.get("confidence") if isinstance(record.get("confidence"), dict) else {}
     at20 = (confidence.get("accuracy_at_coverage") or {}).get("20") or {}
-    predictions = path.with_name(path.name.removesuffix(".json") + ".predictions.jsonl")
+    _, predictions = run_paths(path)
     return {"run": path.name, "dataset": record["dataset"], "split": record["split"], "method": record["method"],
             "variant": record.get("variant"), "n": record["n"], "accuracy": record["accuracy"], "ci95": record.get("ci95"),
             "ece": confidence.get("ece"), "accuracy_at_20": at20.get("accuracy"), "date": record.get("date"),

@@ -648,7 +648,7 @@ class _Server:
 def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
     """The results page (``/results``) and its JSON: the runs of ``folder``, a run's questions (with
     their text where the data folder has the run's dataset), and the comparison of runs."""
-    from openqa.evaluate.browse import list_runs, run_questions
+    from openqa.evaluate.browse import inside, list_runs, run_questions, run_row
     from openqa.evaluate.compare import compare_runs
     from openqa.pipeline import compare_lookup
 
@@ -664,15 +664,14 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
 
     @app.get("/v1/results/{run}", summary="A run's questions: prediction, answer, probabilities, and the question's text where known")
     def questions(run: str) -> dict[str, Any]:
-        rows = run_questions(folder, run)
-        record = next((r for r in list_runs(folder) if r["run"] == f"{run.removesuffix('.json')}.json"), None)
+        rows = run_questions(folder, run)  # the name is checked there: a plain file of the folder
+        summary = folder / f"{run.removesuffix('.json')}.json"
+        record = run_row(summary) if summary.is_file() else None  # that run's record alone, not the whole folder's
         texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
         return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
 
     @app.get("/v1/compare", summary="Runs compared question by question (as openqa compare): ?runs=A,B[,C...]")
     def compare(runs: str) -> dict[str, Any]:
-        from openqa.evaluate.browse import inside
-
         return compare_runs([inside(folder, name, ".json") for name in runs.split(",")], lookup)
 
 
