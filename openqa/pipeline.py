@@ -7,7 +7,6 @@ are imported only when a reader is used."""
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -181,8 +180,8 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
         figure = risk_coverage_png(curves, f"{name} {split}: risk-coverage") if results else None
     except ModuleNotFoundError:  # matplotlib comes with the 'plots' extra; the figures stay in the record
         summary["figure"] = "no risk-coverage plot: matplotlib is not installed (pip install 'openqa-medqa[plots]')"
-    path = write_results(summary, prediction_rows(results, probabilities, opened.scorer.scale), out_dir, figure)
-    beside = [name[len(path.stem):] for name in sorted(json.loads(path.read_text(encoding="utf-8"))["result_files"])]
+    path, written = write_results(summary, prediction_rows(results, probabilities, opened.scorer.scale), out_dir, figure)
+    beside = [name[len(path.stem):] for name in written]
     return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve()), "beside": beside}}
 
 

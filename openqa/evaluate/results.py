@@ -136,11 +136,12 @@ def _digest(content: str | bytes) -> str:
     return hashlib.sha256(content.encode("utf-8") if isinstance(content, str) else content).hexdigest()
 
 
-def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: Path, figure: bytes | None = None) -> Path:
+def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: Path, figure: bytes | None = None,
+                  ) -> tuple[Path, list[str]]:
     """Write ``<stem>.predictions.jsonl``, ``<stem>.md``, the risk-coverage ``figure`` (PNG, when
     given) and the ``<stem>.json`` summary, all or none (``write_all_or_none``); the summary, renamed
     last, records the checksum of the others, so a set that a SIGKILL mixed is still detected by
-    ``read_result_set``. Return the JSON path."""
+    ``read_result_set``. Return the JSON path and the names of the files written beside it."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = result_stem(summary["dataset"], summary["split"], summary["method"], variant=summary.get("variant"),
@@ -166,7 +167,7 @@ def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: 
     path = out_dir / f"{stem}.json"
     write_all_or_none({**{out_dir / name: content for name, content in files.items()},
                        path: json.dumps(record, indent=2, ensure_ascii=False) + "\n"})
-    return path
+    return path, sorted(files)
 
 
 def confidence_markdown(summary: dict[str, Any]) -> str:
