@@ -2,7 +2,8 @@
 ``chromium-driver``) driven by selenium pastes a question, solves it with Ctrl+Enter, and finds the
 ranking and the highlighted evidence; example questions with their answer key; the verdict on a
 given correct answer; ties, options without evidence, long options; a disabled Solve that
-Ctrl+Enter cannot bypass, late replies dropped, old results cleared under an error; screen-reader
+Ctrl+Enter cannot bypass, late replies dropped (an example clicked, or a question edited and
+solved again, while another is out), old results cleared under an error; screen-reader
 announcements, focus, copy, keyboard help; text contrast in light and dark mode; a phone-sized
 screen, and the API docs offline. The server runs in this process, so a test can slow its scoring.
 
@@ -324,3 +325,29 @@ def test_an_llm_answer_shows_the_model_reply_and_its_probabilities(browser, url)
     solve(browser, url, PASTED, method="ir-custom")
     shown(browser)
     assert not browser.find_element(By.ID, "reply").is_displayed()
+
+
+def edit_while_solving(browser, url, monkeypatch) -> None:
+    """Solve a slow question, then paste another in its place (as a paste does, with an input event) while it is out."""
+    slow_scoring(monkeypatch, 2.0, only="SLOW")
+    solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
+    WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
+    paste(browser, "Which drug blocks cell wall synthesis?\nA: Ceftriaxone\nB: Aspirin")
+    browser.execute_script("document.getElementById('text').dispatchEvent(new Event('input', {bubbles: true}))")
+
+
+def test_a_question_edited_while_solved_is_solved_again_and_shown_alone(browser, url, monkeypatch):
+    edit_while_solving(browser, url, monkeypatch)
+    assert browser.find_element(By.ID, "solve").is_enabled()  # the new text may be solved at once
+    browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
+    assert shown(browser) == "Prediction: A. Ceftriaxone"
+    time.sleep(3)  # the first question's reply arrives now, and must be dropped
+    assert browser.find_element(By.ID, "prediction").text == "Prediction: A. Ceftriaxone"
+    assert browser.find_element(By.ID, "status").text == ""
+
+
+def test_a_reply_to_a_question_edited_since_says_so(browser, url, monkeypatch):
+    edit_while_solving(browser, url, monkeypatch)
+    assert shown(browser) == "Prediction: B. Ceftriaxone"  # not solved again: the reply is the old text's, and says so
+    assert "it has been edited since: Solve again" in browser.find_element(By.ID, "status").text
+    assert "stale" in browser.find_element(By.ID, "result").get_attribute("class")

@@ -11,7 +11,8 @@ const LANG_NAMES = { en: "English", zh: "Chinese" };
 let served = { languages: ["en"], default: { lang: "en" }, served: [] };
 let answer = null;      // the answer shown
 let latest = 0;         // the number of the newest request; replies to older ones are dropped
-let busy = false;       // a request is in flight (Solve is disabled)
+let busy = false;       // a request is in flight
+let asked = "";         // what the newest request asked (see asks()): while it is in flight, Solve is off for it alone
 let example = null;     // the example loaded into the box, while its text is unchanged
 
 // A JSON request to the API; a refusal becomes an Error carrying a message for a reader of the page.
@@ -91,9 +92,22 @@ function language(text) {
   return served.languages.includes(wanted) ? wanted : served.default.lang;
 }
 
+// What the form asks as one string: the text, method, language and minimum confidence (the correct
+// answer only changes how a reply is judged, not the reply).
+function asks() {
+  const text = $("text").value;
+  return JSON.stringify([text, $("method").value, language(text), $("min-confidence").value.trim()]);
+}
+
+// Solve is off only while the form asks what the request in flight asks: a second click or Ctrl+Enter
+// cannot send the same question twice, but an edited question is solved at once (the older reply is dropped).
+function refresh() {
+  $("solve").disabled = busy && asks() === asked;
+}
+
 function setBusy(on, message = "") {
   busy = on;
-  $("solve").disabled = on;
+  refresh();
   $("ask").setAttribute("aria-busy", String(on));
   $("result").classList.toggle("stale", on && !$("result").hidden);
   $("status").textContent = message;
@@ -101,13 +115,15 @@ function setBusy(on, message = "") {
 
 function solve(event) {
   event.preventDefault();
-  if (!busy) run();  // Ctrl+Enter (or a second click) cannot bypass a disabled Solve
+  refresh();  // the text may have changed without an input event (a script, an extension)
+  if (!$("solve").disabled) run();
 }
 
 // Parse and answer the box's question; only the newest request's reply (or error) is shown.
 async function run() {
   const number = ++latest;
   const text = $("text").value;
+  asked = asks();
   const method = $("method").value, lang = language(text);
   if (example && example.text !== text) example = null;
   $("error").hidden = true;
@@ -124,7 +140,9 @@ async function run() {
     if (number !== latest) return;  // a newer request has been made: its reply is the one to show
     answer = data;
     show(data, $("key").value || null);
-    setBusy(false);
+    const edited = asks() !== asked;  // edited while out, and not solved again: say whose answer this is
+    setBusy(false, edited ? "This answer is for the question as it was when you pressed Solve; it has been edited since: Solve again for the new text." : "");
+    $("result").classList.toggle("stale", edited);
     $("prediction").focus();
   } catch (error) {
     if (number !== latest) return;
@@ -335,10 +353,11 @@ function toggleKeys(show = $("keys").hidden) {
 document.addEventListener("DOMContentLoaded", () => {
   $("solve").disabled = false;  // off in the page itself, so that without JavaScript a question is never submitted and lost
   $("ask").addEventListener("submit", solve);
+  for (const kind of ["input", "change"]) $("ask").addEventListener(kind, refresh);
   $("text").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
-      if (!$("solve").disabled) $("ask").requestSubmit();
+      $("ask").requestSubmit();  // solve() decides whether it may be sent
     }
   });
   $("ranking").addEventListener("keydown", moveInRanking);
