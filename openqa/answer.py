@@ -65,15 +65,19 @@ def solve(scorer: OptionScorer, question: Question) -> OptionScores:
 
 
 def query_terms(tokenizer: Tokenizer, question: str, option: str) -> frozenset[str]:
-    """The index terms of the whole question and one option: what evidence is marked with."""
-    return frozenset(tokenizer.tokenize(tokenizer.prepare_query(f"{question} {option}")))
+    """What the evidence of one option is marked with, from the whole question and the option:
+    in a spaced language their index terms (``term_spans`` matches a paragraph's words by their own
+    terms, stemmed); in Chinese their content words (``Tokenizer.words``: jieba's words of two or
+    more characters), not the index's single characters and bigrams, which match everywhere."""
+    text = tokenizer.prepare_query(f"{question} {option}")
+    return frozenset(tokenizer.tokenize(text) if language(tokenizer.lang).spaced else tokenizer.words(text))
 
 
 @lru_cache(maxsize=256)
 def _term_pattern(terms: frozenset[str]) -> re.Pattern[str] | None:
     """One regular expression finding any of ``terms`` in Chinese text, longest first (compiled once
     per option's terms: every evidence paragraph of the option reuses it)."""
-    words = sorted((t for t in terms if len(t) > 1 or not t.isascii()), key=len, reverse=True)
+    words = sorted(terms, key=len, reverse=True)
     return re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE) if words else None
 
 
@@ -88,7 +92,8 @@ def term_spans(text: str, terms: frozenset[str], tokenizer: Tokenizer) -> list[S
 
     English: the words of ``text`` whose own index terms (stemmed) occur among ``terms``, so
     "infarctions" is marked for the query word "infarction". Chinese has no spaces between words:
-    the query terms (characters, bigrams or words) themselves are found in the text, longest first.
+    the query's words themselves are found in the text, longest first (as written, whatever words
+    the paragraph's own segmentation would make of it).
     """
     if not language(tokenizer.lang).spaced:
         pattern = _term_pattern(terms)

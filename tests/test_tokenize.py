@@ -1,5 +1,6 @@
 import pytest
 
+from openqa.answer import query_terms, term_spans
 from openqa.errors import OpenQAError
 from openqa.text.medical_filter import filter_question
 from openqa.text.tokenize import ChineseTokenizer, EnglishTokenizer, make_tokenizer
@@ -42,3 +43,29 @@ def test_medical_filter_keeps_medical_words_and_drops_narrative_and_numbers():
     kept = filter_question("A 45-year-old man comes to the clinic 3 days ago with fever and jaundice.").split()
     assert "fever" in kept and "jaundice" in kept and "clinic" in kept
     assert not {"comes", "ago", "3", "days", "the"} & set(kept)
+
+
+def test_chinese_evidence_is_marked_with_the_query_words_not_its_characters():
+    """Worked by hand: jieba reads the question and option as 哪|种|药物|抑制|细菌|细胞壁|合成|头孢曲松 (哪 a
+    stop word); the words of two or more characters are found whole in the paragraph, and the single
+    characters it shares with the query (种, 药, 成 of 一种, 药物, 成人) are not marked."""
+    tokenizer = ChineseTokenizer(mode="char")
+    terms = query_terms(tokenizer, "哪種藥物抑制細菌細胞壁合成?", "头孢曲松")  # traditional, as typed
+    assert terms == {"药物", "抑制", "细菌", "细胞壁", "合成", "头孢曲松"}
+    text = "头孢曲松是一种抑制细菌细胞壁合成的药，成人每日一次，治疗细菌感染。"
+    spans = term_spans(text, terms, tokenizer)
+    assert [text[a:b] for a, b in spans] == ["头孢曲松", "抑制", "细菌", "细胞壁", "合成", "细菌"]
+    assert spans[:2] == [(0, 4), (7, 9)]
+    # 15 of 33 characters; the index's characters and bigrams marked 18, cut across words:
+    # 头孢|曲松|种|抑制|细菌|细胞|壁合|成|药|成|细菌
+    assert sum(b - a for a, b in spans) == 15
+
+
+def test_chinese_words_the_dictionary_lacks_are_still_marked():
+    """头围 (head circumference) is not in jieba's dictionary (its words are 头|围, single characters
+    never marked): its hidden Markov model joins them, and the paragraph's 头围 is marked."""
+    tokenizer = ChineseTokenizer(mode="word")
+    assert tokenizer.tokenize("新生儿头围") == ["新生儿", "头", "围", "新生儿 头", "头 围"]  # the index's words: unchanged
+    assert tokenizer.words("新生儿头围") == ["新生儿", "头围"]
+    text = "出生时头围平均34cm。"
+    assert [text[a:b] for a, b in term_spans(text, query_terms(tokenizer, "新生儿头围是多少?", "34cm"), tokenizer)] == ["头围", "34cm"]

@@ -187,7 +187,9 @@ class Index(ABC):
         """Load now what the first query would load (the Chinese script converter, jieba's
         dictionary), so that a server's first request does not pay for it (nor, while one loads
         in a single call that holds the GIL, every other request)."""
-        self.tokenizer.tokenize(self.tokenizer.prepare_query("warm 热身"))
+        text = self.tokenizer.prepare_query("warm 热身")
+        self.tokenizer.tokenize(text)
+        self.tokenizer.words(text)  # what evidence is marked with (jieba's words, whatever the index's mode)
 
     @classmethod  # noqa: B027  (a hook that most engines leave empty: they take any options)
     def check_options(cls, options: EngineOptions) -> None:

@@ -36,6 +36,11 @@ class Tokenizer(ABC):
     def config(self) -> dict[str, Any]:
         """Every setting that changes the terms, so a mismatched index can be refused."""
 
+    @abstractmethod
+    def words(self, text: str) -> list[str]:
+        """The content words of ``text`` (lower-cased, unstemmed, stop words and single characters
+        dropped), in reading order: what a reader recognises as a match when evidence is marked."""
+
     def prepare_query(self, text: str) -> str:
         """Normalise query text before tokenizing (e.g. script conversion); identity by default."""
         return text
@@ -62,7 +67,6 @@ class EnglishTokenizer(Tokenizer):
         self._stemmer = Stemmer.Stemmer("english") if stem else None
 
     def words(self, text: str) -> list[str]:
-        """Lower-cased content words (stop words and single characters dropped), unstemmed."""
         stop = self._stop
         return [w for w in _EN_WORD.findall(text.lower()) if len(w) > 1 and w not in stop]
 
@@ -108,19 +112,28 @@ class ChineseTokenizer(Tokenizer):
                 terms.extend(piece[i : i + 2] for i in range(len(piece) - 1))
         return terms
 
-    def _word_terms(self, text: str) -> list[str]:
+    def _jieba_words(self, text: str, hmm: bool = False) -> list[str]:
+        """jieba's words of ``text`` (lower-cased), stop words and punctuation dropped; with ``hmm``
+        also the words its dictionary lacks, found by its hidden Markov model."""
         import jieba  # imported here: loading its dictionary costs ~0.6 s
 
         jieba.setLogLevel(logging.WARNING)
 
         stop = self._stop
-        words = [
-            w.strip()
-            for w in jieba.lcut(text, HMM=False)
-            if w.strip() and w not in stop and _HAS_WORD.search(w)
-        ]
-        words = [w for w in words if not (w.isascii() and len(w) < 2)]
+        return [w.strip() for w in jieba.lcut(text, HMM=hmm) if w.strip() and w not in stop and _HAS_WORD.search(w)]
+
+    def _word_terms(self, text: str) -> list[str]:
+        words = [w for w in self._jieba_words(text) if not (w.isascii() and len(w) < 2)]
         return _with_bigrams(words, self.ngram)
+
+    def words(self, text: str) -> list[str]:
+        """jieba's words of two or more characters, whatever the index's mode: a single character
+        is mostly a function word or a piece of a longer word, so marking every shared one (and the
+        character bigrams across words) would cover much of every evidence paragraph (measured by
+        ``scripts/bench_highlights.py``). Its hidden Markov model joins the medical terms its
+        dictionary lacks (头围, head circumference, would be 头|围 and never marked); the index's word
+        mode keeps the dictionary's words alone, as its indexes were built."""
+        return [w for w in self._jieba_words(text.lower(), hmm=True) if len(w) > 1]
 
     def prepare_query(self, text: str) -> str:
         """Convert traditional characters to simplified: the Chinese textbooks are simplified."""
