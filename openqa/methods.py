@@ -432,6 +432,10 @@ class EnsembleMethod(Method):
         """The parts ``request`` names, else the language's default ones."""
         labels = frozenset(label for label, _ in request.predictions)
         parts = tuple(Part.parse(spec, labels) for spec in (request.parts or DEFAULT_PARTS[lang]))
+        named = [p.label for p in parts]
+        twice = next((label for i, label in enumerate(named) if label in named[:i]), None)
+        if twice is not None:  # the parts are keyed by label: a second one would vanish, and the fit with it
+            raise UsageError(f"ensemble part {twice!r} is named twice in --parts: name each part once")
         unused = labels - {p.label for p in parts}
         if unused:
             raise UsageError(f"--predictions names part {sorted(unused)[0]!r}, which is not among the parts "

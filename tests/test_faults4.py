@@ -73,6 +73,7 @@ def test_a_corpus_text_with_a_lone_surrogate_is_a_file_line_error(tmp_path):
 @pytest.mark.parametrize("parts, message", [
     ("", "--parts names no method"), (",", "--parts names no method"),
     ("ir-custom,pmi:top_n=3", "ensemble part 'pmi:top_n=3': pmi has no setting top_n"),
+    ("ir-custom,pmi,ir-custom", "ensemble part 'ir-custom' is named twice in --parts"),  # once failed after the fit, blaming the record
 ])
 def test_impossible_ensemble_parts_are_refused(built, parts, message):  # noqa: F811
     done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", parts, *loc(built),
