@@ -1,8 +1,8 @@
 """Fault suite: the ``openqa`` console script against hostile input and interruptions, with figures.
 
-It builds a synthetic corpus (seeded), then runs the hostile cases (scripts/faultsuite/cases.py),
-the keys typed at a terminal (typed.py) and the interruptions of ``index`` and ``eval``
-(interruptions.py), each judged by tally.py, and writes eval/results/bench-faults.json: cases
+It builds a synthetic corpus (seeded), then runs the hostile cases (scripts/faultsuite/cases.py,
+third.py and fourth.py), the keys typed at a terminal (typed.py) and the interruptions of ``index``,
+``eval`` and ``tune --method ensemble`` (interruptions.py), each judged by tally.py, and writes eval/results/bench-faults.json: cases
 tried, clean errors, right answers, clean stops, and every bad outcome (tracebacks, hangs, wrong
 exits, indexes lost or served half-written, scratch folders, crash logs, inconsistent result sets,
 temporary files: target 0 of each). The full-disk case mounts a tiny tmpfs, so it runs as root only.

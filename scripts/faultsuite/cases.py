@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from faultsuite.fourth import fourth_round_cases
 from faultsuite.tally import OPENQA, Case
 from faultsuite.third import third_round_cases
 
@@ -189,6 +190,7 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool, tiny: Pa
         *hostile_environment(qfile, loc, an, out),
         *edited_manifests(root, data, custom, pmi),
         *third_round_cases(qfile, loc, root, data),
+        *fourth_round_cases(qfile, loc, root, data),
         *([full_disk_case(loc, tiny)] if tiny else []),
         lock_case(root, data),
     ]

@@ -1,8 +1,9 @@
-"""Interruptions: SIGINT and SIGKILL of ``openqa index`` (every engine that runs here) and ``openqa
-eval`` at random moments; then the index under its name must still answer exactly as the complete
-one did (after the recovery a later open does), a later build must leave no scratch folder, no JVM
-crash log may land in the working folder, every result summary must agree with the files beside it,
-and a Ctrl-C may leave no temporary result file."""
+"""Interruptions: SIGINT and SIGKILL of ``openqa index`` (every engine that runs here), ``openqa
+eval`` and ``openqa tune --method ensemble`` at random moments; then the index under its name must
+still answer exactly as the complete one did (after the recovery a later open does), a later build
+must leave no scratch folder, no JVM crash log may land in the working folder, every result summary
+must agree with the files beside it, a Ctrl-C may leave no temporary result file, and the tuned
+weights and their calibration must still be one pair that eval uses."""
 
 from __future__ import annotations
 
@@ -123,3 +124,25 @@ def interrupt_evals(tries: int, root: Path, data: Path, figures: Figures, rng: r
                 except OpenQAError as exc:
                     figures.result_sets_inconsistent += 1
                     figures.failures.append({"name": f"eval {sig.name}", "verdict": "result set inconsistent", "detail": str(exc)})
+
+
+def interrupt_tunes(tries: int, root: Path, data: Path, figures: Figures, rng: random.Random) -> None:
+    """Interrupt ``openqa tune --method ensemble`` over a complete tune: what it writes (weights and
+    calibration) lands together or not at all, so eval must still use the pair on disk (a Ctrl-C
+    between the two used to leave a pair eval used without a word, or refused)."""
+    settings = root / "tuned-ensemble"
+    loc = ["--data-dir", str(data), "--index-dir", str(root / "indexes"), "--settings-dir", str(settings)]
+    argv = ["tune", "--method", "ensemble", "--dataset", "us", *loc]
+    check = [OPENQA, "eval", "--method", "ensemble", "--dataset", "us", "--split", "dev", "--limit", "5", *loc,
+             "--output", str(root / "tune-out")]
+    start = time.perf_counter()
+    subprocess.run([OPENQA, *argv], cwd=root, capture_output=True, check=True, preexec_fn=default_sigint)
+    full = time.perf_counter() - start
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        for _ in range(tries):
+            name = f"tune ensemble {sig.name}"
+            figures.stopped(name, *interrupt(argv, root, rng.uniform(0.2, full * 1.1), sig))
+            done = subprocess.run(check, cwd=root, capture_output=True, text=True, preexec_fn=default_sigint)
+            if done.returncode != 0:
+                figures.result_sets_inconsistent += 1
+                figures.failures.append({"name": name, "verdict": "tuned pair unusable", "detail": done.stderr[-300:]})

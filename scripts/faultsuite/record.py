@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from faultsuite.cases import HOLDERS, QUICK_PER_CATEGORY, hostile_cases, tiny_disk
-from faultsuite.interruptions import ENGINE_TRIES, interrupt_builds, interrupt_evals
+from faultsuite.interruptions import ENGINE_TRIES, interrupt_builds, interrupt_evals, interrupt_tunes
 from faultsuite.synthetic import make_data
 from faultsuite.tally import OPENQA, Figures, Outcome, run_case
 from faultsuite.typed import typed_cases
@@ -47,6 +47,7 @@ def run_suite(quick: bool = False, engines: list[str] | None = None, tries: int 
             print(f"interrupting {engine} index builds", file=sys.stderr)
             interrupt_builds(engine, tries or (2 if quick else ENGINE_TRIES[engine]), root, data, figures, rng)
         interrupt_evals(tries or (2 if quick else 10), root, data, figures, rng)
+        interrupt_tunes(tries or (2 if quick else 10), root, data, figures, rng)
     return {
         "dataset": "synthetic corpus (seeded) and hostile inputs", "split": "faults", "method": "openqa console script",
         "n": figures.cases + figures.interruptions,
