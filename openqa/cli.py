@@ -2,24 +2,32 @@
 
 from __future__ import annotations
 
-import argparse
-import codecs
-import json
-import logging
-import signal
 import sys
-import threading
-from pathlib import Path
-from types import FrameType
 
-from openqa.config import DEFAULT_METHOD, DEFAULT_RESULTS, ENV_RESULTS, Settings
-from openqa.errors import OpenQAError
-from openqa.extras import missing_extra
-from openqa.languages import DEFAULT_LANG, LANGS, language
-from openqa.limits import MIN_ADDRESS_SPACE_MB, address_space_limited, address_space_shortfall
-from openqa.progress import shown
-from openqa.scorers.query import QUERY_MODES
-from openqa.text.unicode import printable
+#: What a command stopped by Ctrl-C (or SIGTERM) says.
+INTERRUPTED = "openqa: interrupted"
+
+try:  # a Ctrl-C while the command's modules load (a second on a busy machine) stops it as one later does
+    import argparse
+    import codecs
+    import json
+    import logging
+    import signal
+    import threading
+    from pathlib import Path
+    from types import FrameType
+
+    from openqa.config import DEFAULT_METHOD, DEFAULT_RESULTS, ENV_RESULTS, Settings
+    from openqa.errors import OpenQAError
+    from openqa.extras import missing_extra
+    from openqa.languages import DEFAULT_LANG, LANGS, language
+    from openqa.limits import MIN_ADDRESS_SPACE_MB, address_space_limited, address_space_shortfall
+    from openqa.progress import shown
+    from openqa.scorers.query import QUERY_MODES
+    from openqa.text.unicode import printable
+except KeyboardInterrupt:
+    print(INTERRUPTED, file=sys.stderr)
+    raise SystemExit(130) from None
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -770,7 +778,7 @@ def _run(argv: list[str] | None) -> int:
         print(f"openqa: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("openqa: interrupted", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         return 130
     except OSError as exc:
         print(printable(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")), file=sys.stderr)

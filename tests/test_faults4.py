@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -99,6 +101,25 @@ def test_a_failed_tune_leaves_its_old_settings_and_a_mismatched_pair_is_refused(
     settings.write_text(json.dumps(record))
     done = run_env("eval", "--dataset", "us", "--split", "dev", env=env)
     assert done.returncode == 2 and "ir-custom-us.calibration.json was fitted with other settings than ir-custom-us.json" in done.stderr
+
+
+#: The console script, with a Ctrl-C arriving as its command's modules load (where the fault suite's
+#: interruptions found it, on a busy machine): an import hook raises it when openqa.config is imported.
+CTRL_C_WHILE_LOADING = """
+import sys
+class CtrlC:
+    def find_spec(self, name, path, target=None):
+        if name == "openqa.config":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, CtrlC())
+from openqa.cli import main
+sys.exit(main())
+"""
+
+
+def test_a_ctrl_c_while_the_command_loads_is_an_interruption_not_a_traceback():
+    done = subprocess.run([sys.executable, "-c", CTRL_C_WHILE_LOADING, "--help"], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (130, "openqa: interrupted\n")
 
 
 def test_offset_and_limit_score_a_slice_under_its_own_name(built, tmp_path):  # noqa: F811
