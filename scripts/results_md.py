@@ -268,9 +268,21 @@ def results_text() -> str:
         out += ["", "## Faults", "",
                 f"`{faults['command']}` ({faults['date']}): {faults['cases']} hostile cases ({', '.join(faults['categories'])}) "
                 f"and {faults['interruptions']} interruptions (SIGINT and SIGKILL of `index` for {', '.join(faults['engines_interrupted'])}, "
-                f"and of `eval`); {faults['clean_errors']} clean one-line errors, {faults['answered']} right answers, "
+                f"and of `eval` and `tune --method ensemble`); {faults['clean_errors']} clean one-line errors, {faults['answered']} right answers, "
                 f"{faults['clean_stops']} clean stops.", "",
                 "| " + " | ".join(bad) + " |", "|" + "---|" * len(bad), "| " + " | ".join(str(faults[k]) for k in bad) + " |"]
+    marks = load("bench-highlights-zh.json")
+    if marks:
+        shipped, former = marks["rules"]["words (shipped)"], marks["rules"]["index terms (former)"]
+
+        def share(rule: dict) -> str:
+            return f"{rule['median_percent']}% (quartiles {rule['quartiles_percent'][0]}-{rule['quartiles_percent'][1]}%)"
+
+        out += ["", "## Evidence marks", "",
+                f"`{marks['command']}` ({marks['date']}): the share of a Chinese evidence paragraph's characters marked on the page, "
+                f"over the {marks['paragraphs']:,} paragraphs of the first {marks['n']} MCMLE dev questions ({marks['method']}): median "
+                f"{share(shipped)} with the query's words, {share(former)} with the index's characters and bigrams; "
+                f"{shipped['unmarked_paragraphs']} paragraphs left unmarked (before: {former['unmarked_paragraphs']})."]
     report = RESULTS / "retrieval-us-dev.md"
     if report.is_file():
         out += ["", "## Retrieval quality", "", *report.read_text().splitlines()[2:], "", "![answer support](eval/results/retrieval-us-dev.png)"]
