@@ -628,10 +628,12 @@ def calibration_key(name: str, request: Request = Request()) -> str:
     return "-".join([name, *method(name).variant(request)])
 
 
-def open_method(ctx: Context, name: str, target: Exam, request: Request = Request()) -> Opened:
+def open_method(ctx: Context, name: str, target: Exam, request: Request = Request(), calibrated: bool = True) -> Opened:
     """The method ``name`` opened for ``target`` (see ``Method.open``), with the probabilities
     fitted on ``target.dataset`` dev (``openqa tune``; temperature 1 when none is found, which its
-    settings say); refused in one line when ``request`` lacks what it needs (``Method.needs``)."""
+    settings say); refused in one line when ``request`` lacks what it needs (``Method.needs``).
+    ``calibrated`` False leaves the probabilities out (temperature 1): for ``openqa tune``, which is
+    about to fit them, and whose new settings no longer match the calibration it replaces."""
     m = method(name)
     m.require(request)
     if (request.predictions or request.ensemble) and not m.fuses_parts:
@@ -639,6 +641,8 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     engine = request.engine or m.engine
     with needs(f"method {name}", m.extra or (engine_class(engine).extra if engine else None)):
         opened = m.open(ctx, target, request)
+    if not calibrated:
+        return opened
     calibration = load_calibration(calibration_key(name, request), target.dataset, ctx.settings.tuned_dir(), ctx.corpus)
     if calibration is None:
         calibration = uncalibrated(opened.scorer.scale)

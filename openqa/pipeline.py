@@ -270,7 +270,7 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
                 **run_record(),
             })
             files["settings"] = save_tuned(record, ctx.settings.settings_dir)
-        opened = open_method(ctx, name, target, request)
+        opened = open_method(ctx, name, target, request, calibrated=False)  # the old calibration is the one being replaced
         results, parts = opened.scorer.score_with_parts(questions, progress=progress)
         fit_on, fitted_on = m.calibration_scores(opened, results, parts)
         used, _ = tuned_file(key, dataset, ctx.settings.settings_dir, ctx.corpus)

@@ -122,6 +122,20 @@ def test_a_ctrl_c_while_the_command_loads_is_an_interruption_not_a_traceback():
     assert (done.returncode, done.stderr) == (130, "openqa: interrupted\n")
 
 
+def test_a_second_tune_replaces_the_pair_the_first_wrote(tmp_path):
+    """Tuning again into the same settings folder (other settings: here a --limit) used to fail after
+    its work, opening the method with the calibration it was replacing, which no longer matched."""
+    env = site_env(tmp_path)
+    for method in ("ir-custom", "ensemble"):
+        tune = ["tune", "--method", method, "--dataset", "us", *(["--parts", "ir-custom,ir-custom:top_n=1"] if method == "ensemble" else [])]
+        assert run_env(*tune, env=env).returncode == 0
+        again = run_env(*tune, "--limit", "1", env=env)
+        assert again.returncode == 0, again.stderr
+        assert json.loads((tmp_path / "tuned" / f"{method}-us.calibration.json").read_text())["dev"]["n"] == 1
+        done = run_env("eval", "--method", method, "--dataset", "us", "--split", "dev", env=env)
+        assert done.returncode == 0, done.stderr
+
+
 def test_offset_and_limit_score_a_slice_under_its_own_name(built, tmp_path):  # noqa: F811
     whole = run("eval", "--dataset", "us", "--split", "dev", "--output", str(tmp_path), "--json", *loc(built))
     second = run("eval", "--dataset", "us", "--split", "dev", "--offset", "1", "--limit", "1", "--output", str(tmp_path), "--json",
