@@ -127,9 +127,10 @@ def interrupt_evals(tries: int, root: Path, data: Path, figures: Figures, rng: r
 
 
 def interrupt_tunes(tries: int, root: Path, data: Path, figures: Figures, rng: random.Random) -> None:
-    """Interrupt ``openqa tune --method ensemble`` over a complete tune: what it writes (weights and
-    calibration) lands together or not at all, so eval must still use the pair on disk (a Ctrl-C
-    between the two used to leave a pair eval used without a word, or refused)."""
+    """Interrupt ``openqa tune --method ensemble`` over a complete tune: after a Ctrl-C what it writes
+    (weights and calibration) has landed together or not at all, so eval uses the pair on disk (a
+    Ctrl-C between the two used to leave a pair that eval used without a word). A SIGKILL between
+    the two writes cannot be held off: the pair it leaves must be refused in one line."""
     settings = root / "tuned-ensemble"
     loc = ["--data-dir", str(data), "--index-dir", str(root / "indexes"), "--settings-dir", str(settings)]
     argv = ["tune", "--method", "ensemble", "--dataset", "us", *loc]
@@ -143,6 +144,9 @@ def interrupt_tunes(tries: int, root: Path, data: Path, figures: Figures, rng: r
             name = f"tune ensemble {sig.name}"
             figures.stopped(name, *interrupt(argv, root, rng.uniform(0.2, full * 1.1), sig))
             done = subprocess.run(check, cwd=root, capture_output=True, text=True, preexec_fn=default_sigint)
-            if done.returncode != 0:
+            errors = [line for line in done.stderr.splitlines() if "error" in line]
+            if sig == signal.SIGKILL and done.returncode == 2 and len(errors) == 1 and "was fitted with other settings" in errors[0]:
+                figures.tuned_pairs_refused += 1
+            elif done.returncode != 0:
                 figures.result_sets_inconsistent += 1
                 figures.failures.append({"name": name, "verdict": "tuned pair unusable", "detail": done.stderr[-300:]})

@@ -70,6 +70,7 @@ class Figures:
     crash_logs: int = 0
     result_sets_inconsistent: int = 0
     temporaries_left: int = 0
+    tuned_pairs_refused: int = 0  # mismatched weights and calibration a SIGKILL left, refused by eval in one line
     failures: list[dict[str, Any]] = field(default_factory=list)
 
     def stopped(self, name: str, verdict: str, detail: str) -> None:
