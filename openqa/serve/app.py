@@ -648,7 +648,7 @@ class _Server:
 def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
     """The results page (``/results``) and its JSON: the runs of ``folder``, a run's questions (with
     their text where the data folder has the run's dataset), and the comparison of runs."""
-    from openqa.evaluate.browse import inside, list_runs, run_questions, run_row
+    from openqa.evaluate.browse import inside, list_runs, run_curves, run_questions, run_row
     from openqa.evaluate.compare import compare_runs
     from openqa.pipeline import compare_lookup
 
@@ -669,6 +669,10 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
         record = run_row(summary) if summary.is_file() else None  # that run's record alone, not the whole folder's
         texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
         return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
+
+    @app.get("/v1/results/{run}/curves", summary="A run's risk-coverage curve and reliability diagram, from its predictions")
+    def run_curve(run: str) -> dict[str, Any]:
+        return run_curves(folder, run)
 
     @app.get("/v1/compare", summary="Runs compared question by question (as openqa compare): ?runs=A,B[,C...]")
     def compare(runs: str) -> dict[str, Any]:
