@@ -509,12 +509,12 @@ def test_the_pool_serves_lanes_in_turn_and_drops_cancelled_jobs():
         return run
 
     try:
-        first = [pool.submit("a", True, job(f"a{n}")) for n in range(3)]
+        first = [pool.submit("a", "en", True, job(f"a{n}")) for n in range(3)]
         time.sleep(0.2)
         assert started == ["a0"]  # one heavy job at a time; the other worker waits for other lanes
-        gone = pool.submit("b", False, job("b-gone"))
+        gone = pool.submit("b", "en", False, job("b-gone"))
         gone.cancel()
-        light = pool.submit("b", False, job("b1"))
+        light = pool.submit("b", "en", False, job("b1"))
         time.sleep(0.2)
         assert started == ["a0", "b1"] and gone.cancelled()
         gate.set()

@@ -403,6 +403,12 @@ class Guard:
         return b"".join(chunks)
 
 
+def peer(request: Request) -> str:
+    """Who sent ``request``, as the worker pool shares its threads among clients: the peer's address
+    (its port is left out: one client opening many connections is still one client)."""
+    return request.client.host if request.client else ""
+
+
 def _without_body(send: Send) -> Send:
     """``send`` for a HEAD request: the GET's status and headers, no body bytes."""
 
@@ -528,7 +534,8 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
             raise RequestError(f"question too long for {method}: {size(question)} characters with its options "
                                f"(at most {limit.max_chars} per request)", 413)
         abandoned = threading.Event()
-        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline, body.min_confidence)
+        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline, body.min_confidence,
+                                peer(request))
         try:
             return await _answered(future, request, deadline, f"{method} ({lang})", engines.stopping)
         finally:
@@ -541,7 +548,7 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
         if len(body.query) > MAX_CHARS:
             raise RequestError(f"query too long: {len(body.query)} characters (at most {MAX_CHARS})", 413)
         deadline = time.monotonic() + DEFAULT_LIMITS.seconds
-        future = engines.search(body.query, body.lang, body.engine, body.k)
+        future = engines.search(body.query, body.lang, body.engine, body.k, peer(request))
         try:
             return await _answered(future, request, deadline, f"search ({body.engine})", engines.stopping)
         finally:
