@@ -364,7 +364,7 @@ def test_sigterm_stops_the_server_despite_a_slow_body_client(tmp_path):
         client = slow_body_client(port)
         time.sleep(0.3)
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)  # the grace period is 5 s
+        out, err = process.communicate(timeout=30)  # the grace period is 2 s
         client.close()
     finally:
         process.kill()

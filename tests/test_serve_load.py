@@ -1,13 +1,17 @@
-"""``openqa serve`` under load: heavy capacity shared per client and language. Slowness is faked
-(scoring or searching that waits for the test to release it, passing cancellation checkpoints
-meanwhile) and every assertion is about order and outcome (which
+"""``openqa serve`` under load: heavy capacity shared per client and language, and a stop with
+requests in flight. Slowness is faked (scoring or searching that waits for the test to release it,
+passing cancellation checkpoints meanwhile) and every assertion is about order and outcome (which
 job started, which request was answered with what), never about how long something took, so a
 loaded machine only makes these tests slower."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,10 +27,11 @@ from openqa.cancel import checkpoint
 from openqa.config import Settings
 from openqa.pipeline import Context
 from openqa.serve import engines as engines_module
-from openqa.serve.app import create_app
+from openqa.serve.app import admit, create_app
 from openqa.serve.engines import Engines, Limits
 from openqa.serve.workers import FairPool
-from tests.test_serve import EN, START_TIMEOUT, TOP1, tiny_site
+from tests.helpers import default_sigint
+from tests.test_serve import EN, START_TIMEOUT, TOP1, free_port, tiny_site
 
 #: Seconds any wait of these tests may take before it fails (a hang guard, not a measure).
 HANG_S = 60.0
@@ -245,3 +250,112 @@ def test_heavy_searches_share_as_heavy_answers_do_and_short_answers_pass_them(si
         release.set()
         pool.shutdown(wait=False)
     assert [f.result(HANG_S)[0] for f in searches] == [200] * 6
+
+
+# -- stopping ----------------------------------------------------------------------------------
+
+
+def test_connections_waiting_to_be_accepted_are_answered_when_the_server_stops(site):
+    """Closing a listening socket resets the connections in its queue; ``admit`` serves them first."""
+    with serving(create_app(site[1])) as (_, server, sock):
+        loop, address = server.servers[0].get_loop(), sock.getsockname()
+        stopped_accepting = asyncio.run_coroutine_threadsafe(remove_reader(sock), loop)
+        stopped_accepting.result(HANG_S)  # from now on connections wait in the listening queue
+        waiting = [socket.create_connection(address, timeout=HANG_S) for _ in range(3)]
+        for conn in waiting:
+            conn.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        asyncio.run_coroutine_threadsafe(admit(server, [sock]), loop).result(HANG_S)
+        for conn in waiting:
+            assert conn.recv(100).startswith(b"HTTP/1.1 200 ")
+            conn.close()
+        with pytest.raises(ConnectionRefusedError):  # no longer listening
+            socket.create_connection(address, timeout=HANG_S)
+
+
+async def remove_reader(sock: socket.socket) -> None:
+    asyncio.get_running_loop().remove_reader(sock.fileno())
+
+
+#: ``openqa serve`` whose scoring of a question containing SLOW never ends on its own: it passes a
+#: cancellation checkpoint every 10 ms and writes a line to the file named by its first argument
+#: when it begins.
+SLOW_SERVE = """
+import sys, time
+from openqa.cancel import checkpoint
+from openqa.cli import main
+from openqa.serve import engines
+
+marks, real = sys.argv.pop(1), engines.answer_record
+
+def slow(opened, question, *args):
+    if "SLOW" in question.question:
+        with open(marks, "a") as out:
+            out.write(question.question + "\\n")
+        while True:
+            checkpoint()
+            time.sleep(0.01)
+    return real(opened, question, *args)
+
+engines.answer_record = slow
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_under_load_answers_every_request_in_flight_and_resets_none(tmp_path, sig):
+    data, indexes = tiny_site(tmp_path)
+    port, marks = free_port(), tmp_path / "begun.txt"
+    server = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SERVE, str(marks), "serve", "--lang", "en", "--port", str(port),
+         "--data-dir", str(data), "--index-dir", str(indexes)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=default_sigint)
+    try:
+        wait_listening(server, port)
+        slow_body = socket.create_connection(("127.0.0.1", port), timeout=HANG_S)  # a request still arriving
+        slow_body.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
+        pool = ThreadPoolExecutor(4)
+        clients = [pool.submit(two_requests_on_one_connection, port, n) for n in range(4)]
+        while len(marks.read_text().splitlines() if marks.exists() else []) < 4:  # every one is being scored
+            assert server.poll() is None and not any(c.done() for c in clients), "a slow request ended early"
+            time.sleep(0.05)
+        server.send_signal(sig)
+        out, err = server.communicate(timeout=HANG_S)
+        reply = slow_body.recv(200)
+        slow_body.close()
+    finally:
+        server.kill()
+    assert server.returncode == 0 and "Traceback" not in err, err
+    assert reply.startswith(b"HTTP/1.1 503 ") and b"the server is stopping" in reply
+    for client in clients:
+        (status, error, closing), after = client.result(HANG_S)
+        assert status == 503 and "the server is stopping" in error["error"] and closing == "close"
+        assert after in ("503", "ConnectionRefusedError")  # on a new connection: answered, or refused once not listening
+
+
+def wait_listening(server: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + HANG_S
+    while True:
+        assert server.poll() is None and time.monotonic() < deadline, "openqa serve did not start"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=HANG_S).close()
+            return
+        except ConnectionRefusedError:
+            time.sleep(0.1)
+
+
+def two_requests_on_one_connection(port: int, n: int) -> tuple[tuple[int, dict[str, Any], str | None], str]:
+    """A slow question (answered when the server stops: status, JSON, its Connection header), then
+    another on the same kept-alive connection (what became of it: refused, reset, ...)."""
+    connection = HTTPConnection("127.0.0.1", port, timeout=HANG_S)
+    body = json.dumps({"question": f"SLOW {n} {EN['question']}", "options": EN["options"]})
+    connection.request("POST", "/v1/answer", body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    first = response.status, json.loads(response.read()), response.getheader("connection")
+    try:
+        connection.request("POST", "/v1/answer", body, {"Content-Type": "application/json"})
+        after = str(connection.getresponse().status)
+    except OSError as exc:
+        after = type(exc).__name__
+    finally:
+        connection.close()
+    return first, after
