@@ -26,8 +26,9 @@ import uvicorn
 from openqa.cancel import checkpoint
 from openqa.config import Settings
 from openqa.pipeline import Context
+from openqa.serve import app as app_module
 from openqa.serve import engines as engines_module
-from openqa.serve.app import admit, create_app
+from openqa.serve.app import admit, create_app, header_timed
 from openqa.serve.engines import Engines, Limits
 from openqa.serve.workers import FairPool
 from tests.helpers import default_sigint
@@ -132,11 +133,12 @@ def site(tmp_path) -> Iterator[tuple[str, Engines]]:
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[tuple[str, uvicorn.Server, socket.socket]]:
-    """``app`` served by uvicorn in a thread on a free loopback port: its URL, server and listening socket."""
+def serving(app: Any, http: Any = "auto") -> Iterator[tuple[str, uvicorn.Server, socket.socket]]:
+    """``app`` served by uvicorn (its HTTP protocol ``http``) in a thread on a free loopback port: its
+    URL, server and listening socket."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, http=http))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + START_TIMEOUT
@@ -274,6 +276,33 @@ def test_connections_waiting_to_be_accepted_are_answered_when_the_server_stops(s
 
 async def remove_reader(sock: socket.socket) -> None:
     asyncio.get_running_loop().remove_reader(sock.fileno())
+
+
+def test_a_request_sent_on_an_idle_connection_as_the_server_stops_is_answered_not_reset(site, monkeypatch):
+    """uvicorn closes a connection between requests at once when it stops: a request just sent on it
+    would meet a reset. The server's protocol waits ``FLUSH_SECONDS`` (here long enough for any
+    machine), answers what comes (a 503 saying it stops, with Connection: close), then closes."""
+    engines = site[1]
+    monkeypatch.setattr(app_module, "FLUSH_SECONDS", HANG_S)
+    with serving(create_app(engines), http=header_timed(HANG_S)) as (url, server, _):
+        connection = HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=HANG_S)
+        connection.request("GET", "/v1/health")
+        assert connection.getresponse().read() and connection.sock is not None  # kept alive, now idle
+        engines.stop()
+        loop = server.servers[0].get_loop()
+        asyncio.run_coroutine_threadsafe(shut_connections(server), loop).result(HANG_S)
+        connection.request("POST", "/v1/answer", json.dumps({"question": EN["question"], "options": EN["options"]}),
+                           {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        assert response.status == 503 and b"the server is stopping" in response.read()
+        assert response.getheader("connection") == "close"
+        connection.close()
+
+
+async def shut_connections(server: uvicorn.Server) -> None:
+    """What uvicorn's shutdown does to every open connection."""
+    for connection in list(server.server_state.connections):
+        connection.shutdown()
 
 
 #: ``openqa serve`` whose scoring of a question containing SLOW never ends on its own: it passes a

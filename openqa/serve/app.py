@@ -75,8 +75,8 @@ POLL_SECONDS = 0.2
 #: twice and ``CLOSE_SECONDS`` for a job stuck between checkpoints, the server is gone within 4 s,
 #: leaving a loaded machine a second of the 5 s promised.
 GRACE_SECONDS = 2
-#: Seconds a stopping server gives the connections it took over from its listening queue to send their
-#: requests, and the requests it cut off to write their 503s.
+#: Seconds a stopping server gives a connection between requests to send one (it is answered, not reset),
+#: and the requests it cut off after the grace period to write their 503s.
 FLUSH_SECONDS = 0.2
 #: The signals that stop the server (SIGHUP: its terminal closed).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -595,7 +595,10 @@ def listen(host: str, port: int) -> socket.socket:
 def header_timed(seconds: float) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol (h11) that closes a connection whose request line and headers have not
     all arrived ``seconds`` after it opened or after the request's first byte (uvicorn times out an
-    idle kept-alive connection, not a trickled head, so each such client would hold a socket for ever)."""
+    idle kept-alive connection, not a trickled head, so each such client would hold a socket for ever).
+    When the server stops, a connection between requests is closed ``FLUSH_SECONDS`` later, not at
+    once: a request its client has just sent (not read yet) is answered, where closing the socket
+    over its unread bytes would reset it."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeaderTimed(H11Protocol):
@@ -621,6 +624,18 @@ def header_timed(seconds: float) -> type[asyncio.Protocol]:
             super().data_received(data)
             if self.cycle is not before:  # its head arrived in full
                 self.stop_timer()
+
+        def shutdown(self) -> None:
+            if self.cycle is None or self.cycle.response_complete:
+                self.loop.call_later(FLUSH_SECONDS, self.stop_after_flush)
+            else:
+                super().shutdown()
+
+        def stop_after_flush(self) -> None:
+            """uvicorn's shutdown of this connection: closed if no request came meanwhile, else after
+            answering the one that came."""
+            if not self.transport.is_closing():
+                super().shutdown()
 
         def head_late(self) -> None:
             self.timer = None
@@ -682,8 +697,8 @@ class _Server:
 async def admit(server: uvicorn.Server, sockets: list[socket.socket]) -> None:
     """Stop listening on ``sockets`` (uvicorn's started ``server`` over them), first taking over the
     connections still waiting in their queues (closing a listening socket resets those: their
-    clients, who had sent a request, would get no answer), then give these a moment to read their
-    requests: uvicorn's shutdown closes a connection that has not sent one yet."""
+    clients, who had sent a request, would get no answer). The server's protocol
+    (``header_timed``) gives them a moment to send their requests before it closes them."""
     loop = asyncio.get_running_loop()
     waiting = []
     for sock in sockets:
@@ -695,8 +710,6 @@ async def admit(server: uvicorn.Server, sockets: list[socket.socket]) -> None:
     protocol = partial(make, config=server.config, server_state=server.server_state, app_state=server.lifespan.state)
     for conn in waiting:
         await loop.connect_accepted_socket(protocol, conn)
-    if waiting:
-        await asyncio.sleep(FLUSH_SECONDS)
 
 
 def _accepted(sock: socket.socket) -> list[socket.socket]:
