@@ -280,10 +280,10 @@ async def remove_reader(sock: socket.socket) -> None:
 
 def test_a_request_sent_on_an_idle_connection_as_the_server_stops_is_answered_not_reset(site, monkeypatch):
     """uvicorn closes a connection between requests at once when it stops: a request just sent on it
-    would meet a reset. The server's protocol waits ``FLUSH_SECONDS`` (here long enough for any
+    would meet a reset. The server's protocol waits ``IDLE_SECONDS`` (here long enough for any
     machine), answers what comes (a 503 saying it stops, with Connection: close), then closes."""
     engines = site[1]
-    monkeypatch.setattr(app_module, "FLUSH_SECONDS", HANG_S)
+    monkeypatch.setattr(app_module, "IDLE_SECONDS", HANG_S)
     with serving(create_app(engines), http=header_timed(HANG_S)) as (url, server, _):
         connection = HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=HANG_S)
         connection.request("GET", "/v1/health")

@@ -72,11 +72,13 @@ BODY_SECONDS = 20.0
 POLL_SECONDS = 0.2
 #: Seconds the server waits for requests still arriving after Ctrl-C, SIGTERM or SIGHUP before answering
 #: them with a 503 (requests being scored get theirs within ``POLL_SECONDS``): with ``FLUSH_SECONDS``
-#: twice and ``CLOSE_SECONDS`` for a job stuck between checkpoints, the server is gone within 4 s,
-#: leaving a loaded machine a second of the 5 s promised.
+#: and ``CLOSE_SECONDS`` for a job stuck between checkpoints, the server is gone within 4 s, leaving a
+#: loaded machine a second of the 5 s promised.
 GRACE_SECONDS = 2
-#: Seconds a stopping server gives a connection between requests to send one (it is answered, not reset),
-#: and the requests it cut off after the grace period to write their 503s.
+#: Seconds a stopping server keeps a connection between requests open for a request its client may be
+#: sending (answered with a 503, where closing the socket over its bytes would reset it): within the grace.
+IDLE_SECONDS = 1.0
+#: Seconds the requests a stopping server cut off after the grace period have to write their 503s.
 FLUSH_SECONDS = 0.2
 #: The signals that stop the server (SIGHUP: its terminal closed).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -596,7 +598,7 @@ def header_timed(seconds: float) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol (h11) that closes a connection whose request line and headers have not
     all arrived ``seconds`` after it opened or after the request's first byte (uvicorn times out an
     idle kept-alive connection, not a trickled head, so each such client would hold a socket for ever).
-    When the server stops, a connection between requests is closed ``FLUSH_SECONDS`` later, not at
+    When the server stops, a connection between requests is closed ``IDLE_SECONDS`` later, not at
     once: a request its client has just sent (not read yet) is answered, where closing the socket
     over its unread bytes would reset it."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -627,11 +629,11 @@ def header_timed(seconds: float) -> type[asyncio.Protocol]:
 
         def shutdown(self) -> None:
             if self.cycle is None or self.cycle.response_complete:
-                self.loop.call_later(FLUSH_SECONDS, self.stop_after_flush)
+                self.loop.call_later(IDLE_SECONDS, self.stop_when_idle)
             else:
                 super().shutdown()
 
-        def stop_after_flush(self) -> None:
+        def stop_when_idle(self) -> None:
             """uvicorn's shutdown of this connection: closed if no request came meanwhile, else after
             answering the one that came."""
             if not self.transport.is_closing():
