@@ -775,8 +775,9 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                 wait_until_up(port, server)
                 slow = socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT)
                 slow.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
-                loopers = [Looper(port, "127.0.0.1", heavy, 4), Looper(port, "127.0.0.2", english, 3, keep=True),
-                           *([Looper(port, "127.0.0.3", english, churn)] if churn else [])]
+                kinds = {"heavy zh": Looper(port, "127.0.0.1", heavy, 4), "kept-alive en": Looper(port, "127.0.0.2", english, 3, keep=True),
+                         **({"en, a connection per request": Looper(port, "127.0.0.3", english, churn)} if churn else {})}
+                loopers = list(kinds.values())
                 with contextlib.ExitStack() as stack:
                     for looper in loopers:
                         stack.enter_context(looper)
@@ -791,11 +792,11 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                 outcomes = [o for looper in loopers for o in looper.outcomes]
                 case.statuses += [server.returncode, int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "slow: no reply",
                                   *outcomes]
-                resets = sum(o in RESETS for o in outcomes)
-                bench.resets += resets
+                resets = {kind: sum(o in RESETS for o in looper.outcomes) for kind, looper in kinds.items()}
+                bench.resets += sum(resets.values())
                 case.note = (f"exited {server.returncode} {took:.2f} s after the signal; {len(outcomes)} requests "
                              f"({sum(o == 503 for o in outcomes)} answered 503, {outcomes.count('refused')} refused "
-                             f"after it stopped listening, {resets} reset); slow-body client: {reply[:12]!r}")
+                             f"after it stopped listening, reset: {resets}); slow-body client: {reply[:12]!r}")
             except subprocess.TimeoutExpired:
                 case.statuses.append("still running after 60 s")
             finally:
@@ -921,7 +922,7 @@ def main() -> None:
         "cases": cases, "answers_before_swap": before, "answers_after_swap": after,
         "server": " ".join(["openqa", *serve[1:-2]]), "seconds": round(time.time() - started, 1),
         "notes": "5xx counts every 5xx answer; unexpected_5xx leaves out the 503s a case asks for (a time limit, an "
-                 "index being rebuilt). health_stall_s: the longest GET /v1/health while any case ran, the probe "
+                 "index being rebuilt or deleted, the server stopping). health_stall_s: the longest GET /v1/health while any case ran, the probe "
                  f"sharing this machine's {os.cpu_count()} cores with server and clients; {busy(load_before)}"
                  f"{'; ' + args.note if args.note else ''}. accuracy: not applicable.",
         "load_average_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
