@@ -198,9 +198,9 @@ def main() -> None:
         "server": " ".join(["openqa", *serve[1:]]),
         "load_average_before_after": [round(load_before[0], 2), round(load_after[0], 2)],
         "notes": f"clients and server share this machine's {os.cpu_count()} cores (clients are threads of this "
-                 f"script); {busy(load_before[0])}{'; ' + args.note if args.note else ''}. Served predictions score one question per request (avgQL "
-                 "of that question; ties broken with the question id 'interactive'), so accuracy differs "
-                 "slightly from openqa eval's.",
+                 f"script); {busy(load_before[0])}{'; ' + args.note if args.note else ''}. Served predictions score "
+                 "one question per request (avgQL of that question; ties broken with the question id 'interactive'), "
+                 "so accuracy differs slightly from openqa eval's.",
         "data": str(data),
     }
     out = write_record(args.output.name, record, " ".join(["python", "scripts/bench_serve.py", *sys.argv[1:]]),

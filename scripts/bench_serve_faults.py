@@ -533,7 +533,7 @@ def client_cases(bench: Bench) -> None:
     port, en, zh = bench.port, bench.questions["en"], bench.questions["zh"]
     text = "".join(q.question for q in zh[:300])
     pmi = [json.dumps({"question": text[n * 120:n * 120 + 2_500 + 500 * (n % 5)], "options": zh[n].options,
-                       "method": "pmi", "lang": "zh"}).encode() for n in range(20)]  # in-limit heavy PMI: 2,500-4,500 characters
+                       "method": "pmi", "lang": "zh"}).encode() for n in range(20)]  # in-limit heavy PMI: 2,500-4,500 chars
     english = [answer_body(q, "ir-custom", "en") for q in en[:50]]
     second = [with_top_n(answer_body(en[n], "ir-custom", "en") if n % 2 else answer_body(zh[n], "ir-custom", "zh"), 50)
               for n in range(10)]
@@ -562,7 +562,8 @@ def client_cases(bench: Bench) -> None:
 
     bench.case("a second client's heavy requests (en, zh; top_n 50) beside one looping in-limit zh PMI on 4 connections",
                "fairness", {200, 503},
-               lambda case: beside(case, [Looper(port, "127.0.0.1", pmi, 4)], second, "/v1/answer", "second_client_heavy_max_s"))
+               lambda case: beside(case, [Looper(port, "127.0.0.1", pmi, 4)], second, "/v1/answer",
+                                   "second_client_heavy_max_s"))
     bench.case("a second client's heavy requests beside one looping heavy questions in both languages", "fairness", {200, 503},
                lambda case: beside(case, [Looper(port, "127.0.0.1", pmi, 2),
                                           Looper(port, "127.0.0.1", [with_top_n(b, 100) for b in english], 2)],
@@ -775,7 +776,8 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                 wait_until_up(port, server)
                 slow = socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT)
                 slow.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
-                kinds = {"heavy zh": Looper(port, "127.0.0.1", heavy, 4), "kept-alive en": Looper(port, "127.0.0.2", english, 3, keep=True),
+                kinds = {"heavy zh": Looper(port, "127.0.0.1", heavy, 4),
+                         "kept-alive en": Looper(port, "127.0.0.2", english, 3, keep=True),
                          **({"en, a connection per request": Looper(port, "127.0.0.3", english, churn)} if churn else {})}
                 loopers = list(kinds.values())
                 with contextlib.ExitStack() as stack:
@@ -790,8 +792,8 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                 slow.close()
                 bench.stops.append(took)
                 outcomes = [o for looper in loopers for o in looper.outcomes]
-                case.statuses += [server.returncode, int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "slow: no reply",
-                                  *outcomes]
+                slow_status = int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "slow: no reply"
+                case.statuses += [server.returncode, slow_status, *outcomes]
                 resets = {kind: sum(o in RESETS for o in looper.outcomes) for kind, looper in kinds.items()}
                 bench.resets += sum(resets.values())
                 case.note = (f"exited {server.returncode} {took:.2f} s after the signal; {len(outcomes)} requests "
@@ -922,7 +924,8 @@ def main() -> None:
         "cases": cases, "answers_before_swap": before, "answers_after_swap": after,
         "server": " ".join(["openqa", *serve[1:-2]]), "seconds": round(time.time() - started, 1),
         "notes": "5xx counts every 5xx answer; unexpected_5xx leaves out the 503s a case asks for (a time limit, an "
-                 "index being rebuilt or deleted, the server stopping). health_stall_s: the longest GET /v1/health while any case ran, the probe "
+                 "index being rebuilt or deleted, the server stopping). health_stall_s: the longest GET /v1/health "
+                 "while any case ran, the probe "
                  f"sharing this machine's {os.cpu_count()} cores with server and clients; {busy(load_before)}"
                  f"{'; ' + args.note if args.note else ''}. accuracy: not applicable.",
         "load_average_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],

@@ -7,7 +7,8 @@ a pool of ``WORKERS`` threads shared fairly (``openqa.serve.workers``: a queue p
 and weight, served in turn; heavy requests hold at most ``HEAVY_SHARE`` workers, one client's all
 but one of them). A method whose engine calls into a JVM (ir-es over Lucene, whose threads must be
 attached) keeps one long-lived thread of its own, and so does an LLM run in process (it answers one
-prompt at a time: its queue must not hold the pool's threads). A model is opened once for every language served.
+prompt at a time: its queue must not hold the pool's threads). A model is opened once for every
+language served.
 
 Limits: each method has a size limit (characters of question and options) and a time limit per
 request (waiting and working). A request that goes over its time, whose client disconnects, or
@@ -363,10 +364,10 @@ class Engines:
         """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
         language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
         index. The job waits in the queue of its ``client`` (whoever asks: the server gives the peer
-        address), language and weight (heavy: over its method's ``heavy_chars`` or ``HEAVY_TOP_N``), and stops (before scoring, or at the scorer's
-        next checkpoint) once ``abandoned`` is set, the server stops, or ``deadline``
-        (``time.monotonic``; default: the method's time limit from now) has passed; below
-        ``min_confidence`` the answer abstains."""
+        address), language and weight (heavy: over its method's ``heavy_chars`` or ``HEAVY_TOP_N``),
+        and stops (before scoring, or at the scorer's next checkpoint) once ``abandoned`` is set, the
+        server stops, or ``deadline`` (``time.monotonic``; default: the method's time limit from now)
+        has passed; below ``min_confidence`` the answer abstains."""
         method, lang = self.offer(method, lang)
         if top_n is not None and not METHODS[method].takes("top_n"):
             raise RequestError(f"top_n does not apply to {method}: leave it out (the server's settings choose its evidence)")

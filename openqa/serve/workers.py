@@ -3,14 +3,14 @@
 Jobs wait in one queue per client, lane and weight: the client is whose work it is (the server
 gives the peer address), the lane a kind of work of that client (the server's are languages), the
 weight whether the job is heavy. A free worker takes the next job of the queues in turn, so a
-client or lane that many requests queue in gets one turn like any other. Heavy jobs (large
+queue that many requests wait in gets one turn like any other. Heavy jobs (large
 questions, top-N or queries, see ``Engines``) hold at most ``heavy_share`` workers together, so the
 others only ever run short jobs: a short request finds a worker within one short job's time,
 whatever long ones are queued or running. One client's heavy jobs hold at most ``heavy_share - 1``
 of those (one, when the share is two): a client looping heavy questions leaves a heavy worker
 free, so another client's heavy request starts at once instead of waiting seconds for a long job
 to end, and its own heavy requests in one language take turns with those in another.
-(Capping each lane's short jobs as well cost a single busy lane a quarter of its throughput here:
+(Capping each queue's short jobs as well cost a single busy queue a quarter of its throughput here:
 145 against 198 requests/s, p95 264 against 154 ms, medians of three alternated runs of
 ``scripts/bench_serve.py``.) A job whose future was cancelled (its client left) is dropped from
 its queue unstarted.
