@@ -614,6 +614,18 @@ def browse_results(folder: str | Path, run: str | None = None) -> list[dict[str,
     return list_runs(where) if run is None else run_questions(where, arg.text("run", run))
 
 
+def result_curves(folder: str | Path, run: str) -> dict[str, Any]:
+    """A run's risk-coverage curve (accuracy of the answered at 100 coverages, most confident first)
+    and reliability diagram (10 equal-width bins of confidence), from its predictions file: what
+    ``openqa serve --results`` draws."""
+    from openqa.evaluate.browse import run_curves
+
+    where = arg.path("folder", folder)
+    if where is None:
+        raise UsageError("folder must name a results folder, not None")
+    return run_curves(where, arg.text("run", run))
+
+
 # ------------------------------------------------------------------------ argument checks
 
 
@@ -658,5 +670,5 @@ def _overrides(top_n: Any, aggregate: Any, query: Any) -> Any:
 
 __all__ = [
     "Answer", "BatchHits", "Built", "Evaluation", "OpenQAError", "SearchHit", "Searcher", "Solver", "Tuning",
-    "Workspace", "browse_results", "build_index", "run_eval", "search_hits", "tune",
+    "Workspace", "browse_results", "build_index", "result_curves", "run_eval", "search_hits", "tune",
 ]

@@ -90,3 +90,22 @@ def decode_at(where: str, line: str) -> Any:
         return decode(line)
     except ValueError as exc:
         raise DataError(f"{where}: not valid JSON ({exc})") from None
+
+
+def readable(value: Any, indent: int = 2, level: int = 0) -> str:
+    """``value`` as JSON for people and diffs: objects one key a line, indented, but a list of plain
+    values (numbers, strings, booleans, null, or such lists: a calibration's thousands of dev
+    confidences, its bins) on one line, as ``json.dumps`` would write it compactly."""
+    if isinstance(value, dict) and value:
+        inner = " " * (indent * (level + 1))
+        items = ",\n".join(f"{inner}{json.dumps(str(k))}: {readable(v, indent, level + 1)}" for k, v in value.items())
+        return "{\n" + items + "\n" + " " * (indent * level) + "}"
+    if isinstance(value, list) and value and not _plain(value):
+        inner = " " * (indent * (level + 1))
+        return "[\n" + ",\n".join(inner + readable(v, indent, level + 1) for v in value) + "\n" + " " * (indent * level) + "]"
+    return json.dumps(value)
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` holds no object: a scalar, or a list of plain values."""
+    return not isinstance(value, dict) and (not isinstance(value, list) or all(_plain(v) for v in value))

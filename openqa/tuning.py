@@ -11,7 +11,6 @@ relative to the working folder, so an installed openqa gives the same figure fro
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import asdict, replace
 from importlib import resources
 from itertools import product
@@ -24,7 +23,7 @@ from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import IN_SAMPLE, Calibration, confidence_report
 from openqa.evaluate.metrics import summarise
 from openqa.evaluate.results import run_record, write_atomic
-from openqa.jsonl import decode
+from openqa.jsonl import decode, readable
 from openqa.retrieval.hybrid import Fusion
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.hybrid import HybridScorer, fuse_options
@@ -163,7 +162,7 @@ def save_tuned(record: dict[str, Any], settings_dir: Path, kind: str = "") -> Pa
     ``tuned_file`` finds it first (over the record's corpus, if named); return its path."""
     path = Path(settings_dir) / f"{record['method']}-{record['dataset']}{corpus_tag(record.get('corpus'))}{_suffix(kind)}"
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(record, indent=2) + "\n")
+    write_atomic(path, readable(record) + "\n")
     return path
 
 

@@ -128,6 +128,7 @@ def main() -> None:
     parser.add_argument("--deadline", type=float, default=600, help="seconds after which clients stop sending (default: 600)")
     parser.add_argument("--index-dir", help="index folder of the server (default: its own default, ./indexes)")
     parser.add_argument("--output", type=Path, default=RESULTS / "bench-serve.json", help="result file (default: eval/results/bench-serve.json)")
+    parser.add_argument("--note", default="", help="what else ran on the machine meanwhile, said in the record's notes")
     args = parser.parse_args()
 
     data = data_dir()
@@ -197,9 +198,9 @@ def main() -> None:
         "server": " ".join(["openqa", *serve[1:]]),
         "load_average_before_after": [round(load_before[0], 2), round(load_after[0], 2)],
         "notes": f"clients and server share this machine's {os.cpu_count()} cores (clients are threads of this "
-                 f"script); {busy(load_before[0])}. Served predictions score one question per request (avgQL "
-                 "of that question; ties broken with the question id 'interactive'), so accuracy differs "
-                 "slightly from openqa eval's.",
+                 f"script); {busy(load_before[0])}{'; ' + args.note if args.note else ''}. Served predictions score "
+                 "one question per request (avgQL of that question; ties broken with the question id 'interactive'), "
+                 "so accuracy differs slightly from openqa eval's.",
         "data": str(data),
     }
     out = write_record(args.output.name, record, " ".join(["python", "scripts/bench_serve.py", *sys.argv[1:]]),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from selenium import webdriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_serve import OPENQA, free_port, wait_until_up  # noqa: E402
@@ -59,9 +59,10 @@ def main() -> None:
                 WebDriverWait(browser, WAIT).until(lambda b: len(b.find_elements(By.CSS_SELECTOR, ".example")) >= args.example)
                 browser.find_elements(By.CSS_SELECTOR, ".example")[args.example - 1].click()
                 WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "verdict").text)
+                browser.execute_script("document.activeElement.blur(); window.scrollTo(0, 0);")
             else:
                 results_page(browser, port)
-            browser.execute_script("document.activeElement.blur(); window.scrollTo(0, 0);")
+                browser.execute_script("document.activeElement.blur(); document.getElementById('comparison').scrollIntoView();")
             output.parent.mkdir(parents=True, exist_ok=True)
             browser.save_screenshot(str(output))
         finally:
@@ -74,21 +75,20 @@ def main() -> None:
 
 def results_page(browser: webdriver.Chrome, port: int,
                  runs: tuple[str, ...] = ("us-test-ir-custom.json", "us-test-ensemble.json")) -> None:
-    """The results page filtered to the US test runs, ``runs`` compared, the last one's confidently
-    wrong answers shown."""
+    """The results page filtered to the US test runs, ``runs`` compared (their table and charts), the
+    last one opened beside the first, showing the questions only it gets right."""
     browser.get(f"http://127.0.0.1:{port}/results")
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#runs tbody tr"))
-    browser.find_element(By.ID, "filter").send_keys("us test")
-    browser.find_element(By.ID, "filter").clear()
     browser.find_element(By.ID, "filter").send_keys("us-test")
     for name in runs:
         browser.find_element(By.CSS_SELECTOR, f"tr[data-run='{name}'] .tick").click()
     browser.find_element(By.ID, "compare").click()
-    WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#pairs tr"))
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#comparison-charts polyline"))
     browser.find_element(By.CSS_SELECTOR, f"tr[data-run='{runs[-1]}'] a.open-run").click()
     WebDriverWait(browser, WAIT).until(lambda b: "questions" in b.find_element(By.ID, "run-count").text)
-    browser.find_element(By.CSS_SELECTOR, "#which option[value='confident-wrong']").click()
-
+    Select(browser.find_element(By.ID, "beside")).select_by_value(runs[0])
+    WebDriverWait(browser, WAIT).until(lambda b: "also in" in b.find_element(By.ID, "run-count").text)
+    Select(browser.find_element(By.ID, "which")).select_by_value("only-this")
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openqa import OpenQAError, Searcher, Solver, Workspace, build_index, run_eval, tune
+from openqa import OpenQAError, Searcher, Solver, Workspace, browse_results, build_index, result_curves, run_eval, tune
 from tests.helpers import QUESTIONS, make_data_dir
 
 EN = QUESTIONS[0]
@@ -75,6 +75,10 @@ def calls(where: dict[str, Any], solver: Solver, searcher: Searcher) -> st.Searc
                   st.one_of(st.just("us"), CARELESS), st.one_of(st.just("dev"), CARELESS), st.one_of(st.just(1), CARELESS), kw),
         st.builds(lambda m, d, p: lambda: tune(m, d, parts=p, calibrate_only=True, **where),
                   st.one_of(st.sampled_from(["ir-custom", "pmi"]), CARELESS), CARELESS, st.one_of(st.none(), CARELESS)),
+        st.builds(lambda f, r: lambda: browse_results(f, r), st.one_of(st.just(where["results_dir"]), CARELESS),
+                  st.one_of(st.none(), st.just("us-dev-ir-custom-limit1.json"), CARELESS)),
+        st.builds(lambda f, r: lambda: result_curves(f, r), st.one_of(st.just(where["results_dir"]), CARELESS),
+                  st.one_of(st.just("us-dev-ir-custom-limit1.json"), CARELESS)),
         st.builds(lambda lang, e, c: lambda: build_index(lang, e, corpus=c, **{**where, "index_dir": where["index_dir"] / "other"}),
                   CARELESS, st.one_of(st.just("custom"), CARELESS), CARELESS),
     )

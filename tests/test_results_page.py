@@ -1,16 +1,20 @@
 """The results page of ``openqa serve --results DIR``: every run of a folder of eval records (an
 unreadable one listed with its reason, never breaking the list), a run's questions, comparisons of
-runs; the same data from ``openqa.browse_results``; nothing outside the folder readable through it;
-and the page in a real browser (list, sort, filter, a run's questions, a comparison)."""
+runs, a run's risk-coverage curve and reliability diagram (checked against a case worked out by
+hand); the same data from ``openqa.browse_results`` and ``openqa.result_curves``; nothing outside the
+folder readable through it; and the page in a real browser (list, sort, filter, a run's questions
+beside another run's, its charts, a question re-asked with its evidence marked, a comparison)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
+import numpy as np
 import pytest
 
-from openqa import UsageError, browse_results
+from openqa import UsageError, browse_results, result_curves
+from openqa.evaluate.calibration import curves
 from openqa.serve.app import create_app
 from tests.helpers import site_env
 from tests.test_calibration import run as run_env
@@ -47,6 +51,22 @@ def test_the_runs_their_questions_and_nothing_outside(folder):
             browse_results(results, bad)
 
 
+def test_curves_by_hand():
+    # four answers: confidences 0.9 (right), 0.8 (wrong), 0.8 (right), 0.3 (wrong). The two at 0.8 are
+    # tied, so the 2nd and 3rd most confident share their one right answer: 1, 1.5, 2 and 2 right
+    # among the 1, 2, 3 and 4 most confident. Bins of 0.1: [0.9, 1] holds 1 right of 1, [0.8, 0.9)
+    # 1 of 2 at mean 0.8, [0.3, 0.4) 0 of 1. ECE = (|1 - 0.9| + |1 - 1.6| + |0 - 0.3|) / 4 = 0.25.
+    drawn = curves(np.array([0.9, 0.8, 0.8, 0.3]), np.array([True, False, True, False]), points=4)
+    assert drawn["coverage"] == [[25.0, 100.0], [50.0, 75.0], [75.0, 66.67], [100.0, 50.0]]
+    assert drawn["reliability"] == [
+        {"low": 0.3, "high": 0.4, "n": 1, "confidence": 30.0, "accuracy": 0.0},
+        {"low": 0.8, "high": 0.9, "n": 2, "confidence": 80.0, "accuracy": 50.0},
+        {"low": 0.9, "high": 1.0, "n": 1, "confidence": 90.0, "accuracy": 100.0},
+    ]
+    assert drawn["ece"] == 0.25 and drawn["n"] == 4
+    assert curves(np.array([]), np.array([]))["coverage"] == []
+
+
 def test_the_server_gives_them_only_when_asked(folder, tmp_path):
     root, results = folder
     engines = tiny_engines(tmp_path, ["ir-custom"])
@@ -62,6 +82,10 @@ def test_the_server_gives_them_only_when_asked(folder, tmp_path):
             assert status == 200 and compared["common_questions"] == 2 and len(compared["pairs"]) == 1
             assert call(url, "/v1/results/..%2F..%2Fetc%2Fpasswd")[0] in (400, 404)
             assert call(url, "/v1/compare?runs=us-dev-pmi.json,broken.json")[0] == 400
+            status, drawn = call(url, "/v1/results/us-dev-pmi.json/curves")
+            assert status == 200 and drawn == result_curves(results, "us-dev-pmi.json")
+            assert drawn["n"] == 2 and len(drawn["coverage"]) == 2 and drawn["chance"] == 25.0
+            assert call(url, "/v1/results/..%2Fx.json/curves")[0] in (400, 404)
     finally:
         engines.close()
 
@@ -73,7 +97,7 @@ CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 def test_the_page_lists_filters_opens_and_compares_runs(folder, tmp_path):
     from selenium import webdriver
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.webdriver.support.ui import Select, WebDriverWait
 
     _, results = folder
     engines = tiny_engines(tmp_path, ["ir-custom"])
@@ -97,14 +121,40 @@ def test_the_page_lists_filters_opens_and_compares_runs(folder, tmp_path):
             driver.find_element(By.CSS_SELECTOR, "#runs th[data-key='method']").click()
             methods = [r.find_elements(By.TAG_NAME, "td")[4].text for r in driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")]
             assert methods == sorted(methods)
-            driver.find_element(By.CSS_SELECTOR, "a.open-run").click()
+            driver.find_element(By.CSS_SELECTOR, "tr[data-run='us-dev-ir-custom.json'] a.open-run").click()
             wait.until(lambda d: "of 2 questions" in d.find_element(By.ID, "run-count").text)
+            opened, other = "us-dev-ir-custom.json", "us-dev-pmi.json"
             assert driver.find_elements(By.CSS_SELECTOR, "#questions .question-text")  # the question's text is shown
+            # its risk-coverage curve and reliability diagram, one line each
+            wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#run-charts figure polyline.series")) == 2)
+            # beside the other run: the pair filters count what the two predictions files say
+            Select(driver.find_element(By.ID, "beside")).select_by_value(other)
+            wait.until(lambda d: "also in" in d.find_element(By.ID, "run-count").text)
+            wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#run-charts figure polyline.series")) == 4)
+            mine, theirs = ({r["qid"]: r for r in browse_results(results, name)} for name in (opened, other))
+            expected = {"disagree": sum(mine[q]["prediction"] != theirs[q]["prediction"] for q in mine),
+                        "only-this": sum(mine[q]["correct"] and not theirs[q]["correct"] for q in mine),
+                        "only-other": sum(theirs[q]["correct"] and not mine[q]["correct"] for q in mine)}
+            for which, count in expected.items():
+                Select(driver.find_element(By.ID, "which")).select_by_value(which)
+                wait.until(lambda d, count=count: d.find_element(By.ID, "run-count").text.startswith(f"{count} of 2 questions"))
+                assert len(driver.find_elements(By.CSS_SELECTOR, "#questions > li")) == count
+            Select(driver.find_element(By.ID, "which")).select_by_value("all")
+            # re-asked through /v1/answer with the run's method (the server has ir-custom, not pmi)
+            driver.find_element(By.CSS_SELECTOR, "#questions button.reask").click()
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, ".reasked .verdict"))
+            assert "the same answer and probabilities as the run" in driver.find_element(By.CSS_SELECTOR, ".reasked .verdict").text
+            assert driver.find_elements(By.CSS_SELECTOR, ".reasked details[open] .paragraph mark")  # matched words marked
+            driver.find_element(By.CSS_SELECTOR, "tr[data-run='us-dev-pmi.json'] a.open-run").click()
+            wait.until(lambda d: "--method pmi --lang en" in d.find_element(By.ID, "run-reask").text)
+            wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#questions button.reask"))  # its questions, no re-ask
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#questions > li")) == 2
             for tick in driver.find_elements(By.CSS_SELECTOR, ".tick"):
                 tick.click()
             driver.find_element(By.ID, "compare").click()
             wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#pairs tr"))
             assert "2 common questions" in driver.find_element(By.ID, "comparison-body").text
+            wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#comparison-charts figure polyline.series")) == 4)
             driver.save_screenshot(str(tmp_path / "results.png"))
     finally:
         driver.quit()

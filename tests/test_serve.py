@@ -301,7 +301,7 @@ def test_concurrent_requests_get_the_answers_of_sequential_ones(url):
 def test_the_page_and_the_api_docs_work_offline(url):
     page = urllib.request.urlopen(url + "/", timeout=10).read().decode()
     assert 'id="text"' in page and 'src="static/app.js"' in page
-    for name in ("app.js", "style.css"):
+    for name in ("common.js", "app.js", "style.css"):
         with urllib.request.urlopen(f"{url}/static/{name}", timeout=10) as response:
             assert response.status == 200
             page += response.read().decode()

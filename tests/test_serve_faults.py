@@ -364,7 +364,7 @@ def test_sigterm_stops_the_server_despite_a_slow_body_client(tmp_path):
         client = slow_body_client(port)
         time.sleep(0.3)
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=30)  # the grace period is 5 s
+        out, err = process.communicate(timeout=30)  # the grace period is 2 s
         client.close()
     finally:
         process.kill()
@@ -509,12 +509,12 @@ def test_the_pool_serves_lanes_in_turn_and_drops_cancelled_jobs():
         return run
 
     try:
-        first = [pool.submit("a", True, job(f"a{n}")) for n in range(3)]
+        first = [pool.submit("a", "en", True, job(f"a{n}")) for n in range(3)]
         time.sleep(0.2)
         assert started == ["a0"]  # one heavy job at a time; the other worker waits for other lanes
-        gone = pool.submit("b", False, job("b-gone"))
+        gone = pool.submit("b", "en", False, job("b-gone"))
         gone.cancel()
-        light = pool.submit("b", False, job("b1"))
+        light = pool.submit("b", "en", False, job("b1"))
         time.sleep(0.2)
         assert started == ["a0", "b1"] and gone.cancelled()
         gate.set()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from openqa.jsonl import readable
 from openqa.tuning import resolve_settings, shipped_folder
 from tests.helpers import make_data_dir
 
@@ -38,6 +39,37 @@ def test_every_shipped_record_is_readable_and_names_its_dataset():
         kind = ".calibration" if path.name.endswith(".calibration.json") else ""
         assert path.name == f"{record['method']}-{record['dataset']}{kind}.json" and record["split"] == "dev"
         assert record["command"].startswith("openqa tune")
+
+
+@pytest.mark.parametrize("value", [
+    {"a": [1, 2.5, None], "b": {"c": [[0, 0], [1, 2]], "d": []}, "e": [{"x": 1}, {"y": [True]}], "f": {}, "g": "é\n"},
+    [], {}, 3, "text", [{"a": 1}], [[{"a": [1]}]],
+])
+def test_tuned_records_read_back_as_written(value):
+    assert json.loads(readable(value)) == value
+
+
+def test_tuned_records_keep_plain_lists_on_one_line():
+    value = {"bins": [[0, 0], [3, 1]], "confidences": [0.25, 0.5], "dev": {"n": 2, "parts": [{"w": 1}]}}
+    assert readable(value) == "\n".join([
+        "{",
+        '  "bins": [[0, 0], [3, 1]],',
+        '  "confidences": [0.25, 0.5],',
+        '  "dev": {',
+        '    "n": 2,',
+        '    "parts": [',
+        "      {",
+        '        "w": 1',
+        "      }",
+        "    ]",
+        "  }",
+        "}",
+    ])
+
+
+def test_a_calibration_keeps_its_dev_confidences_on_one_line():
+    text = (shipped_folder() / "ir-custom-mainland.calibration.json").read_text()
+    assert len(text.splitlines()) < 120 and json.loads(text) == json.loads(readable(json.loads(text)))
 
 
 def test_sources_name_flag_tuned_record_and_default(tmp_path):

@@ -12,7 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from openqa.errors import DataError, UsageError
+import numpy as np
+
+from openqa.data import dataset_spec
+from openqa.errors import DataError, OpenQAError, UsageError
+from openqa.evaluate.calibration import curves
 from openqa.evaluate.compare import prediction_rows, run_paths
 from openqa.jsonl import decode
 
@@ -44,7 +48,11 @@ def run_row(path: Path) -> dict[str, Any] | None:
     confidence = record.get("confidence") if isinstance(record.get("confidence"), dict) else {}
     at20 = (confidence.get("accuracy_at_coverage") or {}).get("20") or {}
     _, predictions = run_paths(path)
-    return {"run": path.name, "dataset": record["dataset"], "split": record["split"], "method": record["method"],
+    try:
+        lang: str | None = dataset_spec(str(record["dataset"])).lang
+    except OpenQAError:  # a dataset of the user's own: the page cannot re-ask its questions
+        lang = None
+    return {"run": path.name, "lang": lang, "dataset": record["dataset"], "split": record["split"], "method": record["method"],
             "variant": record.get("variant"), "n": record["n"], "accuracy": record["accuracy"], "ci95": record.get("ci95"),
             "ece": confidence.get("ece"), "accuracy_at_20": at20.get("accuracy"), "date": record.get("date"),
             "openqa_version": record.get("openqa_version"), "questions": predictions.is_file()}
@@ -80,3 +88,15 @@ def run_questions(folder: Path, name: str) -> list[dict[str, Any]]:
         if len(rows) >= MAX_QUESTIONS:
             break
     return rows
+
+
+def run_curves(folder: Path, name: str) -> dict[str, Any]:
+    """A run's risk-coverage curve and reliability diagram from its predictions (``calibration.curves``),
+    with the accuracy of guessing (from each question's number of options): what the results page
+    draws, one line per run."""
+    rows = run_questions(folder, name)
+    confidence = np.array([float(row.get("confidence") or 0.0) for row in rows])
+    correct = np.array([bool(row.get("correct")) for row in rows])
+    options = [len(row["probabilities"]) for row in rows if isinstance(row.get("probabilities"), dict) and row["probabilities"]]
+    chance = round(100 * float(np.mean([1 / k for k in options])), 2) if options else None
+    return {"run": name, "chance": chance, **curves(confidence, correct)}

@@ -48,6 +48,8 @@ IN_SAMPLE = "the method's dev scores"
 #: questions they were not fitted on (``cross_fitted_logits``).
 CROSS_FIT_FOLDS = 5
 CROSS_FIT_SEED = 0
+#: Coverages at which a page's risk-coverage curve is drawn (``curves``).
+CURVE_POINTS = 100
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -345,6 +347,27 @@ def risk_coverage(confidence: np.ndarray, correct: np.ndarray) -> tuple[np.ndarr
     n = len(confidence)
     k = np.arange(1, n + 1)
     return k / n, 1 - _ranked_correct(confidence, correct) / k
+
+
+def curves(confidence: np.ndarray, correct: np.ndarray, points: int = CURVE_POINTS) -> dict[str, Any]:
+    """What a page draws of a run's confidence: the accuracy of the answered at ``points`` evenly
+    spaced coverages (most confident first, ties sharing their answers as in ``risk_coverage``), and
+    the reliability diagram over ``ECE_BINS`` equal-width bins of confidence (each bin's questions,
+    mean confidence and accuracy; empty bins left out)."""
+    n = len(confidence)
+    if n == 0:
+        return {"n": 0, "coverage": [], "reliability": [], "ece": None}
+    ranked = _ranked_correct(confidence, correct)
+    cuts = sorted({max(1, math.ceil(n * i / points)) for i in range(1, points + 1)})
+    coverage = [[round(100 * k / n, 2), round(100 * float(ranked[k - 1]) / k, 2)] for k in cuts]
+    binned = _bin(confidence, ECE_BINS)
+    count = np.bincount(binned, minlength=ECE_BINS)
+    summed = np.bincount(binned, confidence, ECE_BINS)
+    right = np.bincount(binned, correct.astype(float), ECE_BINS)
+    reliability = [{"low": b / ECE_BINS, "high": (b + 1) / ECE_BINS, "n": int(count[b]),
+                    "confidence": round(100 * float(summed[b] / count[b]), 2), "accuracy": round(100 * float(right[b] / count[b]), 2)}
+                   for b in range(ECE_BINS) if count[b]]
+    return {"n": n, "coverage": coverage, "reliability": reliability, "ece": round(calibration_error(confidence, correct), 4)}
 
 
 def confidence_report(results: Sequence[OptionScores], probabilities: Sequence[dict[str, float]]) -> dict[str, Any]:

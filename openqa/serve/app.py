@@ -28,8 +28,9 @@ import socket
 import threading
 import time
 from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, cast
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -53,6 +54,9 @@ from openqa.serve.engines import CLOSE_SECONDS, DEFAULT_LIMITS, Engines, Request
 from openqa.serve.examples import examples
 from openqa.workspace import Context
 
+if TYPE_CHECKING:
+    import uvicorn
+
 STATIC = Path(__file__).parent / "static"
 #: The most paragraphs per option a request may ask for, and the largest top-N it may set.
 MAX_EVIDENCE = 20
@@ -67,9 +71,15 @@ BODY_SECONDS = 20.0
 #: How often a request waiting for its answer looks whether its client is still there (seconds).
 POLL_SECONDS = 0.2
 #: Seconds the server waits for requests still arriving after Ctrl-C, SIGTERM or SIGHUP before answering
-#: them with a 503 (requests being scored get theirs at once): with ``CLOSE_SECONDS`` for the jobs to
-#: stop, the server is gone within 5 s.
-GRACE_SECONDS = 3
+#: them with a 503 (requests being scored get theirs within ``POLL_SECONDS``): with ``FLUSH_SECONDS``
+#: and ``CLOSE_SECONDS`` for a job stuck between checkpoints, the server is gone within 4 s, leaving a
+#: loaded machine a second of the 5 s promised.
+GRACE_SECONDS = 2
+#: Seconds a stopping server keeps a connection between requests open for a request its client may be
+#: sending (answered with a 503, where closing the socket over its bytes would reset it): within the grace.
+IDLE_SECONDS = 1.0
+#: Seconds the requests a stopping server cut off after the grace period have to write their 503s.
+FLUSH_SECONDS = 0.2
 #: The signals that stop the server (SIGHUP: its terminal closed).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: Seconds a client may take to send a request's line and headers (a trickle is cut off).
@@ -314,14 +324,19 @@ class Guard:
     received pass it), one that does not arrive within ``BODY_SECONDS`` (408) and, for a ``/v1``
     route that takes a POST, one that is not a JSON text (``check_json``; any other path or method
     gets the router's 404 or 405, whatever its body). A JSON body is handed on labelled as JSON, so
-    a client that sent JSON as a form (``curl -d``) is understood."""
+    a client that sent JSON as a form (``curl -d``) is understood. Once the server is ``stopping``,
+    every answer says ``Connection: close``: a kept-alive client then sends its next request on a new
+    connection (refused once the server has stopped listening) instead of on one the server is
+    about to close (which its request would find reset)."""
 
-    def __init__(self, app: ASGIApp, limit: int, hosts: Iterable[str], any_ip: bool, router: Router) -> None:
+    def __init__(self, app: ASGIApp, limit: int, hosts: Iterable[str], any_ip: bool, router: Router,
+                 stopping: threading.Event) -> None:
         self.app = app
         self.limit = limit
         self.hosts = {host_name(host) for host in hosts}
         self.any_ip = any_ip
         self.router = router
+        self.stopping = stopping
 
     def routed(self, scope: Scope) -> bool:
         """Whether a route of the app takes this path with this method."""
@@ -341,13 +356,15 @@ class Guard:
         async def sending(message: Message) -> None:
             nonlocal started
             started = True
+            if message["type"] == "http.response.start" and self.stopping.is_set():
+                message = {**message, "headers": [*message.get("headers", []), (b"connection", b"close")]}
             await send(message)
 
         try:
             await self.guarded(scope, receive, sending)
         except asyncio.CancelledError:  # the server stops (its grace period is over): a 503, no traceback
             if not started:
-                await _error(503, str(stopping()))(scope, receive, send)
+                await _error(503, str(stopping()))(scope, receive, sending)
         return None
 
     async def guarded(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -391,7 +408,8 @@ class Guard:
         length = headers.get("content-length", "0")
         if length.isdigit() and int(length) > self.limit:
             raise too_large
-        chunks, size, message = [], 0, {"more_body": True}
+        chunks: list[bytes] = []
+        size, message = 0, cast(Message, {"more_body": True})
         while message.get("more_body"):
             message = await receive()
             if message["type"] == "http.disconnect":
@@ -401,6 +419,12 @@ class Guard:
             if size > self.limit:
                 raise too_large
         return b"".join(chunks)
+
+
+def peer(request: Request) -> str:
+    """Who sent ``request``, as the worker pool shares its threads among clients: the peer's address
+    (its port is left out: one client opening many connections is still one client)."""
+    return request.client.host if request.client else ""
 
 
 def _without_body(send: Send) -> Send:
@@ -446,7 +470,7 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
         swagger_ui_parameters={"validatorUrl": None}, redoc_url=None,
     )
 
-    app.add_middleware(Guard, limit=MAX_BODY, hosts=hosts, any_ip=any_ip, router=app.router)
+    app.add_middleware(Guard, limit=MAX_BODY, hosts=hosts, any_ip=any_ip, router=app.router, stopping=engines.stopping)
 
     @app.exception_handler(OpenQAError)
     async def _refused(request: Request, exc: OpenQAError) -> JSONResponse:
@@ -528,7 +552,8 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
             raise RequestError(f"question too long for {method}: {size(question)} characters with its options "
                                f"(at most {limit.max_chars} per request)", 413)
         abandoned = threading.Event()
-        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline, body.min_confidence)
+        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline, body.min_confidence,
+                                peer(request))
         try:
             return await _answered(future, request, deadline, f"{method} ({lang})", engines.stopping)
         finally:
@@ -541,7 +566,7 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
         if len(body.query) > MAX_CHARS:
             raise RequestError(f"query too long: {len(body.query)} characters (at most {MAX_CHARS})", 413)
         deadline = time.monotonic() + DEFAULT_LIMITS.seconds
-        future = engines.search(body.query, body.lang, body.engine, body.k)
+        future = engines.search(body.query, body.lang, body.engine, body.k, peer(request))
         try:
             return await _answered(future, request, deadline, f"search ({body.engine})", engines.stopping)
         finally:
@@ -572,7 +597,10 @@ def listen(host: str, port: int) -> socket.socket:
 def header_timed(seconds: float) -> type[asyncio.Protocol]:
     """uvicorn's HTTP protocol (h11) that closes a connection whose request line and headers have not
     all arrived ``seconds`` after it opened or after the request's first byte (uvicorn times out an
-    idle kept-alive connection, not a trickled head, so each such client would hold a socket for ever)."""
+    idle kept-alive connection, not a trickled head, so each such client would hold a socket for ever).
+    When the server stops, a connection between requests is closed ``IDLE_SECONDS`` later, not at
+    once: a request its client has just sent (not read yet) is answered, where closing the socket
+    over its unread bytes would reset it."""
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
     class HeaderTimed(H11Protocol):
@@ -599,6 +627,18 @@ def header_timed(seconds: float) -> type[asyncio.Protocol]:
             if self.cycle is not before:  # its head arrived in full
                 self.stop_timer()
 
+        def shutdown(self) -> None:
+            if self.cycle is None or self.cycle.response_complete:
+                self.loop.call_later(IDLE_SECONDS, self.stop_when_idle)
+            else:
+                super().shutdown()
+
+        def stop_when_idle(self) -> None:
+            """uvicorn's shutdown of this connection: closed if no request came meanwhile, else after
+            answering the one that came."""
+            if not self.transport.is_closing():
+                super().shutdown()
+
         def head_late(self) -> None:
             self.timer = None
             if not self.transport.is_closing():
@@ -616,7 +656,11 @@ class _Server:
     one stops it at once; the signals are not raised again after the stop, so the caller decides the
     exit status (``forced``). The first signal calls ``on_stop`` (the jobs in flight stop at their
     next checkpoint and their requests get a 503 saying the server stops); a client still sending
-    its request after ``GRACE_SECONDS`` gets that 503 too."""
+    its request after ``GRACE_SECONDS`` gets that 503 too.
+
+    Every request the server has received is answered: the connections still waiting in the
+    listening socket's queue are taken over before it closes (closing it would reset them), and
+    the 503s of the requests cut off after the grace period are written before the server returns."""
 
     def __init__(self, app: FastAPI, on_stop: Callable[[], None]) -> None:
         import uvicorn
@@ -636,6 +680,13 @@ class _Server:
                 self.should_exit = True
                 on_stop()
 
+            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+                if not self.force_exit:
+                    await admit(self, sockets or [])
+                await super().shutdown(sockets)
+                if self.server_state.tasks and not self.force_exit:  # the cut-off requests write their 503s
+                    await asyncio.wait(set(self.server_state.tasks), timeout=FLUSH_SECONDS)
+
         self.server = Server(uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS,
                                             http=header_timed(HEADER_SECONDS)))
 
@@ -645,10 +696,40 @@ class _Server:
         return self.server.force_exit
 
 
+async def admit(server: uvicorn.Server, sockets: list[socket.socket]) -> None:
+    """Stop listening on ``sockets`` (uvicorn's started ``server`` over them), first taking over the
+    connections still waiting in their queues (closing a listening socket resets those: their
+    clients, who had sent a request, would get no answer). The server's protocol
+    (``header_timed``) gives them a moment to send their requests before it closes them."""
+    loop = asyncio.get_running_loop()
+    waiting = []
+    for sock in sockets:
+        loop.remove_reader(sock.fileno())  # the loop accepts no more from it: what waits is taken here
+        waiting += _accepted(sock)
+    for listening in server.servers:
+        listening.close()
+    make = cast(Callable[..., asyncio.Protocol], server.config.http_protocol_class)  # as uvicorn makes its protocols
+    protocol = partial(make, config=server.config, server_state=server.server_state, app_state=server.lifespan.state)
+    for conn in waiting:
+        await loop.connect_accepted_socket(protocol, conn)
+
+
+def _accepted(sock: socket.socket) -> list[socket.socket]:
+    """The connections waiting in the queue of the listening ``sock`` (non-blocking), accepted."""
+    out: list[socket.socket] = []
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:  # none left (BlockingIOError), or the socket is gone
+            return out
+        conn.setblocking(False)
+        out.append(conn)
+
+
 def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
     """The results page (``/results``) and its JSON: the runs of ``folder``, a run's questions (with
     their text where the data folder has the run's dataset), and the comparison of runs."""
-    from openqa.evaluate.browse import inside, list_runs, run_questions, run_row
+    from openqa.evaluate.browse import inside, list_runs, run_curves, run_questions, run_row
     from openqa.evaluate.compare import compare_runs
     from openqa.pipeline import compare_lookup
 
@@ -669,6 +750,10 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
         record = run_row(summary) if summary.is_file() else None  # that run's record alone, not the whole folder's
         texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
         return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
+
+    @app.get("/v1/results/{run}/curves", summary="A run's risk-coverage curve and reliability diagram, from its predictions")
+    def run_curve(run: str) -> dict[str, Any]:
+        return run_curves(folder, run)
 
     @app.get("/v1/compare", summary="Runs compared question by question (as openqa compare): ?runs=A,B[,C...]")
     def compare(runs: str) -> dict[str, Any]:

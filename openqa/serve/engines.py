@@ -3,11 +3,12 @@ that keep a request from stalling the others or reading an index that changed on
 
 Every index is opened once at start-up and shared by all requests. Scorers and engines take
 their query settings per call, so one opened index serves many threads: questions are scored on
-a pool of ``WORKERS`` threads shared fairly (``openqa.serve.workers``: a queue per method,
-language and weight, served in turn; heavy requests hold at most ``HEAVY_SHARE`` workers). A
-method whose engine calls into a JVM (ir-es over Lucene, whose threads must be attached) keeps one
-long-lived thread of its own, and so does an LLM run in process (it answers one prompt at a time:
-its queue must not hold the pool's threads). A model is opened once for every language served.
+a pool of ``WORKERS`` threads shared fairly (``openqa.serve.workers``: a queue per client, language
+and weight, served in turn; heavy requests hold at most ``HEAVY_SHARE`` workers, one client's all
+but one of them). A method whose engine calls into a JVM (ir-es over Lucene, whose threads must be
+attached) keeps one long-lived thread of its own, and so does an LLM run in process (it answers one
+prompt at a time: its queue must not hold the pool's threads). A model is opened once for every
+language served.
 
 Limits: each method has a size limit (characters of question and options) and a time limit per
 request (waiting and working). A request that goes over its time, whose client disconnects, or
@@ -32,7 +33,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Hashable, TypeVar
+from typing import Any, Callable, Hashable, TypeVar, cast
 
 import openqa
 from openqa.answer import no_match_message
@@ -61,8 +62,10 @@ REQUEST_FIELDS = {"--top-n": "request top_n", "--lang": "lang"}
 #: Threads scoring questions (beside the JVM's own thread): more than the cores, so a few large questions
 #: cannot hold every thread while small ones wait.
 WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
-#: How many of the workers heavy requests may hold together (the rest are kept for short ones): half the cores.
-HEAVY_SHARE = max(1, (os.cpu_count() or 2) // 2)
+#: How many of the workers heavy requests may hold together (the rest are kept for short ones): half of them,
+#: so at least two: one client's heavy requests hold all but one (``FairPool.client_share``), and another
+#: client's heavy request starts beside them at once.
+HEAVY_SHARE = WORKERS // 2
 #: A request asking for more paragraphs per option than this is heavy.
 HEAVY_TOP_N = 20
 #: Seconds ``Engines.close`` waits for the jobs in flight to reach a checkpoint and stop.
@@ -141,7 +144,7 @@ class _OpenOnce(OpenOnce):
     def shared(self, key: Hashable, make: Callable[[], T]) -> T:
         if key not in self.made:  # offers are opened one at a time (at start-up, then under the reload lock)
             self.made[key] = make()
-        return self.made[key]
+        return cast(T, self.made[key])
 
     def open(self, lang: str, engine: str) -> Index:
         if self.build_missing or (lang, engine) in self.opened:
@@ -249,8 +252,8 @@ class Engines:
         self.stopping = threading.Event()
         self._reload = {(lang, name): threading.Lock() for lang in self.langs for name in self.methods}
         self.reloads: list[dict[str, Any]] = []
-        self.offers = {
-            (lang, name): self._worker(name, lang).submit((lang, name), False, partial(self._open, name, lang)).result()
+        self.offers: dict[tuple[str, str], Offer] = {
+            (lang, name): self._worker(name, lang).submit("", (lang, name), False, partial(self._open, name, lang)).result()
             for lang in self.langs
             for name in self.methods
         }
@@ -315,7 +318,7 @@ class Engines:
                                f"the server opened it; try again once the rebuild has finished ({self._rebuild(gone)})", 503)
         with self._reload[lang, method]:
             offer = self.offers[lang, method]
-            changed = self.changed(offer) or (list(offer.stamps) if offer is failed else [])
+            changed = self.changed(offer) or (list(offer.stamps) if failed is offer else [])
             if not changed:  # another request reopened it meanwhile
                 return offer
             for key in changed:
@@ -357,14 +360,14 @@ class Engines:
 
     def answer(self, question: Question, method: str | None = None, lang: str | None = None, top_n: int | None = None,
                evidence: int = 3, abandoned: threading.Event | None = None, deadline: float | None = None,
-               min_confidence: float | None = None) -> Future[dict[str, Any]]:
+               min_confidence: float | None = None, client: Hashable = "") -> Future[dict[str, Any]]:
         """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
         language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
-        index. The job waits in the queue of its method, language and weight (heavy: over its
-        method's ``heavy_chars`` or ``HEAVY_TOP_N``), and stops (before scoring, or at the scorer's
-        next checkpoint) once ``abandoned`` is set, the server stops, or ``deadline``
-        (``time.monotonic``; default: the method's time limit from now) has passed; below
-        ``min_confidence`` the answer abstains."""
+        index. The job waits in the queue of its ``client`` (whoever asks: the server gives the peer
+        address), language and weight (heavy: over its method's ``heavy_chars`` or ``HEAVY_TOP_N``),
+        and stops (before scoring, or at the scorer's next checkpoint) once ``abandoned`` is set, the
+        server stops, or ``deadline`` (``time.monotonic``; default: the method's time limit from now)
+        has passed; below ``min_confidence`` the answer abstains."""
         method, lang = self.offer(method, lang)
         if top_n is not None and not METHODS[method].takes("top_n"):
             raise RequestError(f"top_n does not apply to {method}: leave it out (the server's settings choose its evidence)")
@@ -386,12 +389,14 @@ class Engines:
                 return attempts()
 
         def attempts() -> dict[str, Any]:
-            failed, failure = None, "it kept changing"
+            failed: Offer | None = None
+            failure = "it kept changing"
             for _ in range(3):  # an index swapped while scoring: score again on the new one
                 check()
                 offer = self._fresh(method, lang, failed)
                 try:
                     opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
+                    assert opened is not None  # _fresh refuses an offer that is not open
                     record = answer_record(opened, question, evidence, min_confidence)
                 except (IndexDamagedError, IndexMissingError) as exc:  # a file went away under the open index
                     failed, failure = offer, self.public(str(exc))  # (a deletion may remove the manifest last)
@@ -403,11 +408,12 @@ class Engines:
             raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "
                                "has finished", 503)
 
-        return self._worker(method, lang).submit((method, lang, heavy), heavy, work)
+        return self._worker(method, lang).submit(client, lang, heavy, work)
 
-    def search(self, query: str, lang: str | None, engine: str, k: int) -> Future[dict[str, Any]]:
+    def search(self, query: str, lang: str | None, engine: str, k: int, client: Hashable = "") -> Future[dict[str, Any]]:
         """The top ``k`` paragraphs of the ``lang``/``engine`` index for ``query`` (``openqa.api.search_hits``),
-        on the worker of a served method that reads that index (reopened first if it changed on disk)."""
+        on the worker of a served method that reads that index (reopened first if it changed on disk),
+        queued as ``answer`` queues a question of ``client``."""
         lang = lang or self.langs[0]
         if lang not in self.langs:
             raise RequestError(f"unknown language {lang!r}: this server serves {', '.join(self.langs)}", 400)
@@ -428,7 +434,7 @@ class Engines:
             return {"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]}
 
         heavy = len(query) > DEFAULT_LIMITS.heavy_chars  # a long query is weighed as a long question is
-        return self._worker(reading[0], lang).submit((reading[0], lang, "search", heavy), heavy, work)
+        return self._worker(reading[0], lang).submit(client, lang, heavy, work)
 
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""

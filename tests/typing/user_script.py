@@ -22,6 +22,7 @@ from openqa import (
     Workspace,
     browse_results,
     build_index,
+    result_curves,
     run_eval,
     tune,
 )
@@ -45,9 +46,10 @@ def main(data: Path) -> str:
     low, high = evaluation.ci95
     tuned: Tuning = tune("ir-custom", "us", workspace=where)
     runs: list[dict[str, object]] = browse_results(data / "results")
+    curves: dict[str, object] = result_curves(data / "results", "us-dev-ir-custom.json")
     errors: tuple[type[OpenQAError], ...] = (DataError, MissingExtraError, UsageError)
     try:
         Solver.open("nope")
     except errors as exc:
-        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {runs}"
+        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {runs} {curves}"
     return str(evaluation.accuracy)

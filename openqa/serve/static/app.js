@@ -3,6 +3,7 @@
 // the method's measured accuracy, and the chosen option's evidence with its matched words marked.
 // Text from the server is only ever inserted as text (never as HTML).
 "use strict";
+// element() and marked() come from common.js, loaded before this file.
 
 const $ = (id) => document.getElementById(id);
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/g;
@@ -39,12 +40,6 @@ function webMessage(status, error) {
   }[status];
   const text = error || `the server answered ${status}`;
   return why ? `${why}: ${text}` : text.charAt(0).toUpperCase() + text.slice(1);
-}
-
-function element(tag, props = {}, children = []) {
-  const node = Object.assign(document.createElement(tag), props);
-  node.append(...children);
-  return node;
 }
 
 // Fill the method and language choices with what the server offers; then load its examples.
@@ -303,18 +298,6 @@ function choose(letter, focus = true) {
     ]),
     element("p", {}, marked(paragraph.text, paragraph.spans)),
   ])));
-}
-
-// The text as nodes, each span inside a <mark>.
-function marked(text, spans) {
-  const nodes = [];
-  let last = 0;
-  for (const [start, end] of spans) {
-    nodes.push(text.slice(last, start), element("mark", { textContent: text.slice(start, end) }));
-    last = end;
-  }
-  nodes.push(text.slice(last));
-  return nodes;
 }
 
 // Arrow keys move between the ranked options; Home and End jump to the first and last.

@@ -1,9 +1,20 @@
-// The results page: runs of the results folder (GET v1/results), a run's questions
-// (GET v1/results/RUN) and a comparison of ticked runs (GET v1/compare?runs=A,B). Text is set with
-// textContent only: nothing from a record is parsed as HTML.
+// The results page: runs of the results folder (GET v1/results), a run's questions (GET
+// v1/results/RUN) beside another run's, its risk-coverage curve and reliability diagram (GET
+// v1/results/RUN/curves), a comparison of ticked runs (GET v1/compare?runs=A,B), and a question
+// re-asked through POST v1/answer with the run's method, its evidence with the matched words marked.
+// Text is set with textContent only (element() and marked() of common.js): nothing from a record is
+// parsed as HTML.
 "use strict";
 
-const state = { runs: [], sortKey: "run", ascending: true, questions: [] };
+const state = {
+  runs: [], sortKey: "run", ascending: true,
+  run: null, questions: [],   // the open run and its questions
+  beside: null,               // the run shown beside it (its questions by key), or null
+  served: new Set(),          // "method|lang" of the methods this server answers with
+};
+const SVG = "http://www.w3.org/2000/svg";
+//: One colour per run on a chart (readable on the light and the dark background).
+const COLORS = ["#3b7dd8", "#d8563b", "#2f9e58", "#9a5bd1", "#c98a1a", "#2aa3a3"];
 
 function cell(row, text) {
   const td = document.createElement("td");
@@ -12,9 +23,20 @@ function cell(row, text) {
   return td;
 }
 
+const fixed = (value, digits) => (value === null || value === undefined ? "-" : value.toFixed(digits));
+
 function accuracyText(run) {
   const ci = run.ci95 ? ` (${run.ci95[0].toFixed(1)}-${run.ci95[1].toFixed(1)})` : "";
   return `${run.accuracy.toFixed(2)}${ci}`;
+}
+
+async function getJSON(url, body) {
+  const reply = await fetch(url, body === undefined ? {} : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+  });
+  const data = await reply.json().catch(() => ({}));
+  if (!reply.ok) throw new Error(data.error || reply.statusText || `the server answered ${reply.status}`);
+  return data;
 }
 
 function showRuns() {
@@ -32,26 +54,20 @@ function showRuns() {
   for (const run of shown) {
     const row = document.createElement("tr");
     row.dataset.run = run.run;
-    const tick = document.createElement("input");
-    tick.type = "checkbox";
-    tick.className = "tick";
-    tick.value = run.run;
+    const tick = element("input", { type: "checkbox", className: "tick", value: run.run });
     tick.addEventListener("change", updateCompare);
-    row.appendChild(document.createElement("td")).appendChild(tick);
+    row.appendChild(element("td", {}, [tick]));
     const name = cell(row, "");
     if (run.questions) {
-      const link = document.createElement("a");
-      link.href = "#";
-      link.textContent = run.run;
-      link.className = "open-run";
+      const link = element("a", { href: "#", textContent: run.run, className: "open-run" });
       link.addEventListener("click", (event) => { event.preventDefault(); openRun(run); });
       name.appendChild(link);
     } else {
       name.textContent = run.run;
     }
     cell(row, run.dataset); cell(row, run.split); cell(row, run.method + (run.variant ? ` (${run.variant})` : ""));
-    cell(row, run.n); cell(row, accuracyText(run)); cell(row, run.ece === null ? "-" : run.ece.toFixed(3));
-    cell(row, run.accuracy_at_20 === null ? "-" : run.accuracy_at_20.toFixed(1)); cell(row, run.date); cell(row, run.openqa_version);
+    cell(row, run.n); cell(row, accuracyText(run)); cell(row, fixed(run.ece, 3));
+    cell(row, fixed(run.accuracy_at_20, 1)); cell(row, run.date); cell(row, run.openqa_version);
     body.appendChild(row);
   }
   const bad = state.runs.filter((r) => r.unreadable);
@@ -64,64 +80,227 @@ function updateCompare() {
   document.getElementById("compare").disabled = ticked.length < 2;
 }
 
-async function getJSON(url) {
-  const reply = await fetch(url);
-  const body = await reply.json();
-  if (!reply.ok) throw new Error(body.error || reply.statusText);
-  return body;
+// ---------------------------------------------------------------- charts
+
+function svg(tag, attributes = {}, children = []) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  node.append(...children);
+  return node;
+}
+
+// A chart of percentages (0-100 on both axes): each series a line through its points (with dots when
+// `dots`), and a dotted reference line from (0, reference[0]) to (100, reference[1]).
+function chart(title, xLabel, yLabel, series, reference, dots) {
+  const width = 340, height = 250, left = 46, right = 10, top = 10, bottom = 40;
+  const x = (v) => left + ((width - left - right) * v) / 100;
+  const y = (v) => height - bottom - ((height - top - bottom) * v) / 100;
+  const parts = [];
+  for (const tick of [0, 25, 50, 75, 100]) {
+    parts.push(svg("line", { x1: x(0), x2: x(100), y1: y(tick), y2: y(tick), class: "grid" }));
+    parts.push(svg("text", { x: left - 6, y: y(tick) + 4, "text-anchor": "end", class: "tick" }, [String(tick)]));
+    parts.push(svg("text", { x: x(tick), y: height - bottom + 16, "text-anchor": "middle", class: "tick" }, [String(tick)]));
+  }
+  if (reference) {
+    parts.push(svg("line", { x1: x(0), y1: y(reference[0]), x2: x(100), y2: y(reference[1]), class: "reference" }));
+  }
+  series.forEach((one, i) => {
+    const color = COLORS[i % COLORS.length];
+    const points = one.points.map(([px, py]) => `${x(px).toFixed(1)},${y(py).toFixed(1)}`).join(" ");
+    parts.push(svg("polyline", { points, fill: "none", stroke: color, "stroke-width": 2, class: "series" }));
+    if (dots) {
+      for (const [px, py, n] of one.points) {
+        parts.push(svg("circle", { cx: x(px), cy: y(py), r: 3.5, fill: color },
+          [svg("title", {}, [`${one.label}: confidence ${px.toFixed(1)}%, right ${py.toFixed(1)}% (${n} questions)`])]));
+      }
+    }
+  });
+  parts.push(svg("text", { x: (left + width - right) / 2, y: height - 6, "text-anchor": "middle", class: "axis" }, [xLabel]));
+  parts.push(svg("text", { x: 12, y: (top + height - bottom) / 2, "text-anchor": "middle", class: "axis",
+    transform: `rotate(-90 12 ${(top + height - bottom) / 2})` }, [yLabel]));
+  const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title }, parts);
+  const legend = element("ul", { className: "legend" }, series.map((one, i) => element("li", {}, [
+    element("span", { className: "swatch", style: `background: ${COLORS[i % COLORS.length]}` }), one.label,
+  ])));
+  return element("figure", { className: "chart" }, [element("figcaption", { textContent: title }), picture, legend]);
+}
+
+// The risk-coverage curves and reliability diagrams of `names`, drawn into `target` (one line per run).
+async function drawCurves(target, names) {
+  target.replaceChildren(element("p", { className: "meta", textContent: "drawing..." }));
+  let records;
+  try {
+    records = await Promise.all(names.map((name) => getJSON(`v1/results/${encodeURIComponent(name)}/curves`)));
+  } catch (error) {
+    target.replaceChildren(element("p", { className: "error", textContent: `cannot draw the curves: ${error.message}` }));
+    return;
+  }
+  const chance = records[0].chance;
+  const coverage = records.map((r) => ({ label: `${r.run} (${r.n} questions)`, points: r.coverage }));
+  const reliability = records.map((r) => ({
+    label: `${r.run} (ECE ${fixed(r.ece, 3)})`,
+    points: r.reliability.map((bin) => [bin.confidence, bin.accuracy, bin.n]),
+  }));
+  target.replaceChildren(
+    chart("Accuracy of the answered, most confident first" + (chance === null ? "" : ` (dotted: chance, ${chance.toFixed(0)}%)`),
+      "coverage: questions answered (%)", "accuracy (%)", coverage, chance === null ? null : [chance, chance], false),
+    chart("Reliability: right answers against confidence (dotted: perfectly calibrated)",
+      "confidence, mean of the bin (%)", "right (%)", reliability, [0, 100], true),
+  );
+}
+
+// ---------------------------------------------------------------- a run's questions
+
+// A question's key across runs: its content digest (rows written before digests: its id).
+const keyOf = (q) => q.digest || `id:${q.qid}`;
+
+const FILTERS = {
+  all: () => true,
+  right: (q) => q.correct,
+  wrong: (q) => !q.correct,
+  "confident-wrong": (q) => !q.correct && (q.confidence || 0) >= 0.5,
+  abstained: (q) => q.abstained === true,
+  disagree: (q, other) => other !== undefined && other.prediction !== q.prediction,
+  "only-this": (q, other) => other !== undefined && q.correct && !other.correct,
+  "only-other": (q, other) => other !== undefined && !q.correct && other.correct,
+};
+
+function probability(row, letter) {
+  return row && row.probabilities && row.probabilities[letter] !== undefined ? row.probabilities[letter].toFixed(2) : "-";
 }
 
 function showQuestions() {
-  const which = document.getElementById("which").value;
-  const keep = {
-    all: () => true,
-    right: (q) => q.correct,
-    wrong: (q) => !q.correct,
-    "confident-wrong": (q) => !q.correct && (q.confidence || 0) >= 0.5,
-    abstained: (q) => q.abstained === true,
-  }[which];
+  const keep = FILTERS[document.getElementById("which").value];
+  const beside = state.beside;
   const list = document.getElementById("questions");
   list.replaceChildren();
-  const shown = state.questions.filter(keep);
-  document.getElementById("run-count").textContent = `${shown.length} of ${state.questions.length} questions`;
-  for (const q of shown.slice(0, 500)) {
-    const item = document.createElement("li");
-    item.className = q.correct ? "right" : "wrong";
-    const head = document.createElement("p");
-    const confidence = q.confidence === null || q.confidence === undefined ? "" : `, confidence ${q.confidence.toFixed(2)}`;
-    head.textContent = `${q.qid}: predicted ${q.prediction || "none"}, answer ${q.answer}${confidence}`;
-    item.appendChild(head);
-    if (q.question) {
-      const text = document.createElement("p");
-      text.className = "question-text";
-      text.textContent = q.question;
-      item.appendChild(text);
-    }
-    const options = document.createElement("ul");
-    const letters = q.options ? Object.keys(q.options) : Object.keys(q.probabilities || {});
-    for (const letter of letters) {
-      const option = document.createElement("li");
-      const p = q.probabilities && q.probabilities[letter] !== undefined ? ` (p ${q.probabilities[letter].toFixed(2)})` : "";
-      option.textContent = `${letter}. ${q.options ? q.options[letter] : ""}${p}${letter === q.answer ? " (answer)" : ""}`;
-      options.appendChild(option);
-    }
-    item.appendChild(options);
-    list.appendChild(item);
+  const shown = state.questions.filter((q) => keep(q, beside ? beside.rows.get(keyOf(q)) : undefined));
+  const both = beside ? state.questions.filter((q) => beside.rows.has(keyOf(q))).length : 0;
+  document.getElementById("run-count").textContent = `${shown.length} of ${state.questions.length} questions`
+    + (beside ? ` (${both} also in ${beside.name}, matched by content)` : "") + (shown.length > 500 ? "; the first 500 shown" : "");
+  for (const q of shown.slice(0, 500)) list.appendChild(questionItem(q, beside ? beside.rows.get(keyOf(q)) : undefined));
+}
+
+function questionItem(q, other) {
+  const item = element("li", { className: q.correct ? "right" : "wrong" });
+  const confidence = q.confidence === null || q.confidence === undefined ? "" : `, confidence ${q.confidence.toFixed(2)}`;
+  const otherText = other ? `; ${state.beside.name}: predicted ${other.prediction || "none"} (${other.correct ? "right" : "wrong"})` : "";
+  item.appendChild(element("p", { className: "question-head", textContent: `${q.qid}: predicted ${q.prediction || "none"}, answer ${q.answer}${confidence}${otherText}` }));
+  if (q.question) item.appendChild(element("p", { className: "question-text", textContent: q.question }));
+  const letters = q.options ? Object.keys(q.options) : Object.keys(q.probabilities || {});
+  item.appendChild(element("ul", {}, letters.map((letter) => element("li", {
+    textContent: `${letter}. ${q.options ? q.options[letter] : ""} (p ${probability(q, letter)}${other ? ` | ${probability(other, letter)}` : ""})`
+      + (letter === q.answer ? " (answer)" : ""),
+  }))));
+  if (q.evidence_ids && q.evidence_ids.length) {
+    item.appendChild(element("p", { className: "meta", textContent: `evidence read: ${q.evidence_ids.join(", ")}` }));
+  }
+  const how = reaskable(state.run, q);
+  if (how) {
+    const button = element("button", { type: "button", className: "reask", textContent: `Re-ask through /v1/answer (${how.method}, ${how.lang})` });
+    const answer = element("div", { className: "reasked" });
+    button.addEventListener("click", () => reask(q, how, button, answer));
+    item.append(button, answer);
+  }
+  return item;
+}
+
+// How a run's question can be asked again on this server: its method in its dataset's language,
+// when the server answers with that method and the run used no variant of it; else null.
+function reaskable(run, q) {
+  if (!run || !run.lang || run.variant || !q.question || !q.options) return null;
+  return state.served.has(`${run.method}|${run.lang}`) ? { method: run.method, lang: run.lang } : null;
+}
+
+// Ask the question again; show what the server answers now against what the run recorded, and each
+// option's evidence paragraphs with the matched words marked (the predicted option's open).
+async function reask(q, how, button, target) {
+  button.disabled = true;
+  target.replaceChildren(element("p", { className: "meta", textContent: "asking..." }));
+  try {
+    const answer = await getJSON("v1/answer", { question: q.question, options: q.options, method: how.method, lang: how.lang, evidence: 3 });
+    const now = Object.fromEntries(answer.options.map((o) => [o.letter, o.probability]));
+    const gap = Math.max(...Object.keys(now).map((k) => Math.abs((now[k] || 0) - ((q.probabilities || {})[k] || 0))));
+    const verdict = answer.prediction !== q.prediction
+      ? `a different answer from the run's ${q.prediction || "none"}: this server's settings or index differ from the run's (settings below)`
+      : gap < 1e-3 ? "the same answer and probabilities as the run" : `the same answer as the run; probabilities differ by up to ${gap.toFixed(3)}`;
+    const settings = JSON.stringify(answer.settings);
+    target.replaceChildren(
+      element("p", { className: "verdict", textContent: `Now: ${answer.prediction || "none"}; ${verdict}.` }),
+      ...answer.options.map((option) => element("details", { open: option.letter === answer.prediction, className: "option-evidence" }, [
+        element("summary", { textContent: `${option.letter}. ${option.text} (p ${fixed(option.probability, 2)}, ${option.evidence.length} paragraphs)` }),
+        ...option.evidence.map((paragraph) => element("article", { className: "paragraph" }, [
+          element("header", {}, [
+            element("span", { className: "book", textContent: paragraph.book.replaceAll("_", " ") }),
+            element("span", { className: "meta", textContent: ` ${paragraph.id} · score ${paragraph.score.toFixed(2)}` }),
+          ]),
+          element("p", {}, marked(paragraph.text, paragraph.spans)),
+        ])),
+      ])),
+      element("p", { className: "meta settings", textContent: `settings: ${settings}` }),
+    );
+  } catch (error) {
+    target.replaceChildren(element("p", { className: "error", textContent: error.message }));
+  } finally {
+    button.disabled = false;
   }
 }
 
+function fillBeside(run) {
+  const select = document.getElementById("beside");
+  const others = state.runs.filter((r) => !r.unreadable && r.questions && r.run !== run.run && r.dataset === run.dataset && r.split === run.split);
+  select.replaceChildren(element("option", { value: "", textContent: "no other run" }),
+    ...others.map((r) => element("option", { value: r.run, textContent: `${r.run} (${r.method})` })));
+  select.disabled = others.length === 0;
+  setPairFilters(false);
+}
+
+function setPairFilters(enabled) {
+  for (const value of ["disagree", "only-this", "only-other"]) {
+    document.querySelector(`#which option[value="${value}"]`).disabled = !enabled;
+  }
+  const which = document.getElementById("which");
+  if (!enabled && which.selectedOptions[0].disabled) which.value = "all";
+}
+
+async function chooseBeside() {
+  const name = document.getElementById("beside").value;
+  state.beside = null;
+  if (name) {
+    try {
+      const rows = (await getJSON(`v1/results/${encodeURIComponent(name)}`)).questions;
+      state.beside = { name, rows: new Map(rows.map((row) => [keyOf(row), row])) };
+    } catch (error) {
+      document.getElementById("run-count").textContent = `cannot read ${name}: ${error.message}`;
+    }
+  }
+  setPairFilters(state.beside !== null);
+  showQuestions();
+  drawCurves(document.getElementById("run-charts"), state.beside ? [state.run.run, state.beside.name] : [state.run.run]);
+}
+
 async function openRun(run) {
-  const section = document.getElementById("run");
+  state.run = run;
+  state.beside = null;
   document.getElementById("run-title").textContent = `${run.run}: ${run.method} on ${run.dataset} ${run.split}`;
+  const served = run.lang && state.served.has(`${run.method}|${run.lang}`);
+  document.getElementById("run-reask").textContent = !run.lang ? ""
+    : run.variant ? `Re-asking is off: this run used a variant of ${run.method} (${run.variant}) that the server does not answer with.`
+      : served ? `Each question can be re-asked through /v1/answer with ${run.method} (${run.lang}) as this server has it.`
+        : `To re-ask its questions, start the server with --method ${run.method} --lang ${run.lang}.`;
+  fillBeside(run);
   try {
     state.questions = (await getJSON(`v1/results/${encodeURIComponent(run.run)}`)).questions;
   } catch (error) {
     state.questions = [];
     document.getElementById("run-count").textContent = `cannot read its questions: ${error.message}`;
   }
-  section.hidden = false;
+  document.getElementById("run").hidden = false;
   showQuestions();
+  drawCurves(document.getElementById("run-charts"), [run.run]);
 }
+
+// ---------------------------------------------------------------- comparison
 
 async function compareTicked() {
   const names = [...document.querySelectorAll(".tick:checked")].map((t) => t.value);
@@ -130,11 +309,8 @@ async function compareTicked() {
   target.replaceChildren();
   try {
     const record = await getJSON(`v1/compare?runs=${encodeURIComponent(names.join(","))}`);
-    const note = document.createElement("p");
-    note.textContent = `${record.common_questions} common questions, matched by ${record.matched_by}.`;
-    target.appendChild(note);
-    const table = document.createElement("table");
-    table.id = "pairs";
+    target.appendChild(element("p", { textContent: `${record.common_questions} common questions, matched by ${record.matched_by}.` }));
+    const table = element("table", { id: "pairs" });
     const head = table.createTHead().insertRow();
     for (const title of ["run", "against", "difference (points, 95% CI)", "only this right", "only the first right", "McNemar exact p"]) {
       head.insertCell().textContent = title;
@@ -149,11 +325,11 @@ async function compareTicked() {
       row.insertCell().textContent = pair.mcnemar_exact_p.toPrecision(3);
     }
     target.appendChild(table);
+    const charts = element("div", { className: "charts", id: "comparison-charts" });
+    target.appendChild(charts);
+    await drawCurves(charts, names);
   } catch (error) {
-    const message = document.createElement("p");
-    message.className = "error";
-    message.textContent = error.message;
-    target.appendChild(message);
+    target.appendChild(element("p", { className: "error", textContent: error.message }));
   }
 }
 
@@ -168,7 +344,14 @@ async function start() {
   }
   document.getElementById("filter").addEventListener("input", showRuns);
   document.getElementById("which").addEventListener("change", showQuestions);
+  document.getElementById("beside").addEventListener("change", chooseBeside);
   document.getElementById("compare").addEventListener("click", compareTicked);
+  try {
+    const methods = await getJSON("v1/methods");
+    state.served = new Set(methods.served.filter((o) => o.available).map((o) => `${o.method}|${o.lang}`));
+  } catch {
+    state.served = new Set();  // re-asking is then offered nowhere
+  }
   try {
     state.runs = (await getJSON("v1/results")).runs;
   } catch (error) {

@@ -1,0 +1,22 @@
+// What both pages use: building elements, and text with its matched spans marked. Text is only ever
+// inserted as text (never parsed as HTML).
+"use strict";
+
+// An element with its properties set and its children (nodes or strings) appended.
+function element(tag, props = {}, children = []) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children);
+  return node;
+}
+
+// The text as nodes, each span inside a <mark>.
+function marked(text, spans) {
+  const nodes = [];
+  let last = 0;
+  for (const [start, end] of spans) {
+    nodes.push(text.slice(last, start), element("mark", { textContent: text.slice(start, end) }));
+    last = end;
+  }
+  nodes.push(text.slice(last));
+  return nodes;
+}

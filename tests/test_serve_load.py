@@ -1,0 +1,390 @@
+"""``openqa serve`` under load: heavy capacity shared per client and language, and a stop with
+requests in flight. Slowness is faked (scoring or searching that waits for the test to release it,
+passing cancellation checkpoints meanwhile) and every assertion is about order and outcome (which
+job started, which request was answered with what), never about how long something took, so a
+loaded machine only makes these tests slower."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from http.client import HTTPConnection
+from typing import Any
+
+import pytest
+import uvicorn
+
+from openqa.cancel import checkpoint
+from openqa.config import Settings
+from openqa.pipeline import Context
+from openqa.serve import app as app_module
+from openqa.serve import engines as engines_module
+from openqa.serve.app import admit, create_app, header_timed
+from openqa.serve.engines import Engines, Limits
+from openqa.serve.workers import FairPool
+from tests.helpers import default_sigint
+from tests.test_serve import EN, START_TIMEOUT, TOP1, free_port, tiny_site
+
+#: Seconds any wait of these tests may take before it fails (a hang guard, not a measure).
+HANG_S = 60.0
+
+
+class Started:
+    """Names of the jobs begun so far, and a way to wait until one has begun."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.changed = threading.Condition()
+
+    def add(self, name: str) -> None:
+        with self.changed:
+            self.names.append(name)
+            self.changed.notify_all()
+
+    def wait_for(self, name: str) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: name in self.names, HANG_S), f"{name} never started: {self.names}"
+
+
+def gated(started: Started, gates: dict[str, threading.Event], name: str) -> Callable[[], str]:
+    """A job that records that it began, then waits until its gate is opened."""
+    gates[name] = threading.Event()
+
+    def run() -> str:
+        started.add(name)
+        assert gates[name].wait(HANG_S)
+        return name
+
+    return run
+
+
+def test_one_client_leaves_a_heavy_worker_to_the_others_and_short_jobs_never_wait():
+    pool = FairPool(4, "test", heavy_share=2)
+    started, gates = Started(), {}
+    try:
+        looping = [pool.submit("A", "zh", True, gated(started, gates, f"a{n}")) for n in range(3)]
+        started.wait_for("a0")
+        own = pool.submit("A", "en", True, gated(started, gates, "a-en"))
+        other = pool.submit("B", "en", True, gated(started, gates, "b0"))
+        started.wait_for("b0")  # while a0 runs: client A holds one heavy worker, not both, in any language
+        third = pool.submit("C", "zh", True, gated(started, gates, "c0"))
+        short = pool.submit("A", "zh", False, gated(started, gates, "a-short"))
+        started.wait_for("a-short")  # the heavy jobs queued before it in its client and language do not hold it
+        assert started.names == ["a0", "b0", "a-short"]  # a1, a-en (A's share) and c0 (the heavy share) wait
+        gates["a0"].set()
+        started.wait_for("a1")  # A's next turn: its Chinese queue was there before C's
+        gates["b0"].set()
+        started.wait_for("c0")  # not A's: it holds its share again
+        gates["a1"].set()
+        started.wait_for("a-en")  # A's English takes its turn before A's third Chinese job
+        assert started.names == ["a0", "b0", "a-short", "a1", "c0", "a-en"]
+        for gate in gates.values():
+            gate.set()
+        assert [f.result(HANG_S) for f in looping] == ["a0", "a1", "a2"]
+        assert [f.result(HANG_S) for f in (own, other, third, short)] == ["a-en", "b0", "c0", "a-short"]
+    finally:
+        for gate in gates.values():
+            gate.set()
+        pool.shutdown(1.0)
+
+
+def test_a_pool_of_one_worker_runs_heavy_jobs_one_client_after_another():
+    pool = FairPool(1, "test", heavy_share=1)
+    started, gates = Started(), {}
+    try:
+        assert pool.client_share == 1
+        first = [pool.submit("A", "zh", True, gated(started, gates, f"a{n}")) for n in range(2)]
+        started.wait_for("a0")
+        second = pool.submit("B", "zh", True, gated(started, gates, "b0"))
+        gates["a0"].set()
+        started.wait_for("a1")  # queued first
+        gates["a1"].set()
+        started.wait_for("b0")
+        gates["b0"].set()
+        assert [f.result(HANG_S) for f in (*first, second)] == ["a0", "a1", "b0"]
+    finally:
+        for gate in gates.values():
+            gate.set()
+        pool.shutdown(1.0)
+
+
+# -- through HTTP: clients told apart by their address ------------------------------------------
+
+
+@pytest.fixture()
+def site(tmp_path) -> Iterator[tuple[str, Engines]]:
+    """ir-custom in both languages over the tiny site, served on 127.0.0.1 (clients come from
+    other loopback addresses: 127.0.0.2, 127.0.0.3, ... are other machines to the server)."""
+    data, indexes = tiny_site(tmp_path)
+    settings = Settings.resolve(data_dir=data, index_dir=indexes, settings_dir=tmp_path / "tuned")
+    engines = Engines(Context(settings), ["en", "zh"], ["ir-custom"])
+    with serving(create_app(engines)) as (url, _, _):
+        yield url, engines
+    engines.close(0)
+
+
+@contextmanager
+def serving(app: Any, http: Any = "auto") -> Iterator[tuple[str, uvicorn.Server, socket.socket]]:
+    """``app`` served by uvicorn (its HTTP protocol ``http``) in a thread on a free loopback port: its
+    URL, server and listening socket."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, http=http))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + START_TIMEOUT
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server, sock
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+
+
+def post(url: str, path: str, body: dict[str, Any], client: str) -> tuple[int, dict[str, Any]]:
+    """POST ``body`` from the loopback address ``client``: the status and JSON."""
+    host, port = url.removeprefix("http://").split(":")
+    connection = HTTPConnection(host, int(port), timeout=HANG_S, source_address=(client, 0))
+    try:
+        connection.request("POST", path, json.dumps(body, ensure_ascii=False), {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+def held(monkeypatch, target: str, marker: str, started: Started, release: threading.Event) -> None:
+    """Make ``engines_module.<target>`` (``answer_record`` or ``search_hits``) hold each call whose
+    question or query contains ``marker`` until ``release`` is set, passing a cancellation
+    checkpoint every few milliseconds (as a scorer does between options), and record it in ``started``."""
+    real = getattr(engines_module, target)
+
+    def holding(*args: Any, **kwargs: Any) -> Any:
+        text = args[1].question if target == "answer_record" else args[1][0]
+        if marker in text:
+            started.add(text)
+            while not release.wait(0.01):
+                checkpoint()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engines_module, target, holding)
+
+
+def heavy_question(tag: str, lang: str = "en") -> dict[str, Any]:
+    """A question heavy by its top-N (``HEAVY_TOP_N`` is 20), held while ``tag`` is held."""
+    return {"question": f"{tag} {EN['question']}", "options": EN["options"], "lang": lang, "top_n": 50}
+
+
+def answer_in_thread(url: str, body: dict[str, Any], client: str) -> Future[tuple[int, dict[str, Any]]]:
+    pool = ThreadPoolExecutor(1)
+    future = pool.submit(post, url, "/v1/answer", body, client)
+    pool.shutdown(wait=False)
+    return future
+
+
+def test_a_second_clients_heavy_request_is_answered_beside_a_client_looping_heavy_ones(site, monkeypatch):
+    url, engines = site
+    started, release = Started(), threading.Event()
+    held(monkeypatch, "answer_record", "LOOP", started, release)
+    looping = [answer_in_thread(url, heavy_question(f"LOOP{n}", lang), "127.0.0.2") for n in range(4) for lang in ("en", "zh")]
+    try:
+        holding = min(len(looping), engines.pool.client_share)  # all the heavy share but one (one here: two cores)
+        with started.changed:
+            assert started.changed.wait_for(lambda: len(started.names) == holding, HANG_S)
+        for lang in ("en", "zh"):  # a second client, either language, is answered while they hold
+            status, answer = post(url, "/v1/answer", {**heavy_question("SECOND", lang), "top_n": 50}, "127.0.0.3")
+            assert status == 200 and answer["lang"] == lang
+            status, answer = post(url, "/v1/answer", {"question": EN["question"], "options": EN["options"], **TOP1},
+                                  "127.0.0.4")
+            assert status == 200 and answer["prediction"] == "C"
+        assert len(started.names) == holding and not any(f.done() for f in looping)
+    finally:
+        release.set()
+    assert all(f.result(HANG_S)[0] == 200 for f in looping)
+
+
+def test_a_heavy_request_waits_behind_a_looping_client_when_it_is_the_same_client(site, monkeypatch):
+    """The lanes are clients: the looping client's own further heavy question (same language) waits its turn."""
+    url = site[0]
+    started, release = Started(), threading.Event()
+    held(monkeypatch, "answer_record", "LOOP", started, release)
+    first = answer_in_thread(url, heavy_question("LOOP0"), "127.0.0.2")
+    started.wait_for(f"LOOP0 {EN['question']}")
+    second = answer_in_thread(url, heavy_question("LOOP1"), "127.0.0.2")
+    status, _ = post(url, "/v1/answer", heavy_question("OTHER"), "127.0.0.3")  # another client passes it
+    assert status == 200 and not second.done() and started.names == [f"LOOP0 {EN['question']}"]
+    release.set()
+    assert first.result(HANG_S)[0] == second.result(HANG_S)[0] == 200
+
+
+def test_heavy_searches_share_as_heavy_answers_do_and_short_answers_pass_them(site, monkeypatch):
+    url, engines = site
+    monkeypatch.setitem(engines_module.LIMITS, "ir-custom", Limits(20_000, 15.0, heavy_chars=300))
+    monkeypatch.setattr(engines_module, "DEFAULT_LIMITS", Limits(20_000, 15.0, heavy_chars=300))
+    started, release = Started(), threading.Event()
+    held(monkeypatch, "search_hits", "LONG", started, release)
+    query = "LONG cell wall synthesis " * 20
+    pool = ThreadPoolExecutor(6)
+    searches = [pool.submit(post, url, "/v1/search", {"query": f"{query} {n}", "lang": "en"}, f"127.0.0.{2 + n}")
+                for n in range(6)]
+    try:
+        holding = min(len(searches), engines.pool.heavy_share)
+        with started.changed:
+            assert started.changed.wait_for(lambda: len(started.names) == holding, HANG_S)
+        for _ in range(3):  # English answers while every heavy worker is held by a long search
+            status, answer = post(url, "/v1/answer", {"question": EN["question"], "options": EN["options"], **TOP1},
+                                  "127.0.0.20")
+            assert status == 200 and answer["prediction"] == "C"
+        assert len(started.names) == holding  # the other searches wait their turn
+    finally:
+        release.set()
+        pool.shutdown(wait=False)
+    assert [f.result(HANG_S)[0] for f in searches] == [200] * 6
+
+
+# -- stopping ----------------------------------------------------------------------------------
+
+
+def test_connections_waiting_to_be_accepted_are_answered_when_the_server_stops(site):
+    """Closing a listening socket resets the connections in its queue; ``admit`` serves them first."""
+    with serving(create_app(site[1])) as (_, server, sock):
+        loop, address = server.servers[0].get_loop(), sock.getsockname()
+        stopped_accepting = asyncio.run_coroutine_threadsafe(remove_reader(sock), loop)
+        stopped_accepting.result(HANG_S)  # from now on connections wait in the listening queue
+        waiting = [socket.create_connection(address, timeout=HANG_S) for _ in range(3)]
+        for conn in waiting:
+            conn.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        asyncio.run_coroutine_threadsafe(admit(server, [sock]), loop).result(HANG_S)
+        for conn in waiting:
+            assert conn.recv(100).startswith(b"HTTP/1.1 200 ")
+            conn.close()
+        with pytest.raises(ConnectionRefusedError):  # no longer listening
+            socket.create_connection(address, timeout=HANG_S)
+
+
+async def remove_reader(sock: socket.socket) -> None:
+    asyncio.get_running_loop().remove_reader(sock.fileno())
+
+
+def test_a_request_sent_on_an_idle_connection_as_the_server_stops_is_answered_not_reset(site, monkeypatch):
+    """uvicorn closes a connection between requests at once when it stops: a request just sent on it
+    would meet a reset. The server's protocol waits ``IDLE_SECONDS`` (here long enough for any
+    machine), answers what comes (a 503 saying it stops, with Connection: close), then closes."""
+    engines = site[1]
+    monkeypatch.setattr(app_module, "IDLE_SECONDS", HANG_S)
+    with serving(create_app(engines), http=header_timed(HANG_S)) as (url, server, _):
+        connection = HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=HANG_S)
+        connection.request("GET", "/v1/health")
+        assert connection.getresponse().read() and connection.sock is not None  # kept alive, now idle
+        engines.stop()
+        loop = server.servers[0].get_loop()
+        asyncio.run_coroutine_threadsafe(shut_connections(server), loop).result(HANG_S)
+        connection.request("POST", "/v1/answer", json.dumps({"question": EN["question"], "options": EN["options"]}),
+                           {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        assert response.status == 503 and b"the server is stopping" in response.read()
+        assert response.getheader("connection") == "close"
+        connection.close()
+
+
+async def shut_connections(server: uvicorn.Server) -> None:
+    """What uvicorn's shutdown does to every open connection."""
+    for connection in list(server.server_state.connections):
+        connection.shutdown()
+
+
+#: ``openqa serve`` whose scoring of a question containing SLOW never ends on its own: it passes a
+#: cancellation checkpoint every 10 ms and writes a line to the file named by its first argument
+#: when it begins.
+SLOW_SERVE = """
+import sys, time
+from openqa.cancel import checkpoint
+from openqa.cli import main
+from openqa.serve import engines
+
+marks, real = sys.argv.pop(1), engines.answer_record
+
+def slow(opened, question, *args):
+    if "SLOW" in question.question:
+        with open(marks, "a") as out:
+            out.write(question.question + "\\n")
+        while True:
+            checkpoint()
+            time.sleep(0.01)
+    return real(opened, question, *args)
+
+engines.answer_record = slow
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_under_load_answers_every_request_in_flight_and_resets_none(tmp_path, sig):
+    data, indexes = tiny_site(tmp_path)
+    port, marks = free_port(), tmp_path / "begun.txt"
+    server = subprocess.Popen(
+        [sys.executable, "-c", SLOW_SERVE, str(marks), "serve", "--lang", "en", "--port", str(port),
+         "--data-dir", str(data), "--index-dir", str(indexes)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=default_sigint)
+    try:
+        wait_listening(server, port)
+        slow_body = socket.create_connection(("127.0.0.1", port), timeout=HANG_S)  # a request still arriving
+        slow_body.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
+        pool = ThreadPoolExecutor(4)
+        clients = [pool.submit(two_requests_on_one_connection, port, n) for n in range(4)]
+        while len(marks.read_text().splitlines() if marks.exists() else []) < 4:  # every one is being scored
+            assert server.poll() is None and not any(c.done() for c in clients), "a slow request ended early"
+            time.sleep(0.05)
+        server.send_signal(sig)
+        out, err = server.communicate(timeout=HANG_S)
+        reply = slow_body.recv(200)
+        slow_body.close()
+    finally:
+        server.kill()
+    assert server.returncode == 0 and "Traceback" not in err, err
+    assert reply.startswith(b"HTTP/1.1 503 ") and b"the server is stopping" in reply
+    for client in clients:
+        (status, error, closing), after = client.result(HANG_S)
+        assert status == 503 and "the server is stopping" in error["error"] and closing == "close"
+        assert after in ("503", "ConnectionRefusedError")  # on a new connection: answered, or refused once not listening
+
+
+def wait_listening(server: subprocess.Popen, port: int) -> None:
+    deadline = time.monotonic() + HANG_S
+    while True:
+        assert server.poll() is None and time.monotonic() < deadline, "openqa serve did not start"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=HANG_S).close()
+            return
+        except ConnectionRefusedError:
+            time.sleep(0.1)
+
+
+def two_requests_on_one_connection(port: int, n: int) -> tuple[tuple[int, dict[str, Any], str | None], str]:
+    """A slow question (answered when the server stops: status, JSON, its Connection header), then
+    another on the same kept-alive connection (what became of it: refused, reset, ...)."""
+    connection = HTTPConnection("127.0.0.1", port, timeout=HANG_S)
+    body = json.dumps({"question": f"SLOW {n} {EN['question']}", "options": EN["options"]})
+    connection.request("POST", "/v1/answer", body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    first = response.status, json.loads(response.read()), response.getheader("connection")
+    try:
+        connection.request("POST", "/v1/answer", body, {"Content-Type": "application/json"})
+        after = str(connection.getresponse().status)
+    except OSError as exc:
+        after = type(exc).__name__
+    finally:
+        connection.close()
+    return first, after
