@@ -71,9 +71,9 @@ def tiny_engines(root: Path, methods: list[str], request: Request = Request()) -
 
 
 @contextmanager
-def running(app: Any, http: Any = "auto") -> Iterator[str]:
-    """Serve ``app`` with uvicorn (its HTTP protocol ``http``) in a thread on a free loopback port;
-    yield its base URL; stop it."""
+def serving(app: Any, http: Any = "auto") -> Iterator[tuple[str, uvicorn.Server, socket.socket]]:
+    """``app`` served by uvicorn (its HTTP protocol ``http``) in a thread on a free loopback port: its
+    URL, server and listening socket; stopped after."""
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, http=http))
@@ -84,11 +84,18 @@ def running(app: Any, http: Any = "auto") -> Iterator[str]:
         assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.02)
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server, sock
     finally:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+@contextmanager
+def running(app: Any, http: Any = "auto") -> Iterator[str]:
+    """Serve ``app`` as ``serving`` does; yield its base URL."""
+    with serving(app, http) as (url, _, _):
+        yield url
 
 
 def call(url: str, path: str, body: Any = None, raw: bytes | None = None) -> tuple[int, dict[str, Any]]:

@@ -16,7 +16,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from http.client import HTTPConnection
 from typing import Any
 
@@ -32,7 +31,7 @@ from openqa.serve.app import admit, create_app, header_timed
 from openqa.serve.engines import Engines, Limits
 from openqa.serve.workers import FairPool
 from tests.helpers import default_sigint
-from tests.test_serve import EN, START_TIMEOUT, TOP1, free_port, tiny_site
+from tests.test_serve import EN, TOP1, free_port, serving, tiny_site
 
 #: Seconds any wait of these tests may take before it fails (a hang guard, not a measure).
 HANG_S = 60.0
@@ -130,27 +129,6 @@ def site(tmp_path) -> Iterator[tuple[str, Engines]]:
     with serving(create_app(engines)) as (url, _, _):
         yield url, engines
     engines.close(0)
-
-
-@contextmanager
-def serving(app: Any, http: Any = "auto") -> Iterator[tuple[str, uvicorn.Server, socket.socket]]:
-    """``app`` served by uvicorn (its HTTP protocol ``http``) in a thread on a free loopback port: its
-    URL, server and listening socket."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, http=http))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + START_TIMEOUT
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server, sock
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
 
 
 def post(url: str, path: str, body: dict[str, Any], client: str) -> tuple[int, dict[str, Any]]:
