@@ -13,7 +13,7 @@ import shutil
 import numpy as np
 import pytest
 
-from openqa import UsageError, browse_results, result_curves
+from openqa import DataError, UsageError, browse_results, result_curves
 from openqa.evaluate.calibration import curves
 from openqa.serve.app import create_app
 from tests.helpers import site_env
@@ -49,6 +49,16 @@ def test_the_runs_their_questions_and_nothing_outside(folder):
     for bad in ("../results/us-dev-pmi.json", "/etc/passwd", ".hidden", "nope"):
         with pytest.raises(UsageError, match="no run named"):
             browse_results(results, bad)
+
+
+def test_a_run_with_a_malformed_confidence_is_refused_in_one_line(folder, tmp_path):
+    _, results = folder
+    shutil.copy(results / "us-dev-pmi.json", tmp_path / "bad.json")
+    rows = (results / "us-dev-pmi.predictions.jsonl").read_text().splitlines()
+    row = json.loads(rows[0]) | {"confidence": "high"}
+    (tmp_path / "bad.predictions.jsonl").write_text("\n".join([json.dumps(row), *rows[1:]]) + "\n")
+    with pytest.raises(DataError, match="not a number"):
+        result_curves(tmp_path, "bad.json")
 
 
 def test_curves_by_hand():

@@ -95,6 +95,9 @@ def run_curves(folder: Path, name: str) -> dict[str, Any]:
     with the accuracy of guessing (from each question's number of options): what the results page
     draws, one line per run."""
     rows = run_questions(folder, name)
+    bad = next((row.get("qid") for row in rows if not isinstance(row.get("confidence") or 0.0, (int, float))), None)
+    if bad is not None:
+        raise DataError(f"{name}: question {bad!r} has a confidence that is not a number: rerun openqa eval")
     confidence = np.array([float(row.get("confidence") or 0.0) for row in rows])
     correct = np.array([bool(row.get("correct")) for row in rows])
     options = [len(row["probabilities"]) for row in rows if isinstance(row.get("probabilities"), dict) and row["probabilities"]]
