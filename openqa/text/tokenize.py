@@ -113,7 +113,7 @@ class ChineseTokenizer(Tokenizer):
         return terms
 
     def _jieba_words(self, text: str, hmm: bool = False) -> list[str]:
-        """jieba's words of ``text`` (lower-cased), stop words and punctuation dropped; with ``hmm``
+        """jieba's words of ``text`` (as written), stop words and punctuation dropped; with ``hmm``
         also the words its dictionary lacks, found by its hidden Markov model."""
         import jieba  # imported here: loading its dictionary costs ~0.6 s
 

@@ -3,7 +3,7 @@
 // the method's measured accuracy, and the chosen option's evidence with its matched words marked.
 // Text from the server is only ever inserted as text (never as HTML).
 "use strict";
-// element() and marked() come from common.js, loaded before this file.
+// element(), marked() and paragraphView() come from common.js, loaded before this file.
 
 const $ = (id) => document.getElementById(id);
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/g;
@@ -291,13 +291,7 @@ function choose(letter, focus = true) {
     ? `Evidence for ${option.letter}. ${option.text}` : `No evidence shown for ${option.letter}. ${option.text}`;
   $("evidence-note").textContent = option.score === null ? `${option.letter}: ${noEvidenceNote(answer.method)}.`
     : option.evidence.length ? "" : `${answer.method} scores this option without retrieving paragraphs.`;
-  $("evidence").replaceChildren(...option.evidence.map((paragraph) => element("article", { className: "paragraph" }, [
-    element("header", {}, [
-      element("span", { className: "book", textContent: paragraph.book.replaceAll("_", " ") }),
-      element("span", { className: "meta", textContent: ` ${paragraph.id} · score ${paragraph.score.toFixed(2)}` }),
-    ]),
-    element("p", {}, marked(paragraph.text, paragraph.spans)),
-  ])));
+  $("evidence").replaceChildren(...option.evidence.map(paragraphView));
 }
 
 // Arrow keys move between the ranked options; Home and End jump to the first and last.

@@ -1,4 +1,4 @@
-// What both pages use: building elements, and text with its matched spans marked. Text is only ever
+// What both pages use: building elements, text with its matched spans marked, and an evidence paragraph. Text is only ever
 // inserted as text (never parsed as HTML).
 "use strict";
 
@@ -19,4 +19,15 @@ function marked(text, spans) {
   }
   nodes.push(text.slice(last));
   return nodes;
+}
+
+// An evidence paragraph of /v1/answer: its book, id and score, and its text with the matched words marked.
+function paragraphView(paragraph) {
+  return element("article", { className: "paragraph" }, [
+    element("header", {}, [
+      element("span", { className: "book", textContent: paragraph.book.replaceAll("_", " ") }),
+      element("span", { className: "meta", textContent: ` ${paragraph.id} · score ${paragraph.score.toFixed(2)}` }),
+    ]),
+    element("p", {}, marked(paragraph.text, paragraph.spans)),
+  ]);
 }

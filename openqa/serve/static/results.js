@@ -2,7 +2,7 @@
 // v1/results/RUN) beside another run's, its risk-coverage curve and reliability diagram (GET
 // v1/results/RUN/curves), a comparison of ticked runs (GET v1/compare?runs=A,B), and a question
 // re-asked through POST v1/answer with the run's method, its evidence with the matched words marked.
-// Text is set with textContent only (element() and marked() of common.js): nothing from a record is
+// Text is set with textContent only (element(), marked() and paragraphView() of common.js): nothing from a record is
 // parsed as HTML.
 "use strict";
 
@@ -229,13 +229,7 @@ async function reask(q, how, button, target) {
       element("p", { className: "verdict", textContent: `Now: ${answer.prediction || "none"}; ${verdict}.` }),
       ...answer.options.map((option) => element("details", { open: option.letter === answer.prediction, className: "option-evidence" }, [
         element("summary", { textContent: `${option.letter}. ${option.text} (p ${fixed(option.probability, 2)}, ${option.evidence.length} paragraphs)` }),
-        ...option.evidence.map((paragraph) => element("article", { className: "paragraph" }, [
-          element("header", {}, [
-            element("span", { className: "book", textContent: paragraph.book.replaceAll("_", " ") }),
-            element("span", { className: "meta", textContent: ` ${paragraph.id} · score ${paragraph.score.toFixed(2)}` }),
-          ]),
-          element("p", {}, marked(paragraph.text, paragraph.spans)),
-        ])),
+        ...option.evidence.map(paragraphView),
       ])),
       element("p", { className: "meta settings", textContent: `settings: ${settings}` }),
     );
