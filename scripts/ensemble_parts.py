@@ -40,14 +40,21 @@ FOLDS = CROSS_FIT_FOLDS
 SEED = CROSS_FIT_SEED
 
 
-def cross_validate(features: list[np.ndarray], answers: list[int], l2: float) -> dict[str, float]:
-    """Mean held-out log-likelihood and accuracy over ``FOLDS`` seeded folds of the questions."""
+def held_out(features: list[np.ndarray], answers: list[int], l2: float) -> tuple[np.ndarray, np.ndarray]:
+    """Each question's held-out log-likelihood and its share right (a tie counts its expected share),
+    over ``FOLDS`` seeded folds of the questions."""
     loglik, right = [], []
     for z, answer in zip(cross_fitted_logits(features, answers, l2, FOLDS, SEED), answers):
         p = softmax(z)
         loglik.append(float(np.log(max(p[answer], 1e-12))))
         best = np.flatnonzero(p >= p.max() - 1e-12)
-        right.append(float(answer in best) / len(best))  # a tie counts its expected share
+        right.append(float(answer in best) / len(best))
+    return np.array(loglik), np.array(right)
+
+
+def cross_validate(features: list[np.ndarray], answers: list[int], l2: float) -> dict[str, float]:
+    """Mean held-out log-likelihood and accuracy over ``FOLDS`` seeded folds of the questions."""
+    loglik, right = held_out(features, answers, l2)
     return {"log_likelihood": round(float(np.mean(loglik)), 4), "accuracy": round(100 * float(np.mean(right)), 2)}
 
 

@@ -9,9 +9,17 @@ drawn with a fixed seed, the ensemble's own L2 penalty). The variant with the be
 log-likelihood wins (ties: fewer model seconds). Each variant's model seconds per question come
 from its runs' records. No test question is read.
 
+With ``--cheapest-within-se`` (used to cut the chosen evidence's cost, e.g. fewer paragraphs or a
+smaller ``--evidence-tokens``), the rule is the one-standard-error rule instead: the variant with the
+fewest model seconds whose held-out log-likelihood is below the best's by at most one standard error
+of their per-question difference. Every row reports that difference and its standard error.
+
     python scripts/llm_evidence_choice.py --dataset mainland --limit 100 \\
         --variant none=eval/results/llm-parts/NAME-mainland-dev.jsonl --variant question=... --variant options=...
     -> eval/results/llm-evidence-choice-mainland-dev.json
+    python scripts/llm_evidence_choice.py --cheapest-within-se --record llm-evidence-cost \\
+        --variant options-k3-t1024=... --variant options-k1-t1024=... --variant options-k3-t512=...
+    -> eval/results/llm-evidence-cost-mainland-dev.json
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ import json
 import sys
 from pathlib import Path
 
-from ensemble_parts import FOLDS, SEED, cross_validate
+import numpy as np
+from ensemble_parts import FOLDS, SEED, held_out
 
 from benchlib import command_line, data_dir, write_record
 from openqa.config import Settings
@@ -46,6 +55,10 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--limit", type=int, default=100, help="the first N dev questions (default: 100)")
     parser.add_argument("--variant", action="append", required=True, metavar="EVIDENCE=PART.jsonl",
                         help="an LLM variant and its compact predictions (repeat)")
+    parser.add_argument("--cheapest-within-se", action="store_true",
+                        help="choose the cheapest variant within one standard error of the best likelihood")
+    parser.add_argument("--record", default="llm-evidence-choice",
+                        help="the record's name, before -DATASET-dev.json (default: llm-evidence-choice)")
     parser.add_argument("--index-dir", default="indexes", help="index folder (default: ./indexes)")
     args = parser.parse_args(argv)
     variants = dict(v.split("=", 1) for v in args.variant)
@@ -60,28 +73,44 @@ def main(argv: list[str]) -> None:
         scored[spec] = scorers[spec].score(questions, progress=False)
         print(f"scored {spec}", file=sys.stderr)
 
-    def judged(extra: dict[str, PrecomputedScorer]) -> dict[str, float]:
+    def judged(extra: dict[str, PrecomputedScorer]) -> tuple[dict[str, float], np.ndarray]:
         parts = {**scorers, **extra}
         results = {**scored, **{label: s.score(questions, progress=False) for label, s in extra.items()}}
         features, answers = ensemble_features(EnsembleScorer(parts, [1.0] * len(parts)), results)
-        return cross_validate(features, answers, ENSEMBLE_L2)
+        loglik, right = held_out(features, answers, ENSEMBLE_L2)
+        summary = {"log_likelihood": round(float(loglik.mean()), 4), "accuracy": round(100 * float(right.mean()), 2)}
+        return summary, loglik
 
-    rows = [{"evidence": None, "parts": list(base), **judged({}), "model_seconds_per_question": 0.0}]
+    summary, _ = judged({})
+    rows = [{"evidence": None, "parts": list(base), **summary, "model_seconds_per_question": 0.0}]
+    logliks = {}
     for evidence, file in variants.items():
         llm = PrecomputedScorer(Path(file), "llm")
         alone = summarise(llm.score(questions, progress=False))["accuracy"]
+        summary, logliks[evidence] = judged({"llm": llm})
         rows.append({"evidence": evidence, "parts": [*base, "llm"], "file": Path(file).name, "llm_alone_accuracy": alone,
-                     **judged({"llm": llm}), "model_seconds_per_question": seconds_per_question(Path(file))})
+                     **summary, "model_seconds_per_question": seconds_per_question(Path(file))})
         print(rows[-1], file=sys.stderr)
     with_llm = [r for r in rows if r["evidence"] is not None]
     best = max(with_llm, key=lambda r: (r["log_likelihood"], -(r["model_seconds_per_question"] or 0.0)))
+    for row in with_llm:  # paired: the same questions, the same folds
+        gap = logliks[row["evidence"]] - logliks[best["evidence"]]
+        row["vs_best"] = {"mean": round(float(gap.mean()), 4),
+                          "se": round(float(gap.std(ddof=1) / np.sqrt(len(gap))), 4) if len(gap) > 1 else None}
+    rule = "best mean held-out log-likelihood; ties: fewer model seconds"
+    chosen = best
+    if args.cheapest_within_se:
+        rule = ("one-standard-error rule: the fewest model seconds among the variants whose mean held-out "
+                "log-likelihood is below the best's by at most one standard error of the per-question difference")
+        near = [r for r in with_llm if r is best or r["vs_best"]["mean"] >= -(r["vs_best"]["se"] or 0.0)]
+        chosen = min(near, key=lambda r: (r["model_seconds_per_question"] or 0.0, -r["log_likelihood"]))
     record = {"dataset": args.dataset, "split": "dev", "method": "llm-evidence-choice", "n": len(questions),
               "limit": args.limit, "accuracy": None,  # a choice of settings: see each row's held-out accuracy
-              "folds": FOLDS, "seed": SEED, "l2": ENSEMBLE_L2, "rule": "best mean held-out log-likelihood; ties: fewer model seconds",
-              "chosen": best["evidence"], "rows": rows}
-    path = write_record(f"llm-evidence-choice-{args.dataset}-dev.json", record,
+              "folds": FOLDS, "seed": SEED, "l2": ENSEMBLE_L2, "rule": rule,
+              "best_likelihood": best["evidence"], "chosen": chosen["evidence"], "rows": rows}
+    path = write_record(f"{args.record}-{args.dataset}-dev.json", record,
                         command_line("scripts/llm_evidence_choice.py", argv, ("--index-dir",)))
-    print(f"wrote {path}: evidence {best['evidence']}")
+    print(f"wrote {path}: evidence {chosen['evidence']}")
 
 
 if __name__ == "__main__":
