@@ -39,7 +39,7 @@ from openqa.retrieval.lucene import LuceneBM25
 from openqa.retrieval.positional import PositionalIndex
 from openqa.retrieval.registry import engine_class
 from openqa.scorers.base import OptionScorer, OptionScores
-from openqa.scorers.ensemble import EnsembleScorer, part_logits
+from openqa.scorers.ensemble import EnsembleScorer, letter_priors
 from openqa.scorers.hybrid import HybridScorer
 from openqa.scorers.ir import IRScorer, IRSettings
 from openqa.scorers.pmi import PMIScorer
@@ -405,13 +405,15 @@ ENSEMBLE_L2 = 0.1
 
 @dataclass(frozen=True)
 class EnsembleSettings:
-    """What ``openqa tune`` fits for an ensemble: its parts and their weights (under ``l2``), and
-    the part with the best dev accuracy (what an evaluation compares the ensemble with)."""
+    """What ``openqa tune`` fits for an ensemble: its parts and their weights (under ``l2``), the
+    part with the best dev accuracy (what an evaluation compares the ensemble with), and each
+    letter-probability part's letter prior (``openqa.scorers.ensemble.letter_prior``)."""
 
     parts: tuple[str, ...]
     weights: tuple[float, ...]
     l2: float = ENSEMBLE_L2
     best_part: str = ""
+    letter_priors: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -483,12 +485,18 @@ class EnsembleMethod(Method):
         record = read_json_record(path, "ensemble record")
         try:
             chosen = record["chosen"]
+            priors = {str(label): {str(letter): float(p) for letter, p in prior.items()}
+                      for label, prior in chosen.get("letter_priors", {}).items()}  # none before they were fitted
             fitted = EnsembleSettings(tuple(chosen["parts"]), tuple(float(w) for w in chosen["weights"]), float(chosen["l2"]),
-                                      str(chosen["best_part"]))
-        except (KeyError, TypeError, ValueError) as exc:
+                                      str(chosen["best_part"]), priors)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise OpenQAError(f"{path}: unreadable ensemble record ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
         if len(fitted.parts) != len(fitted.weights) or not fitted.parts or fitted.best_part not in fitted.parts:
             raise OpenQAError(f"{path}: unreadable ensemble record (parts and weights differ); rerun `openqa tune`")
+        if any(label not in fitted.parts or not all(0 < p <= 1 for p in prior.values())
+               for label, prior in fitted.letter_priors.items()):
+            raise OpenQAError(f"{path}: unreadable ensemble record (a letter prior of no part, or not a probability); "
+                              "rerun `openqa tune`")
         return fitted, where
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
@@ -499,28 +507,30 @@ class EnsembleMethod(Method):
                               f"run openqa tune --method ensemble --dataset {target.dataset} --parts ... to fit others")
         parts = self.parts_for(target.lang, replace(request, parts=fitted.parts))
         opened = self._open_parts(ctx, target, parts, request)
-        scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, fitted.weights)
+        scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, fitted.weights, fitted.letter_priors)
         shown = next((o for o in opened.values() if o.retriever is not None), next(iter(opened.values())))
         settings = {"parts": list(fitted.parts), "weights": dict(zip(fitted.parts, fitted.weights)), "l2": fitted.l2,
-                    "best_part": fitted.best_part, "exam": target.exam,
+                    "best_part": fitted.best_part, "letter_priors": fitted.letter_priors, "exam": target.exam,
                     "part_settings": {label: o.settings for label, o in opened.items()},
-                    "sources": {"parts": where, "weights": where, "l2": where, "best_part": where, "exam": target.source}}
+                    "sources": {"parts": where, "weights": where, "l2": where, "best_part": where, "letter_priors": where,
+                                "exam": target.source}}
         return Opened(scorer, shown.index, settings, parts=opened)
 
     def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
              ) -> tuple[EnsembleSettings, list[dict[str, Any]], Index]:
-        """Fit the weights of the parts on dev ``questions`` (each part with its own dev-tuned
-        settings); the grid lists each part's dev accuracy and weight, then the ensemble's."""
+        """Fit the letter priors and weights of the parts on dev ``questions`` (each part with its own
+        dev-tuned settings); the grid lists each part's dev accuracy and weight, then the ensemble's."""
         parts = self.parts_for(target.lang, request)
         opened = self._open_parts(ctx, target, parts, request)
-        scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, [1.0] * len(opened))
-        scored = scorer.part_scores(questions)
-        features, answers = ensemble_features(scorer, scored)
+        scorers = {label: o.scorer for label, o in opened.items()}
+        scored = EnsembleScorer(scorers, [1.0] * len(opened)).part_scores(questions)
+        priors = letter_priors(scorers, scored)
+        features, answers = ensemble_features(EnsembleScorer(scorers, [1.0] * len(opened), priors), scored)
         weights = tuple(round(float(w), 6) for w in fit_conditional_logit(features, answers, l2=ENSEMBLE_L2))
         table = [{"part": label, "weight": w, **summarise(scored[label])} for label, w in zip(opened, weights)]
         best_part = max(table, key=lambda row: row["accuracy"])["part"]  # the first listed among equals
-        best = EnsembleSettings(tuple(opened), weights, ENSEMBLE_L2, best_part)
-        combined = EnsembleScorer(scorer.parts, best.weights).combine(scored)
+        best = EnsembleSettings(tuple(opened), weights, ENSEMBLE_L2, best_part, priors)
+        combined = EnsembleScorer(scorers, best.weights, priors).combine(scored)
         table.append({"part": "ensemble", **summarise(combined)})
         first = next(iter(opened.values()))
         return best, table, first.index
@@ -541,14 +551,13 @@ class EnsembleMethod(Method):
 
 
 def ensemble_features(scorer: EnsembleScorer, scored: dict[str, list[OptionScores]]) -> tuple[list[Any], list[int]]:
-    """Each dev question's (options x parts) logits and the index of its correct option (questions
-    whose answer is not among the options are left out)."""
-    scales = [s.scale for s in scorer.parts.values()]
+    """Each dev question's (options x parts) logits, letter priors divided out, and the index of its
+    correct option (questions whose answer is not among the options are left out)."""
     features, answers = [], []
     for per_part in zip(*scored.values()):
         letters = list(per_part[0].scores)
         if per_part[0].question.answer_idx in letters:
-            features.append(part_logits(per_part, scales))
+            features.append(scorer.logits(per_part))
             answers.append(letters.index(per_part[0].question.answer_idx))
     return features, answers
 

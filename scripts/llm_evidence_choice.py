@@ -5,7 +5,8 @@ order); each LLM variant (closed book, the question's paragraphs, each option's 
 them as a part read from its compact predictions (``scripts/llm_part.py``), matched by content.
 Each set is judged by 5-fold cross-validation over those questions, as ``scripts/ensemble_parts.py``
 judges parts (weights fitted on four folds, the fifth's log-likelihood and accuracy measured, folds
-drawn with a fixed seed, the ensemble's own L2 penalty). The variant with the best mean held-out
+drawn with a fixed seed, the ensemble's own L2 penalty; the LLM's letter prior divided out, as
+``openqa tune`` does; each variant's figures without it are beside them). The variant with the best mean held-out
 log-likelihood wins (ties: fewer model seconds). Each variant's model seconds per question come
 from its runs' records. No test question is read.
 
@@ -18,7 +19,7 @@ of their per-question difference. Every row reports that difference and its stan
         --variant none=eval/results/llm-parts/NAME-mainland-dev.jsonl --variant question=... --variant options=...
     -> eval/results/llm-evidence-choice-mainland-dev.json
     python scripts/llm_evidence_choice.py --cheapest-within-se --record llm-evidence-cost \\
-        --variant options-k3-t1024=... --variant options-k1-t1024=... --variant options-k3-t512=...
+        --variant k3_t1024=... --variant k1_t1024=... --variant k3_t512=...
     -> eval/results/llm-evidence-cost-mainland-dev.json
 """
 
@@ -28,6 +29,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from ensemble_parts import FOLDS, SEED, held_out
@@ -37,24 +39,31 @@ from openqa.config import Settings
 from openqa.data import load_questions
 from openqa.evaluate.metrics import summarise
 from openqa.methods import DEFAULT_PARTS, ENSEMBLE_L2, Part, Request, ensemble_features, open_method
-from openqa.scorers.ensemble import EnsembleScorer
+from openqa.scorers.ensemble import EnsembleScorer, letter_prior, letter_priors
 from openqa.scorers.precomputed import PrecomputedScorer
 from openqa.workspace import Context, Exam
 
 
+def paragraphs_per_question(part: Path) -> float | None:
+    """The paragraphs a prompt showed on average in the run behind a compact part (its ``.json``)."""
+    return json.loads(part.with_suffix(".json").read_text()).get("evidence_paragraphs_per_question")
+
+
 def seconds_per_question(part: Path) -> float | None:
-    """The model seconds a question cost in the runs behind a compact part (its ``.json``)."""
+    """The model seconds a question cost in the runs behind a compact part (its ``.json``): seconds per
+    model call (one call a question), so replies another run left in the shared cache do not make a
+    variant look cheaper."""
     meta = json.loads(part.with_suffix(".json").read_text())
     seconds = meta.get("model_seconds_all_slices") or meta.get("model_reported_seconds")
-    return round(seconds / meta["n"], 2) if seconds else None
+    return round(seconds / (meta.get("model_calls_all_slices") or meta["n"]), 2) if seconds else None
 
 
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", default="mainland", help="dataset whose dev split is sampled (default: mainland)")
     parser.add_argument("--limit", type=int, default=100, help="the first N dev questions (default: 100)")
-    parser.add_argument("--variant", action="append", required=True, metavar="EVIDENCE=PART.jsonl",
-                        help="an LLM variant and its compact predictions (repeat)")
+    parser.add_argument("--variant", action="append", required=True, metavar="LABEL=PART.jsonl",
+                        help="an LLM variant (a label of letters, digits and _) and its compact predictions (repeat)")
     parser.add_argument("--cheapest-within-se", action="store_true",
                         help="choose the cheapest variant within one standard error of the best likelihood")
     parser.add_argument("--record", default="llm-evidence-choice",
@@ -62,6 +71,8 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--index-dir", default="indexes", help="index folder (default: ./indexes)")
     args = parser.parse_args(argv)
     variants = dict(v.split("=", 1) for v in args.variant)
+    if bad := [label for label in variants if not label.isidentifier()]:
+        parser.error(f"variant label {bad[0]!r}: use letters, digits and _ (the docs name a figure by it)")
     ctx = Context(Settings.resolve(data_dir=data_dir(), index_dir=args.index_dir)).sharing()
     target = Exam.resolve(args.dataset)
     questions = load_questions(args.dataset, "dev", ctx.settings.require_data_dir())[: args.limit]
@@ -73,28 +84,36 @@ def main(argv: list[str]) -> None:
         scored[spec] = scorers[spec].score(questions, progress=False)
         print(f"scored {spec}", file=sys.stderr)
 
-    def judged(extra: dict[str, PrecomputedScorer]) -> tuple[dict[str, float], np.ndarray]:
+    def judged(extra: dict[str, PrecomputedScorer], prior: bool = True) -> tuple[dict[str, float], np.ndarray]:
         parts = {**scorers, **extra}
         results = {**scored, **{label: s.score(questions, progress=False) for label, s in extra.items()}}
-        features, answers = ensemble_features(EnsembleScorer(parts, [1.0] * len(parts)), results)
+        priors = letter_priors(parts, results) if prior else {}  # as openqa tune fits them (on all the sample)
+        features, answers = ensemble_features(EnsembleScorer(parts, [1.0] * len(parts), priors), results)
         loglik, right = held_out(features, answers, ENSEMBLE_L2)
         summary = {"log_likelihood": round(float(loglik.mean()), 4), "accuracy": round(100 * float(right.mean()), 2)}
         return summary, loglik
 
     summary, _ = judged({})
-    rows = [{"evidence": None, "parts": list(base), **summary, "model_seconds_per_question": 0.0}]
+    no_llm = {"parts": list(base), **summary, "model_seconds_per_question": 0.0}
+    rows: dict[str, dict[str, Any]] = {}  # keyed by label: the docs name a figure by its key
     logliks = {}
-    for evidence, file in variants.items():
+    for label, file in variants.items():
         llm = PrecomputedScorer(Path(file), "llm")
         alone = summarise(llm.score(questions, progress=False))["accuracy"]
-        summary, logliks[evidence] = judged({"llm": llm})
-        rows.append({"evidence": evidence, "parts": [*base, "llm"], "file": Path(file).name, "llm_alone_accuracy": alone,
-                     **summary, "model_seconds_per_question": seconds_per_question(Path(file))})
-        print(rows[-1], file=sys.stderr)
-    with_llm = [r for r in rows if r["evidence"] is not None]
-    best = max(with_llm, key=lambda r: (r["log_likelihood"], -(r["model_seconds_per_question"] or 0.0)))
-    for row in with_llm:  # paired: the same questions, the same folds
-        gap = logliks[row["evidence"]] - logliks[best["evidence"]]
+        summary, logliks[label] = judged({"llm": llm})
+        rows[label] = {"parts": [*base, "llm"], "file": Path(file).name, "llm_alone_accuracy": alone,
+                       **summary, "model_seconds_per_question": seconds_per_question(Path(file)),
+                       "paragraphs_per_question": paragraphs_per_question(Path(file)),
+                       "letter_prior": letter_prior(llm.score(questions, progress=False), llm.scale),
+                       "without_letter_prior": judged({"llm": llm}, prior=False)[0]}
+        print(label, rows[label], file=sys.stderr)
+
+    def cost(label: str) -> float:
+        return float(rows[label]["model_seconds_per_question"] or 0.0)
+
+    best = max(rows, key=lambda label: (rows[label]["log_likelihood"], -cost(label)))
+    for label, row in rows.items():  # paired: the same questions, the same folds
+        gap = logliks[label] - logliks[best]
         row["vs_best"] = {"mean": round(float(gap.mean()), 4),
                           "se": round(float(gap.std(ddof=1) / np.sqrt(len(gap))), 4) if len(gap) > 1 else None}
     rule = "best mean held-out log-likelihood; ties: fewer model seconds"
@@ -102,15 +121,15 @@ def main(argv: list[str]) -> None:
     if args.cheapest_within_se:
         rule = ("one-standard-error rule: the fewest model seconds among the variants whose mean held-out "
                 "log-likelihood is below the best's by at most one standard error of the per-question difference")
-        near = [r for r in with_llm if r is best or r["vs_best"]["mean"] >= -(r["vs_best"]["se"] or 0.0)]
-        chosen = min(near, key=lambda r: (r["model_seconds_per_question"] or 0.0, -r["log_likelihood"]))
+        near = [label for label, r in rows.items() if r["vs_best"]["mean"] >= -(r["vs_best"]["se"] or 0.0)]
+        chosen = min(near, key=lambda label: (cost(label), -rows[label]["log_likelihood"]))
     record = {"dataset": args.dataset, "split": "dev", "method": "llm-evidence-choice", "n": len(questions),
-              "limit": args.limit, "accuracy": None,  # a choice of settings: see each row's held-out accuracy
+              "limit": args.limit, "accuracy": None,  # a choice of settings: see each variant's held-out accuracy
               "folds": FOLDS, "seed": SEED, "l2": ENSEMBLE_L2, "rule": rule,
-              "best_likelihood": best["evidence"], "chosen": chosen["evidence"], "rows": rows}
+              "best_likelihood": best, "chosen": chosen, "no_llm": no_llm, "variants": rows}
     path = write_record(f"{args.record}-{args.dataset}-dev.json", record,
                         command_line("scripts/llm_evidence_choice.py", argv, ("--index-dir",)))
-    print(f"wrote {path}: evidence {chosen['evidence']}")
+    print(f"wrote {path}: evidence {record['chosen']}")
 
 
 if __name__ == "__main__":

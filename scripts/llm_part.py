@@ -38,10 +38,16 @@ def main() -> None:
     # the run was made in slices that share a reply cache (growing --limit, or --offset ranges): the
     # model's own seconds are the sum of each slice's new calls, which their records keep
     slices = sorted(args.predictions.parent.glob(f"{record['dataset']}-{record['split']}-llm-{record['variant']}*.json"))
-    model_seconds = sum(json.loads(p.read_text()).get("model_reported_seconds") or 0 for p in slices)
+    slice_records = [json.loads(p.read_text()) for p in slices]
+    model_seconds = sum(r.get("model_reported_seconds") or 0 for r in slice_records)
+    # fewer calls than questions: some replies came from a cache another run filled (the same prompt)
+    model_calls = sum(r.get("model_calls") or 0 for r in slice_records)
     meta = {"dataset": record["dataset"], "split": record["split"], "method": "llm", "n": record["n"],
             # None: every slice record was made from the reply cache (the runs that asked the model left none)
-            "model_seconds_all_slices": round(model_seconds, 1) or None, "slices": [p.name for p in slices], "record": record_path.name,
+            "model_seconds_all_slices": round(model_seconds, 1) or None,
+            "model_calls_all_slices": model_calls or None,
+            "evidence_paragraphs_per_question": round(sum(len(r.get("evidence_ids") or []) for r in rows) / len(rows), 2),
+            "slices": [p.name for p in slices], "record": record_path.name,
             "ci95": record.get("ci95"),
             "accuracy": record["accuracy"], "model": args.model.name, "model_sha256": model_sha,
             "model_bytes": args.model.stat().st_size, "questions_per_second": record.get("questions_per_second"),

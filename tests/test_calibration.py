@@ -29,7 +29,7 @@ from openqa.evaluate.calibration import (
 )
 from openqa.evaluate.metrics import paired_bootstrap, wilson_interval
 from openqa.scorers.base import OptionScorer, OptionScores
-from openqa.scorers.ensemble import EnsembleScorer
+from openqa.scorers.ensemble import EnsembleScorer, letter_prior
 from openqa.scorers.logits import option_logits
 from tests.helpers import site_env
 
@@ -159,6 +159,31 @@ def test_ensemble_scores_are_weighted_sums_of_part_logits():
     z = option_logits(first.score(qs)[0], "standardized")
     assert list(combined.scores.values()) == pytest.approx(2 * z - z)  # the second part's z is the first's reversed
     assert combined.details["part_logits"]["a"] == pytest.approx(z.round(4).tolist())
+
+
+class Letters(Fixed):
+    """A scorer of letter probabilities (an LLM's)."""
+
+    scale = "log-probability"
+
+
+def test_a_letter_prior_worked_by_hand_is_divided_out_of_a_letter_probability_part():
+    qs = [question(0), question(1)]
+    llm = Letters({"q0": [0.5, 0.3, 0.1, 0.1], "q1": [0.1, 0.5, 0.25, 0.15]})
+    prior = letter_prior(llm.score(qs), llm.scale)
+    assert prior == pytest.approx({"A": 0.3, "B": 0.4, "C": 0.175, "D": 0.125})  # each letter's mean probability
+    assert letter_prior(Fixed({"q0": [1.0, 2.0, 3.0, 4.0]}).score(qs[:1]), "standardized") == {}
+    plain, corrected = (EnsembleScorer({"llm": llm}, [1.0], priors).score(qs) for priors in (None, {"llm": prior}))
+    assert [r.prediction() for r in plain] == ["A", "B"]
+    # q1: B 0.5 / 0.4 = 1.25 and C 0.25 / 0.175 = 1.43: C, once B's favour is divided out
+    assert [r.prediction() for r in corrected] == ["A", "C"]
+    assert list(corrected[1].scores.values()) == pytest.approx(
+        [math.log(0.1 / 0.3), math.log(0.5 / 0.4), math.log(0.25 / 0.175), math.log(0.15 / 0.125)])
+    five = Question("q5", "five options", {k: k for k in "ABCDE"}, "A", "A")  # E has no prior: left as it is
+    alone = OptionScores(five, {"A": 0.2, "B": 0.2, "C": 0.2, "D": 0.2, "E": 0.2})
+    assert EnsembleScorer({"llm": llm}, [1.0], {"llm": prior}).logits([alone])[:, 0] == pytest.approx([math.log(0.2)] * 5)
+    with pytest.raises(OpenQAError, match="not a part of the ensemble"):
+        EnsembleScorer({"llm": llm}, [1.0], {"other": prior})
 
 
 def test_a_calibration_says_what_a_confidence_meant_on_dev_and_round_trips():

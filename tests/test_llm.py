@@ -227,14 +227,18 @@ def test_an_ensemble_weighs_the_llm_letters_beside_an_index_method(root, capsys)
     record = json.loads((root / "tuned-ensemble" / "ensemble-us.json").read_text())
     assert record["chosen"]["parts"] == ["ir-custom", "llm"] and all(w >= 0 for w in record["chosen"]["weights"])
     assert [row["part"] for row in record["grid"]] == ["ir-custom", "llm", "ensemble"]
+    prior = record["chosen"]["letter_priors"]["llm"]  # the LLM's mean letter probabilities on dev; none for IR-Custom
+    assert list(record["chosen"]["letter_priors"]) == ["llm"] and sorted(prior) == list("ABCD")
+    assert sum(prior.values()) == pytest.approx(1.0, abs=1e-4)
     code, out, err = run(root, capsys, *args, "--json")  # the parts are the fitted ones
     assert code == 0, err
     summary = json.loads(out)
     assert set(summary["parts"]) == {"ir-custom", "llm"} and summary["settings"]["part_settings"]["llm"]["scoring"] == "letters"
     assert summary["settings"]["sources"]["probabilities"].endswith("tuned-ensemble/ensemble-us.calibration.json")
-    for row in predictions(summary):  # the LLM's letters enter as log-probabilities beside IR-Custom's z-scores
+    assert summary["settings"]["letter_priors"] == record["chosen"]["letter_priors"]
+    for row in predictions(summary):  # the LLM's letters enter as log-probabilities (the prior divided out)
         llm = row["part_logits"]["llm"]
-        assert len(llm) == 4 and all(v <= 0 for v in llm)
+        assert len(llm) == 4 and all(v + math.log(prior[k]) <= 1e-3 for k, v in zip("ABCD", llm))
 
 
 @pytest.mark.parametrize("args, message", [
