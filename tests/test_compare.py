@@ -52,6 +52,8 @@ def test_runs_are_compared_on_their_common_questions_by_content(tmp_path):
     assert again["pairs"][0]["ci95"] == pair["ci95"] and pair["ci95"][0] < 10.0 < pair["ci95"][1]  # seeded
     part = write_run(tmp_path, "c", {0, 1}, n=4)  # a run over the first four questions only
     assert compare_runs([first, part], no_lookup)["common_questions"] == 4
+    lopsided = compare_runs([write_run(tmp_path, "e", set(), n=40), write_run(tmp_path, "f", set(range(40)), n=40)], no_lookup)
+    assert lopsided["pairs"][0]["mcnemar_exact_p"] == pytest.approx(2 / 2**40, rel=1e-3)  # kept to 4 digits, not rounded to 0
     other = write_run(tmp_path, "d", {0}, dataset="mainland")
     with pytest.raises(UsageError, match="runs of different datasets"):
         compare_runs([first, other], no_lookup)

@@ -122,7 +122,7 @@ def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[st
         pairs.append({
             "run": run["file"], "against": runs[0]["file"], "difference": diff["difference"], "ci95": diff["ci95"],
             "interval": diff["interval"], "only_this_right": len(only_this), "only_first_right": len(only_first),
-            "mcnemar_exact_p": round(mcnemar_exact(len(only_this), len(only_first)), 6),
+            "mcnemar_exact_p": float(f"{mcnemar_exact(len(only_this), len(only_first)):.4g}"),  # a tiny p is not 0
             "disagree": {"only_this_right": [run["rows"][d].get("qid") for d in only_this[:LISTED]],
                          "only_first_right": [run["rows"][d].get("qid") for d in only_first[:LISTED]]},
         })
