@@ -139,9 +139,15 @@ def test_a_ctrl_c_between_the_renames_of_an_index_swap_lands_after_both(tmp_path
         return rename(self, target)
 
     monkeypatch.setattr(Path, "rename", ctrl_c_on_the_first_rename)
-    with pytest.raises(KeyboardInterrupt):
-        with atomic_folder(final) as scratch:
-            (scratch / "manifest.json").write_text("new")
+    # Python's own Ctrl-C handler, whatever the suite was started with (started with & from a
+    # script, it inherits SIGINT ignored, and the kill above would pass unnoticed)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with atomic_folder(final) as scratch:
+                (scratch / "manifest.json").write_text("new")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert (final / "manifest.json").read_text() == "new"
 
 
