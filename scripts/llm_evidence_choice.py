@@ -39,6 +39,7 @@ from openqa.config import Settings
 from openqa.data import load_questions
 from openqa.evaluate.metrics import summarise
 from openqa.methods import DEFAULT_PARTS, ENSEMBLE_L2, Part, Request, ensemble_features, open_method
+from openqa.scorers.base import OptionScores
 from openqa.scorers.ensemble import EnsembleScorer, letter_prior, letter_priors
 from openqa.scorers.precomputed import PrecomputedScorer
 from openqa.workspace import Context, Exam
@@ -84,9 +85,10 @@ def main(argv: list[str]) -> None:
         scored[spec] = scorers[spec].score(questions, progress=False)
         print(f"scored {spec}", file=sys.stderr)
 
-    def judged(extra: dict[str, PrecomputedScorer], prior: bool = True) -> tuple[dict[str, float], np.ndarray]:
-        parts = {**scorers, **extra}
-        results = {**scored, **{label: s.score(questions, progress=False) for label, s in extra.items()}}
+    def judged(extra: dict[str, tuple[PrecomputedScorer, list[OptionScores]]], prior: bool = True,
+               ) -> tuple[dict[str, float], np.ndarray]:
+        parts = {**scorers, **{label: scorer for label, (scorer, _) in extra.items()}}
+        results = {**scored, **{label: done for label, (_, done) in extra.items()}}
         priors = letter_priors(parts, results) if prior else {}  # as openqa tune fits them (on all the sample)
         features, answers = ensemble_features(EnsembleScorer(parts, [1.0] * len(parts), priors), results)
         loglik, right = held_out(features, answers, ENSEMBLE_L2)
@@ -99,13 +101,13 @@ def main(argv: list[str]) -> None:
     logliks = {}
     for label, file in variants.items():
         llm = PrecomputedScorer(Path(file), "llm")
-        alone = summarise(llm.score(questions, progress=False))["accuracy"]
-        summary, logliks[label] = judged({"llm": llm})
-        rows[label] = {"parts": [*base, "llm"], "file": Path(file).name, "llm_alone_accuracy": alone,
+        results = llm.score(questions, progress=False)  # scored once, judged with and without its prior
+        summary, logliks[label] = judged({"llm": (llm, results)})
+        rows[label] = {"parts": [*base, "llm"], "file": Path(file).name, "llm_alone_accuracy": summarise(results)["accuracy"],
                        **summary, "model_seconds_per_question": seconds_per_question(Path(file)),
                        "paragraphs_per_question": paragraphs_per_question(Path(file)),
-                       "letter_prior": letter_prior(llm.score(questions, progress=False), llm.scale),
-                       "without_letter_prior": judged({"llm": llm}, prior=False)[0]}
+                       "letter_prior": letter_prior(results, llm.scale),
+                       "without_letter_prior": judged({"llm": (llm, results)}, prior=False)[0]}
         print(label, rows[label], file=sys.stderr)
 
     def cost(label: str) -> float:
