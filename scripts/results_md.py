@@ -229,7 +229,9 @@ def results_text() -> str:
                 "| part | dataset | split | questions | accuracy % (95% CI) | model seconds | model sha256 |", "|---|---|---|---|---|---|---|"]
         for r in parts:
             ci = "-".join(f"{x:.1f}" for x in r["ci95"])
-            out.append(f"| {r['model']} ({r['settings']['evidence']} evidence, {r['settings']['scoring']}) | {r['dataset']} | {r['split']} "
+            s = r["settings"]
+            evidence = "closed book" if s["evidence"] == "none" else f"{s['evidence']} evidence, top {s['top_k']}, {s['evidence_tokens']} tokens"
+            out.append(f"| {r['model']} ({evidence}, {s['scoring']}) | {r['dataset']} | {r['split']} "
                        f"| {r['n']:,} | {r['accuracy']:.2f} ({ci}) | {format(r['model_seconds_all_slices'] or 0, ',.0f') if r['model_seconds_all_slices'] else 'not recorded'} "
                        f"| `{r['model_sha256'][:16]}...` |")
         if named:
