@@ -82,6 +82,7 @@ class ParagraphStore:
                 self._items = self._read()
         if self._items is not None:
             return self._items[index]
+        assert self._offsets is not None  # no rows read: check() found the offsets
         if not 0 <= index < len(self._offsets) - 1:
             raise IndexError(f"paragraph {index} of {len(self._offsets) - 1}")
         return self._row(int(index))
@@ -104,7 +105,7 @@ class ParagraphStore:
         is the store's size."""
         folder = self.path.parent
         with loading(folder, OFFSETS, self.build_hint):
-            offsets = np.load(folder / OFFSETS, mmap_mode="r")
+            offsets: np.ndarray = np.load(folder / OFFSETS, mmap_mode="r")
         if offsets.ndim != 1 or len(offsets) == 0:
             raise damaged(folder, OFFSETS, f"holds an array of shape {offsets.shape}", self.build_hint)
         check_counts(folder, "paragraph", {OFFSETS: len(offsets) - 1, MANIFEST: self.rows}, self.build_hint)

@@ -374,6 +374,7 @@ class CustomBM25(SearchEngine):
         terms, paragraphs = weights.shape
         at.counts("term", {VOCAB: len(vocab), source: terms, MANIFEST: at.manifest.get("terms")})
         at.counts("paragraph", {source: paragraphs, MANIFEST: at.paragraphs})
+        assert at.store is not None  # the engine stores paragraphs: load opened the store
         return cls(at.folder, at.manifest, weights, vocab, at.store)
 
     def warm(self) -> None:
