@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypedDict, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,13 @@ class Hit:
 
     index: int
     score: float
+
+
+class QueryStatistics(TypedDict, total=False):
+    """What ``SearchEngine.query_statistics`` measures, under the names of the ``IRSettings`` fields
+    they set: IR-Custom's avgQL."""
+
+    avg_ql: float
 
 
 class ParagraphStore:
@@ -332,7 +339,7 @@ class SearchEngine(Index):
             raise UsageError(f"the {self.name} engine has no query-side parameters to set (given {', '.join(sorted(values))})")
         return params
 
-    def query_statistics(self, queries: Sequence[str]) -> dict[str, float]:
+    def query_statistics(self, queries: Sequence[str]) -> QueryStatistics:
         """Query-side quantities of a set of queries that the engine's scoring reads as fixed
         parameters (IR-Custom's avgQL), which ``openqa tune`` measures on the exam's dev queries and
         records with the settings: none by default."""
