@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Sequence, cast
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -400,7 +400,7 @@ def confidence_report(results: Sequence[OptionScores], probabilities: Sequence[d
     }
 
 
-def risk_coverage_png(curves: dict[str, tuple[Sequence[OptionScores], Sequence[dict[str, float]]]], title: str) -> bytes:
+def risk_coverage_png(curves: Mapping[str, tuple[Sequence[OptionScores], Sequence[dict[str, float]]]], title: str) -> bytes:
     """A PNG of the risk-coverage curve of each named method's results (one line each), with chance."""
     import io
 
