@@ -128,6 +128,7 @@ def assess(result: OptionScores, probabilities: dict[str, float], calibration: C
     if p is None:
         meaning = "no answer to be sure of"
     elif calibrated:
+        assert calibration is not None  # calibrated says so
         meaning = calibration.meaning(p, len(result.scores))
     else:
         meaning = "uncalibrated (temperature 1): no dev split says what this probability means"

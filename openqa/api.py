@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence, overload
+from typing import TYPE_CHECKING, Any, Callable, Mapping, NamedTuple, Sequence, cast, overload
 
 from openqa import arguments as arg
 from openqa.corpus.sources import user_corpus
@@ -284,8 +284,8 @@ class Searcher:
         has not is refused in one line."""
         self._params = self.engine.with_query_params(self._params, values)
 
-    @overload
-    def search(self, query: str, k: int = DEFAULT_K) -> list[SearchHit]: ...
+    @overload  # a str is also a Sequence[str]: mypy calls them overlapping; a str matches this one first
+    def search(self, query: str, k: int = DEFAULT_K) -> list[SearchHit]: ...  # type: ignore[overload-overlap]
     @overload
     def search(self, query: Sequence[str], k: int = DEFAULT_K) -> list[list[SearchHit]]: ...
 
@@ -327,7 +327,7 @@ class Answer:
 
     @property
     def prediction(self) -> str | None:
-        return self.record["prediction"]
+        return cast("str | None", self.record["prediction"])
 
     @property
     def scores(self) -> dict[str, float | None]:
@@ -342,11 +342,11 @@ class Answer:
     @property
     def settings(self) -> dict[str, Any]:
         """The settings used, with ``settings["sources"]`` saying where each came from."""
-        return self.record["settings"]
+        return cast(dict[str, Any], self.record["settings"])
 
     @property
     def matched(self) -> bool:
-        return self.record["matched"]
+        return cast(bool, self.record["matched"])
 
     @property
     def probabilities(self) -> dict[str, float | None]:
@@ -357,7 +357,7 @@ class Answer:
     def confidence(self) -> dict[str, Any]:
         """How sure the answer is: the prediction's ``probability``, its ``meaning`` in words, the
         calibration's source, and whether it ``abstained`` below a ``min_confidence``."""
-        return self.record.get("confidence", {})
+        return cast(dict[str, Any], self.record.get("confidence", {}))
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.record)
@@ -453,7 +453,8 @@ class Solver:
         arg.flag("color", color)
         result = self.scores(question)
         sure = assess(result, self.opened.probabilities(result), self.opened.calibration, min_confidence)
-        return render(result, self.index, show, evidence, color, sure), result.matched
+        # evidence hits are rows of a search engine's paragraph store (an index without one gives none)
+        return render(result, cast(SearchEngine, self.index), show, evidence, color, sure), result.matched
 
     def _asked(self, question: str | Question, options: Mapping[str, str] | Sequence[str] | None, evidence: int) -> Question:
         from openqa.data import Question
@@ -511,11 +512,11 @@ class Evaluation:
 
     @property
     def accuracy(self) -> float:
-        return self.record["accuracy"]
+        return cast(float, self.record["accuracy"])
 
     @property
     def n(self) -> int:
-        return self.record["n"]
+        return cast(int, self.record["n"])
 
     @property
     def ci95(self) -> tuple[float, float]:

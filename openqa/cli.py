@@ -16,6 +16,7 @@ try:  # a Ctrl-C while the command's modules load (a second on a busy machine) s
     import threading
     from pathlib import Path
     from types import FrameType
+    from typing import TYPE_CHECKING, Any, cast
 
     from openqa.config import DEFAULT_METHOD, DEFAULT_RESULTS, ENV_RESULTS, Settings
     from openqa.errors import OpenQAError
@@ -28,6 +29,16 @@ try:  # a Ctrl-C while the command's modules load (a second on a busy machine) s
 except KeyboardInterrupt:
     print(INTERRUPTED, file=sys.stderr)
     raise SystemExit(130) from None
+
+if TYPE_CHECKING:
+    import io
+
+    from _typeshed import ProfileFunction
+
+    from openqa.api import Searcher, Solver, Workspace
+    from openqa.llm.settings import LLMSettings
+    from openqa.methods import Overrides
+    from openqa.workspace import Context
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -114,7 +125,7 @@ def _predictions(args: argparse.Namespace) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _llm_settings(args: argparse.Namespace, *names: str):
+def _llm_settings(args: argparse.Namespace, *names: str) -> LLMSettings | None:
     """The ``LLMSettings`` of the LLM flags when one of the methods ``names`` takes them
     (``Method.takes_llm``: an LLM reader, an ensemble given a model), else None."""
     from openqa.methods import METHODS
@@ -157,7 +168,7 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **{"formatter_class": _Formatter, **kwargs})
 
 
@@ -319,14 +330,14 @@ def _note(message: str) -> None:
     print(f"openqa: {printable(message)}", file=sys.stderr)
 
 
-def _print_json(record: dict) -> None:
+def _print_json(record: dict[str, Any]) -> None:
     """One JSON line on standard output: other alphabets as they are where it takes UTF-8, else
     (``PYTHONIOENCODING=ascii``, a C locale) as ``\\u`` escapes, still valid JSON."""
     utf8 = codecs.lookup(getattr(sys.stdout, "encoding", None) or "ascii").name == "utf-8"
     print(json.dumps(record, ensure_ascii=not utf8))
 
 
-def _workspace(args: argparse.Namespace):
+def _workspace(args: argparse.Namespace) -> Workspace:
     """Locations and index-building flags of this command, as the API takes them (``openqa.api.Workspace``);
     ``--output`` is the results folder of eval and filter-agreement."""
     from openqa.api import Workspace
@@ -339,7 +350,7 @@ def _workspace(args: argparse.Namespace):
     )
 
 
-def _context(args: argparse.Namespace):
+def _context(args: argparse.Namespace) -> Context:
     """The command's ``Workspace`` as the layers below take it, with notes printed."""
     return _workspace(args).context(_note, check_settings=True)
 
@@ -372,7 +383,7 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
         print(f"{key.replace('_', ' '):<24} {value}" + (f" {unit}" if "length" in key else ""))
 
 
-def _overrides(args: argparse.Namespace):
+def _overrides(args: argparse.Namespace) -> Overrides:
     from openqa.methods import Overrides
 
     if args.top_n is not None and args.top_n < 1:
@@ -380,7 +391,7 @@ def _overrides(args: argparse.Namespace):
     return Overrides(top_n=args.top_n, aggregate=args.aggregate, query=args.query)
 
 
-def settings_line(settings: dict) -> str:
+def settings_line(settings: dict[str, Any]) -> str:
     """One line: every setting's value, grouped by where it came from."""
     groups: dict[str, list[str]] = {}
     for key, source in settings["sources"].items():
@@ -444,7 +455,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
-def confidence_lines(summary: dict) -> list[str]:
+def confidence_lines(summary: dict[str, Any]) -> list[str]:
     """How well the run's probabilities rank its answers, and an ensemble against its best part."""
     c = summary.get("confidence")
     if not c:
@@ -542,7 +553,7 @@ def _read_stdin() -> str:
         raise OpenQAError("standard input is not UTF-8 text") from None
 
 
-def _answer_typed(solver, args: argparse.Namespace) -> None:
+def _answer_typed(solver: Solver, args: argparse.Namespace) -> None:
     """Solve questions typed or pasted at a terminal until Ctrl-D (see ``openqa.terminal``)."""
     from openqa.data.pasted import parse_block
     from openqa.terminal import answer_loop
@@ -594,7 +605,7 @@ def cmd_search(args: argparse.Namespace) -> None:
 TOPIC_BATCH = 256
 
 
-def _write_run(searcher, topics: dict[str, str], k: int, args: argparse.Namespace) -> None:
+def _write_run(searcher: Searcher, topics: dict[str, str], k: int, args: argparse.Namespace) -> None:
     """Search every topic (``Searcher.batch_search``, a batch at a time) and write the TREC run:
     to ``--output`` (atomically, its settings beside it as ``.json``; a device or FIFO written
     through), else (or with ``--output -``) to standard output."""
@@ -695,7 +706,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 #: An interruption a finalizer swallowed, waiting to be raised in the code it interrupted, and the
 #: profile function to put back then.
-_swallowed: tuple[KeyboardInterrupt, object] | None = None
+_swallowed: tuple[KeyboardInterrupt, ProfileFunction | None] | None = None
 
 
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
@@ -730,7 +741,8 @@ def main(argv: list[str] | None = None) -> int:
     a Ctrl-C that arrives once the command has ended is ignored: it would only turn the exit status
     of finished work into death by signal while the interpreter shuts down."""
     if sys.stdout is not None and getattr(sys.stdout, "errors", None) == "strict":
-        sys.stdout.reconfigure(errors="backslashreplace")  # PYTHONIOENCODING=ascii: escape what it cannot show
+        # PYTHONIOENCODING=ascii: escape what it cannot show (a stream with an errors setting is a text wrapper)
+        cast("io.TextIOWrapper", sys.stdout).reconfigure(errors="backslashreplace")
     code = _run(argv)
     if argv is None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)

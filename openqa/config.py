@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import overload
 
 from openqa.errors import OpenQAError
 
@@ -44,12 +45,12 @@ class Settings:
     @classmethod
     def resolve(
         cls,
-        data_dir: str | os.PathLike | None = None,
-        index_dir: str | os.PathLike | None = None,
-        models_dir: str | os.PathLike | None = None,
+        data_dir: str | os.PathLike[str] | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
+        models_dir: str | os.PathLike[str] | None = None,
         es_url: str | None = None,
-        settings_dir: str | os.PathLike | None = None,
-        results_dir: str | os.PathLike | None = None,
+        settings_dir: str | os.PathLike[str] | None = None,
+        results_dir: str | os.PathLike[str] | None = None,
         check_settings: bool = False,
     ) -> "Settings":
         """Take each setting from its flag, else its environment variable, else the default.
@@ -59,7 +60,11 @@ class Settings:
         line): a settings folder given by flag or environment must exist when read (``tuned_dir``).
         """
 
-        def pick(flag, env: str, default=None):
+        @overload
+        def pick(flag: str | os.PathLike[str] | None, env: str, default: str | Path) -> Path: ...
+        @overload
+        def pick(flag: str | os.PathLike[str] | None, env: str, default: None = None) -> Path | None: ...
+        def pick(flag: str | os.PathLike[str] | None, env: str, default: str | Path | None = None) -> Path | None:
             value = flag if flag is not None else os.environ.get(env) or default
             return Path(value) if value is not None else None
 

@@ -54,8 +54,10 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     record = dict(pairs)
     if len(record) < len(pairs):
         seen: set[str] = set()
-        repeated = next(key for key, _ in pairs if key in seen or seen.add(key))
-        raise ValueError(f"key {repeated!r} repeated in one object")
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"key {key!r} repeated in one object")
+            seen.add(key)
     return record
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Generic, Sequence, TypeVar, cast
 
-from openqa.config import DEFAULT_METHOD  # noqa: F401  (the default method, named beside the registry)
+from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
 from openqa.data import Question
 from openqa.errors import OpenQAError, UsageError
 from openqa.evaluate.calibration import (
@@ -30,7 +30,7 @@ from openqa.evaluate.metrics import summarise
 from openqa.extras import needs
 from openqa.languages import language
 from openqa.llm.settings import LLMSettings
-from openqa.retrieval.base import Index
+from openqa.retrieval.base import Index, SearchEngine
 from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25, QueryParams
 from openqa.retrieval.dense import DenseIndex
 from openqa.retrieval.elastic import ElasticBM25
@@ -55,9 +55,13 @@ from openqa.tuning import (
 )
 from openqa.workspace import Context, Exam
 
+#: The scorer an ``IndexMethod`` makes (IR-Custom's, IR-ES's and dense's an ``IRScorer``, PMI's a ``PMIScorer``).
+ScorerT = TypeVar("ScorerT", bound=OptionScorer)
+#: The kind of index a method reads (``_needs``).
+IndexT = TypeVar("IndexT", bound=Index)
 #: A dev search: (a maker of the method's scorer for given settings, dev questions, query modes)
 #: -> (the best settings, the grid's rows).
-Tuner = Callable[[Callable[[IRSettings], OptionScorer], Sequence[Question], Sequence[str]], tuple[IRSettings, list[dict[str, Any]]]]
+Tuner = Callable[[Callable[[IRSettings], ScorerT], Sequence[Question], Sequence[str]], tuple[IRSettings, list[dict[str, Any]]]]
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,7 @@ class Method(ABC):
 
 
 @dataclass(frozen=True, kw_only=True)
-class IndexMethod(Method):
+class IndexMethod(Method, Generic[ScorerT]):
     """A training-free scorer over one index: ``make`` builds it from the opened index, the exam and
     the settings; ``fixed`` gives parameters the exam fixes (not tuned) and their source; ``tuner``
     searches its settings on dev."""
@@ -203,8 +207,8 @@ class IndexMethod(Method):
     name: str
     summary: str
     engine: str
-    make: Callable[[Index, str, IRSettings], OptionScorer]
-    tuner: Tuner
+    make: Callable[[Index, str, IRSettings], ScorerT]
+    tuner: Tuner[ScorerT]
     fixed: Callable[[str], tuple[dict[str, Any], str]] | None = None
     retrieves: bool = True
     tunes: bool = True
@@ -222,7 +226,8 @@ class IndexMethod(Method):
             sources.update(dict.fromkeys(fixed, where))
         index = ctx.open(target.lang, request.engine or self.engine)
         scorer = self.make(index, target.exam, chosen)
-        return Opened(scorer, index, {**record, "sources": sources}, scorer if self.retrieves else None)
+        # a method that retrieves scores with an IRScorer
+        return Opened(scorer, index, {**record, "sources": sources}, cast(IRScorer, scorer) if self.retrieves else None)
 
     def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
              ) -> tuple[IRSettings, list[dict[str, Any]], Index]:
@@ -256,18 +261,20 @@ class FusedMethod(Method):
             raise OpenQAError(f"--engine does not apply to {self.name}: it reads each part's own index ({', '.join(self.parts)})")
         chosen, record, sources = self.settings(ctx, target, request.overrides, lambda key: True)
         first, second = (open_method(ctx, part, target, Request(request.overrides)) for part in self.parts)
-        scorer = HybridScorer(first.scorer, second.scorer, Fusion(chosen.fusion, chosen.weight))
+        # the parts (ir-custom, dense) are index methods that retrieve: IR scorers over search engines
+        scorer = HybridScorer(cast(IRScorer, first.scorer), cast(IRScorer, second.scorer), Fusion(chosen.fusion, chosen.weight))
         for key in FIRST_PART_KEYS:  # the fused record shows the first part's retrieval settings
             record[key], sources[key] = first.settings[key], f"{self.parts[0]}: {first.settings['sources'][key]}"
         record["parts"] = {part: opened.settings for part, opened in zip(self.parts, (first, second))}
-        engine = FusedEngine(first.index, second.index, scorer.fusion)
+        engine = FusedEngine(cast(SearchEngine, first.index), cast(SearchEngine, second.index), scorer.fusion)
+        assert first.retriever is not None  # the part retrieves
         retriever = IRScorer(engine, first.retriever.settings, first.retriever.params)
         return Opened(scorer, engine, {**record, "sources": sources}, retriever)
 
     def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
              ) -> tuple[IRSettings, list[dict[str, Any]], Index]:
         opened = self.open(ctx, target, Request(engine=request.engine))
-        best, table = tune_fusion(opened.scorer, questions)
+        best, table = tune_fusion(cast(HybridScorer, opened.scorer), questions)
         return best, table, opened.index
 
 
@@ -287,6 +294,7 @@ class ReaderMethod(Method):
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         from openqa.readers.registry import ReaderScorer, load_reader
 
+        assert request.model is not None  # require() saw to it
         reader = load_reader(Path(request.model))
         trained = reader.settings
         if trained.get("corpus") != ctx.corpus:
@@ -540,7 +548,7 @@ class EnsembleMethod(Method):
         """Its weights were fitted on these dev questions, so its logits there are surer than they
         will be on new questions: the temperature is fitted on each question's logits under weights
         fitted without it (``cross_fitted_logits``, the penalty of the fit)."""
-        features, answers = ensemble_features(opened.scorer, parts)
+        features, answers = ensemble_features(cast(EnsembleScorer, opened.scorer), parts)
         if len(features) < 2:
             return results, IN_SAMPLE
         logits = cross_fitted_logits(features, answers, float(opened.settings["l2"]))
@@ -569,16 +577,17 @@ def _preset(exam: str) -> QueryParams:
     return QUERY_PRESETS[exam]
 
 
-def _needs(index: Index, kinds: tuple[type[Index], ...], what: str) -> None:
-    """Refuse an index of another engine than the method reads."""
+def _needs(index: Index, kinds: tuple[type[IndexT], ...], what: str) -> IndexT:
+    """``index``, refused when it is of another engine than the method reads."""
     if not isinstance(index, kinds):
         raise OpenQAError(what)
+    return index
 
 
-def _ir_custom(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+def _ir_custom(index: Index, exam: str, settings: IRSettings) -> IRScorer:
     """IR-Custom: the paper's re-weighted BM25 with its per-exam query parameters (Table B.13)."""
-    _needs(index, (CustomBM25,), "ir-custom needs the custom engine's index (openqa index --engine custom)")
-    return IRScorer(index, settings, replace(_preset(exam), avg_len=settings.avg_ql))
+    engine = _needs(index, (CustomBM25,), "ir-custom needs the custom engine's index (openqa index --engine custom)")
+    return IRScorer(engine, settings, replace(_preset(exam), avg_len=settings.avg_ql))
 
 
 def _paper_query_params(exam: str) -> tuple[dict[str, Any], str]:
@@ -587,22 +596,22 @@ def _paper_query_params(exam: str) -> tuple[dict[str, Any], str]:
     return {"kq": preset.kq, "bq": preset.bq}, f"paper Table B.13 ({exam})"
 
 
-def _ir_es(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+def _ir_es(index: Index, exam: str, settings: IRSettings) -> IRScorer:
     """IR-ES: the engine's own BM25 (Lucene or Elasticsearch), question + option queries."""
-    _needs(index, (LuceneBM25, ElasticBM25), "ir-es needs an off-the-shelf engine: --engine lucene or --engine elasticsearch")
-    return IRScorer(index, settings)
+    engine = _needs(index, (LuceneBM25, ElasticBM25), "ir-es needs an off-the-shelf engine: --engine lucene or --engine elasticsearch")
+    return IRScorer(engine, settings)
 
 
-def _dense(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+def _dense(index: Index, exam: str, settings: IRSettings) -> IRScorer:
     """Dense: the IR scorer over embedding search (question part + option, top-N aggregate)."""
-    _needs(index, (DenseIndex,), "dense needs the dense index: openqa index --engine dense")
-    return IRScorer(index, settings)
+    engine = _needs(index, (DenseIndex,), "dense needs the dense index: openqa index --engine dense")
+    return IRScorer(engine, settings)
 
 
-def _pmi(index: Index, exam: str, settings: IRSettings) -> OptionScorer:
+def _pmi(index: Index, exam: str, settings: IRSettings) -> PMIScorer:
     """PMI over the positional index (only the settings' query mode applies)."""
-    _needs(index, (PositionalIndex,), "pmi needs the positional index: openqa index --engine pmi")
-    return PMIScorer(index, settings)
+    positional = _needs(index, (PositionalIndex,), "pmi needs the positional index: openqa index --engine pmi")
+    return PMIScorer(positional, settings)
 
 
 METHODS: dict[str, Method] = {
@@ -675,4 +684,6 @@ def open_retrieving(ctx: Context, name: str, target: Exam, query: str | None = N
 
 def open_retriever(ctx: Context, name: str, target: Exam, query: str | None = None) -> IRScorer:
     """An IR scorer (dev-tuned; ``query`` overrides its query mode) whose retrieval feeds a reader."""
-    return open_retrieving(ctx, name, target, query).retriever
+    retriever = open_retrieving(ctx, name, target, query).retriever
+    assert retriever is not None  # open_retrieving refuses a method that retrieves nothing
+    return retriever

@@ -10,7 +10,7 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 from openqa.answer import as_dict, assess, solve
 from openqa.config import Settings
@@ -32,7 +32,7 @@ from openqa.methods import (
     open_method,
     open_retriever,
 )
-from openqa.retrieval.base import Index
+from openqa.retrieval.base import Index, SearchEngine
 from openqa.tuning import calibrate, save_tuned, tuned_file
 from openqa.workspace import Context, Exam
 
@@ -115,6 +115,7 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         questions = load_questions(req.dataset, split, ctx.settings.require_data_dir())
         name, data = req.dataset, spec.files[split]
     else:
+        assert req.questions is not None  # EvalRequest holds a dataset or a question file
         path = Path(req.questions)
         questions, digest = read_question_file_digest(path, subset=req.subset)  # one read: a pipe has no second
         data = f"{path.name} (sha256 {digest[:16]})"  # the file by name and content: no machine path in the record
@@ -358,4 +359,5 @@ def answer_record(opened: Opened, question: Question, evidence: int, min_confide
     sources (what ``answer --json`` prints and the HTTP API returns)."""
     result = solve(opened.scorer, question)
     sure = assess(result, opened.probabilities(result), opened.calibration, min_confidence)
-    return {**as_dict(result, opened.index, evidence, sure), "settings": opened.settings}
+    # evidence hits are rows of a search engine's paragraph store (an index without one gives none)
+    return {**as_dict(result, cast(SearchEngine, opened.index), evidence, sure), "settings": opened.settings}

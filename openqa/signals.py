@@ -23,5 +23,5 @@ def interrupts_held() -> Iterator[None]:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-        for sig in dict.fromkeys(held):
-            signal.raise_signal(sig)
+        for signum in dict.fromkeys(held):
+            signal.raise_signal(signum)

@@ -63,6 +63,7 @@ class TerminalLines:
     def _wait(self, timeout: float | None) -> bool:
         """Whether the terminal has input within ``timeout`` seconds (None: until it has). A signal
         ends the wait; its handler's exception (Ctrl-C: ``KeyboardInterrupt``) is raised from here."""
+        assert self._wake is not None  # waits happen inside the with block, which opened the pipe
         wake = self._wake[0]
         ready = select.select([self.fd, wake], [], [], timeout)[0]
         if wake in ready:

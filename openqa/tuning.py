@@ -44,7 +44,7 @@ def tune_ir(
     from those hits. Ties between settings go to the smaller N, then the grid order, so the choice
     is stable.
     """
-    table = []
+    table: list[dict[str, Any]] = []
     for mode in query_modes:
         measured = make(IRSettings(query=mode)).query_statistics(questions, mode)
         hits = make(IRSettings(query=mode, **measured)).retrieve(questions, max(TOP_N_GRID), query=mode)

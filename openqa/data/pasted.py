@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import cast
 
 from openqa.data.questions import Question
 from openqa.errors import OpenQAError, UsageError
@@ -101,7 +102,7 @@ def _lines(block: str) -> list[_Line]:
             continue
         match = _OPTION_LINE.match(raw)
         option = match.group(2).strip() if match else ""
-        letter = match.group(1).upper() if option else None
+        letter = match.group(1).upper() if match and option else None
         out.append(_Line(raw.strip(), letter, option))
     return out
 
@@ -111,19 +112,19 @@ def _split(lines: list[_Line]) -> list[tuple[list[str], dict[str, str]]]:
     closes a question; lettered lines outside such a run are question text."""
     questions: list[tuple[list[str], dict[str, str]]] = []
     text: list[str] = []
-    run: list[_Line] = []
+    run: list[_Line] = []  # option lines: each has a letter
 
     def close_run() -> None:
         nonlocal text
         if len(run) >= 2:
-            questions.append((text, {line.letter: line.option for line in run}))
+            questions.append((text, {cast(str, line.letter): line.option for line in run}))
             text = []
         else:
             text.extend(line.text for line in run)
         run.clear()
 
     for line in lines:
-        if run and line.letter == chr(ord(run[-1].letter) + 1):
+        if run and line.letter == chr(ord(cast(str, run[-1].letter)) + 1):
             run.append(line)
             continue
         if run and line.letter in {r.letter for r in run}:

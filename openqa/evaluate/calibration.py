@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
@@ -55,7 +55,7 @@ CURVE_POINTS = 100
 def softmax(logits: np.ndarray) -> np.ndarray:
     """Probabilities of one question's logits."""
     shifted = np.exp(logits - logits.max())
-    return shifted / shifted.sum()
+    return cast(np.ndarray, shifted / shifted.sum())
 
 
 def _padded(features: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -309,7 +309,7 @@ def uncalibrated(scale: str) -> "Calibration":
 
 def chosen_confidence(results: Sequence[OptionScores], probabilities: Sequence[dict[str, float]]) -> tuple[np.ndarray, np.ndarray]:
     """Each question's confidence (the probability of its prediction; 0 when it abstained) and whether it was right."""
-    confidence = np.array([p[r.prediction()] if r.prediction() is not None else 0.0 for r, p in zip(results, probabilities)])
+    confidence = np.array([p[cast(str, r.prediction())] if r.prediction() is not None else 0.0 for r, p in zip(results, probabilities)])
     correct = np.array([r.prediction() is not None and r.prediction() == r.question.answer_idx for r in results])
     return confidence, correct
 
@@ -400,7 +400,7 @@ def confidence_report(results: Sequence[OptionScores], probabilities: Sequence[d
     }
 
 
-def risk_coverage_png(curves: dict[str, tuple[Sequence[OptionScores], Sequence[dict[str, float]]]], title: str) -> bytes:
+def risk_coverage_png(curves: Mapping[str, tuple[Sequence[OptionScores], Sequence[dict[str, float]]]], title: str) -> bytes:
     """A PNG of the risk-coverage curve of each named method's results (one line each), with chance."""
     import io
 

@@ -36,7 +36,7 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     if n == 0:
         return 1.0
     low = min(only_first, only_second)
-    tail = sum(math.comb(n, k) for k in range(low + 1)) / 2**n
+    tail: float = sum(math.comb(n, k) for k in range(low + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 

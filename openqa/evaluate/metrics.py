@@ -4,7 +4,7 @@ and the medical filter's agreement with MetaMap."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 from openqa.data import Question
 from openqa.errors import OpenQAError
@@ -65,7 +65,7 @@ def prediction_rows(results: Sequence[OptionScores], probabilities: Sequence[dic
             "matched": r.matched,
             "scores": {k: round(v, 4) if math.isfinite(v) else None for k, v in r.scores.items()},
             **({"probabilities": {k: round(v, 4) for k, v in p.items()},
-                "confidence": round(p[r.prediction()], 4) if r.prediction() is not None else None} if p is not None else {}),
+                "confidence": round(p[cast(str, r.prediction())], 4) if r.prediction() is not None else None} if p is not None else {}),
             **({"abstained": True} if r.abstained else {}),
             **r.details,
         }
@@ -113,6 +113,7 @@ def filter_agreement(questions: Sequence[Question]) -> dict[str, Any]:
     if not with_phrases:
         raise OpenQAError("these questions have no metamap_phrases to compare with")
     for q in with_phrases:
+        assert q.metamap_phrases is not None  # with_phrases holds only questions that have them
         asked = {w for w in words(q.question) if not is_stopword(w)}
         metamap = {w for w in words(" ".join(q.metamap_phrases)) if w in asked}
         kept = set(words(filter_question(q.question)))

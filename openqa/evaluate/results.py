@@ -208,7 +208,7 @@ def read_result_set(path: Path) -> dict[str, Any]:
     written with (a run killed between its writes leaves a newer file beside an older summary)."""
     path = Path(path)
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
+        summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise OpenQAError(f"{path}: unreadable result summary ({exc})") from None
     for name, digest in summary.get("result_files", {}).items():

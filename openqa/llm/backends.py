@@ -14,7 +14,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from openqa.errors import OpenQAError
 from openqa.jsonl import decode
@@ -119,7 +119,7 @@ class Backend(ABC):
         return reply
 
 
-def _first_line(text: str, limit: int = 200) -> str:
+def _first_line(text: object, limit: int = 200) -> str:
     line = (str(text).strip().splitlines() or [""])[0]
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
@@ -177,7 +177,8 @@ class TransformersBackend(Backend):
             from transformers import AutoModelForCausalLM
 
             try:
-                self._model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()
+                # transformers wraps Module.to with functools.wraps, whose type mypy does not bind (python/mypy#17166)
+                self._model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()  # type: ignore[arg-type]
             except (OSError, ValueError) as exc:
                 raise OpenQAError(f"cannot load model {self.name!r} as a causal LM ({_first_line(exc)})") from None
         return self._model
@@ -276,7 +277,7 @@ class ChatBackend(Backend):
         out = {"text": text, "probs": None, "tokens_in": usage.get("prompt_tokens"),
                "tokens_out": usage.get("completion_tokens")}
         timings = data.get("timings")  # llama.cpp's own time for the prompt and the reply
-        spent = [timings.get(k) for k in ("prompt_ms", "predicted_ms")] if isinstance(timings, dict) else []
+        spent: list[Any] = [timings.get(k) for k in ("prompt_ms", "predicted_ms")] if isinstance(timings, dict) else []
         if spent and all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in spent):
             out["model_ms"] = round(sum(spent), 3)
         if request.scoring == "letters":
@@ -299,7 +300,7 @@ def server_context(entry: dict[str, Any], props: dict[str, Any], probe: dict[str
     """The context a server runs its model with, and where it said so: llama.cpp's ``meta.n_ctx`` or
     ``/props``, vLLM's ``max_model_len``, a ``context_length``; the context the model was trained
     with (``n_ctx_train``) only where nothing else is said (llama.cpp may run fewer tokens)."""
-    meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
+    meta = given if isinstance(given := entry.get("meta"), dict) else {}
     settings = props.get("default_generation_settings")
     candidates = (
         (meta.get("n_ctx"), "meta.n_ctx"),
@@ -435,7 +436,7 @@ class EndpointBackend(ChatBackend):
         if response.status_code >= 400:
             raise OpenQAError(self._status_message(response))
         try:
-            return decode(response.text)
+            return cast(dict[str, Any], decode(response.text))
         except ValueError as exc:  # not JSON, or nested past the recursion limit
             raise OpenQAError(f"{self.base} sent a reply that is not JSON ({exc}; {_first_line(response.text, 80)!r}): "
                               "is it an OpenAI-compatible server?") from None
@@ -588,7 +589,7 @@ class LlamaCppBackend(ChatBackend):
         if isinstance(data, dict) and data.get("error"):
             error = data["error"]
             raise OpenQAError(f"llama.cpp: {_first_line(error.get('message') if isinstance(error, dict) else error)}")
-        return data
+        return cast(dict[str, Any], data)
 
 
 def open_backend(model: str, endpoint: str | None, *, models_dir: Path | None = None, context: int | None = None,

@@ -9,7 +9,7 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from openqa.errors import OpenQAError
 
@@ -54,4 +54,4 @@ class ReplyCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0]
+            return cast(int, self._db.execute("SELECT COUNT(*) FROM replies").fetchone()[0])

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from openqa.llm.settings import LLMSettings
 
 if TYPE_CHECKING:
+    from openqa.corpus.paragraphs import Paragraph
     from openqa.llm.scorer import LLMScorer
     from openqa.scorers.ir import IRScorer
     from openqa.workspace import Context, Exam
@@ -26,7 +27,7 @@ class ClosedBook:
     """What a closed-book run (``--evidence none``) reads instead of an index: nothing, said so."""
 
     lang: str
-    paragraphs: tuple = ()
+    paragraphs: tuple[Paragraph, ...] = ()
     manifest: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -52,14 +53,16 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
         query = "full" if query == "option" else query
         retrieval = {"retriever_settings": {k: v for k, v in (retriever_settings or {}).items() if k != "sources"}}
     cache = ReplyCache(llm.cache_dir or ctx.settings.index_dir / "llm-cache")
-    how = {"models_dir": ctx.settings.models_dir, "context": llm.context, "timeout": llm.timeout,
-           "retries": llm.retries, "threads": llm.threads}
-    backend = ctx.shared(("llm backend", llm.model, llm.endpoint, *how.items()),  # one model for every language served
-                         lambda: open_backend(llm.model, llm.endpoint, **how))
+    how: dict[str, Any] = {"models_dir": ctx.settings.models_dir, "context": llm.context, "timeout": llm.timeout,
+                           "retries": llm.retries, "threads": llm.threads}
+    model = llm.model
+    assert model is not None  # LLMSettings refuses a missing model
+    backend = ctx.shared(("llm backend", model, llm.endpoint, *how.items()),  # one model for every language served
+                         lambda: open_backend(model, llm.endpoint, **how))
     scorer = LLMScorer(backend, llm, cache, retriever, query, target.lang)
     record = {**scorer.settings_record(), "exam": target.exam, "cache": f"{cache.path.parent.name}/{cache.path.name}", **retrieval}
-    given = llm.given()
-    given = {*given, "model", *(("reply_tokens",) if "max_tokens" in given else ())}
+    named = llm.given()
+    given = {*named, "model", *(("reply_tokens",) if "max_tokens" in named else ())}
     sources = {key: FLAGS[key] if key in FLAGS and key in given else "default" for key in record if key != "retriever_settings"}
     sources.update(exam=target.source, context=backend.context_source, token_count="backend",
                    template_version="openqa package", template_hash="openqa package", backend="--model/--endpoint", runs_on="backend",

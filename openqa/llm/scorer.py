@@ -111,6 +111,7 @@ class LLMScorer(OptionScorer):
         if s.evidence == "none" or self.retriever is None:
             return [[] for _ in questions], [{} for _ in questions]
         ranked, own = [], []
+        assert self.engine is not None  # the retriever's engine
         for q in tqdm(questions, desc=f"retrieving ({self.engine.name})", unit="q", disable=not progress):
             checkpoint()
             if s.evidence == "options":
@@ -204,7 +205,7 @@ class LLMScorer(OptionScorer):
             if not probs:
                 return None, None
             mapped = {shown[k]: v for k, v in probs.items()}
-            return mapped, max(mapped, key=mapped.get)
+            return mapped, max(mapped, key=mapped.__getitem__)
         letter = extract_letter(reply.get("text") or "", prompt.request.letters)
         if letter is None:
             return None, None

@@ -51,12 +51,12 @@ class LLMSettings:
         if not self.model:
             raise OpenQAError("--method llm needs --model: a local folder, hub id or .gguf file (or, with --endpoint, "
                               "the server's model name)")
-        for name, value, low in (("--top-n", self.top_k, 1), ("--evidence-tokens", self.evidence_tokens, 0),
+        for name, count, low in (("--top-n", self.top_k, 1), ("--evidence-tokens", self.evidence_tokens, 0),
                                  ("--context", self.context, 64), ("--permutations", self.permutations, 1),
                                  ("--concurrency", self.concurrency, 1), ("--retries", self.retries, 0),
                                  ("--max-tokens", self.max_tokens, 1), ("--threads", self.threads, 1)):
-            if value is not None and value < low:
-                raise OpenQAError(f"{name} must be at least {low}, not {value}")
+            if count is not None and count < low:
+                raise OpenQAError(f"{name} must be at least {low}, not {count}")
         if not (math.isfinite(self.timeout) and self.timeout > 0):  # nan passes every comparison
             raise OpenQAError(f"--timeout must be a positive number of seconds, not {self.timeout}")
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
@@ -84,6 +84,7 @@ class LLMSettings:
 
     def variant(self) -> str:
         """What tells this run's result file from another LLM run's: model, evidence, scoring, prompt, K."""
+        assert self.model is not None  # __post_init__ refuses a missing model
         name = Path(self.model).name if not self.endpoint else self.model.replace("/", "_")
         parts = [name.removesuffix(".gguf"), self.evidence, self.scoring]
         if self.scoring == "generate":
@@ -99,5 +100,6 @@ class LLMSettings:
     def model_name(self) -> str:
         """The model as a record names it: a local file or folder by its name (no machine path), a hub
         id or a server's model name as given."""
+        assert self.model is not None  # __post_init__ refuses a missing model
         path = Path(self.model).expanduser()
         return path.name if not self.endpoint and path.exists() else self.model

@@ -7,7 +7,7 @@ import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Sequence
+from typing import Any, Callable, ClassVar, Sequence, cast
 
 import torch
 
@@ -52,7 +52,8 @@ class Reader(ABC):
         ``needs_index`` (opened by the caller)."""
         if not model:
             raise OpenQAError(f"--reader {cls.kind} needs --model (e.g. all-MiniLM-L6-v2 or a hub id)")
-        return cls(model, models_dir, max_length=max_length)
+        make: Callable[..., Reader] = cls  # the readers that keep this create take these arguments
+        return make(model, models_dir, max_length=max_length)
 
     @abstractmethod
     def logits(self, batch: Sequence[Example]) -> torch.Tensor:
@@ -104,6 +105,6 @@ def read_checkpoint_info(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         raise OpenQAError(f"{folder} is not an openqa reader checkpoint (no {READER_FILE}); train one with `openqa train`")
     try:
-        return json.loads(path.read_text())
+        return cast(dict[str, Any], json.loads(path.read_text()))
     except json.JSONDecodeError as exc:
         raise OpenQAError(f"{path}: unreadable ({exc})") from None

@@ -6,7 +6,7 @@ fit the model, the question loses its start. The option is never cut."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 import torch
 
@@ -16,6 +16,7 @@ from openqa.retrieval.encoders import resolve_model
 
 if TYPE_CHECKING:
     from tokenizers import Encoding
+    from transformers import PreTrainedModel
 
 
 def question_end(text: str, tokens: Encoding, room: int) -> str:
@@ -34,6 +35,7 @@ class MultipleChoiceReader(Reader):
     """Any encoder ``AutoModelForMultipleChoice`` loads (a new head is added when it has none)."""
 
     kind = "bert"
+    model: PreTrainedModel
 
     def __init__(self, model: str, models_dir: Path | None = None, max_length: int = 256, path: str | None = None) -> None:
         from transformers import AutoModelForMultipleChoice, AutoTokenizer
@@ -72,7 +74,7 @@ class MultipleChoiceReader(Reader):
         return {k: v.view(len(batch), n_options, -1).to(self.device) for k, v in encoded.items()}
 
     def logits(self, batch: Sequence[Example]) -> torch.Tensor:
-        return self.model(**self.encode(batch)).logits
+        return cast(torch.Tensor, self.model(**self.encode(batch)).logits)
 
     def _save_weights(self, folder: Path) -> None:
         self.model.save_pretrained(folder)

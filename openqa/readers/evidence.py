@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 from openqa.data import Question
 from openqa.errors import IndexMismatchError
@@ -54,7 +54,7 @@ def load_or_compute(path: Path, scorer: IRScorer, questions: Sequence[Question],
             raise IndexMismatchError(
                 f"evidence cache {path} was built with other settings ({cached.get('key')}); delete it to rebuild"
             )
-        return cached["evidence"]
+        return cast(dict[str, dict[str, str]], cached["evidence"])
     evidence, _ = retrieve_evidence(scorer, questions, top_n)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 import torch
@@ -44,12 +44,12 @@ class MaxoutNet(nn.Module):
     @staticmethod
     def _pooled(gru: nn.GRU, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         states, _ = gru(embedded)
-        return states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values
+        return cast(torch.Tensor, states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values)
 
     def forward(self, context: torch.Tensor, qa: torch.Tensor) -> torch.Tensor:
         h_c = self._pooled(self.context, self.embed(context), context != 0)
         h_qa = self._pooled(self.qa, self.embed(qa), qa != 0)
-        return self.score(torch.cat([h_c, h_qa, h_c * h_qa, (h_c - h_qa).abs()], dim=-1)).squeeze(-1)
+        return cast(torch.Tensor, self.score(torch.cat([h_c, h_qa, h_c * h_qa, (h_c - h_qa).abs()], dim=-1)).squeeze(-1))
 
 
 class MaxoutReader(Reader):
@@ -95,7 +95,7 @@ class MaxoutReader(Reader):
         return self._ids(contexts), self._ids(qas)
 
     def logits(self, batch: Sequence[Example]) -> torch.Tensor:
-        return self.model(*self.encode(batch)).view(len(batch), -1)
+        return cast(torch.Tensor, self.model(*self.encode(batch)).view(len(batch), -1))
 
     def _save_weights(self, folder: Path) -> None:
         torch.save(self.model.state_dict(), folder / "maxout.pt")

@@ -5,13 +5,16 @@ log-likelihood of producing it, so the prediction is always one of the options."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence, cast
 
 import torch
 
 from openqa.errors import OpenQAError
 from openqa.readers.base import Example, Reader, pick_device
 from openqa.retrieval.encoders import resolve_model
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 #: model types T5ForConditionalGeneration loads weights for
 T5_TYPES = ("t5", "mt5")
@@ -30,6 +33,7 @@ class T5Reader(Reader):
     """A sequence-to-sequence model scoring options by likelihood."""
 
     kind = "t5"
+    model: PreTrainedModel
 
     def __init__(self, model: str, models_dir: Path | None = None, max_length: int = 512, path: str | None = None,
                  modules: tuple[Any, Any] | None = None) -> None:
@@ -47,7 +51,8 @@ class T5Reader(Reader):
                 self.model = T5ForConditionalGeneration.from_pretrained(source)
             except (OSError, ValueError) as exc:
                 raise OpenQAError(f"cannot load a T5 model from {source}: {str(exc).splitlines()[0]}") from None
-        self.model.to(pick_device())
+        # transformers wraps Module.to with functools.wraps, whose type mypy does not bind (python/mypy#17166)
+        self.model.to(pick_device())  # type: ignore[arg-type]
         self.settings = {"model": model, "max_length": max_length}
         self.max_length = max_length
 
@@ -69,7 +74,7 @@ class T5Reader(Reader):
 
     def _tokens(self, text: str) -> list[int]:
         """Token ids without special tokens, so that the parts of the input join as one text would."""
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        return cast(list[int], self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _pad(self, rows: list[list[int]]) -> dict[str, torch.Tensor]:
         width = max(len(r) for r in rows)
@@ -95,7 +100,7 @@ class T5Reader(Reader):
     def loss(self, batch: Sequence[Example]) -> torch.Tensor:
         """Teacher-forced cross-entropy of the correct answer's text."""
         labels = self._targets([e.question.options[e.question.answer_idx] for e in batch])
-        return self.model(**self.encode(batch), labels=labels).loss
+        return cast(torch.Tensor, self.model(**self.encode(batch), labels=labels).loss)
 
     def _save_weights(self, folder: Path) -> None:
         self.model.save_pretrained(folder)

@@ -9,7 +9,7 @@ import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, cast
 
 import numpy as np
 import torch
@@ -136,4 +136,4 @@ def train(
         torch.save({"epoch": epoch, "best": best, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
                    out_dir / LAST / "state.pt")
         run_path.write_text(json.dumps({**record, "config": asdict(config), "epochs": history, "best_selection_accuracy": best}, indent=2))
-    return json.loads(run_path.read_text())
+    return cast(dict[str, Any], json.loads(run_path.read_text()))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypedDict, TypeVar
 
 import numpy as np
 
@@ -45,6 +45,13 @@ class Hit:
 
     index: int
     score: float
+
+
+class QueryStatistics(TypedDict, total=False):
+    """What ``SearchEngine.query_statistics`` measures, under the names of the ``IRSettings`` fields
+    they set: IR-Custom's avgQL."""
+
+    avg_ql: float
 
 
 class ParagraphStore:
@@ -82,6 +89,7 @@ class ParagraphStore:
                 self._items = self._read()
         if self._items is not None:
             return self._items[index]
+        assert self._offsets is not None  # no rows read: check() found the offsets
         if not 0 <= index < len(self._offsets) - 1:
             raise IndexError(f"paragraph {index} of {len(self._offsets) - 1}")
         return self._row(int(index))
@@ -104,7 +112,7 @@ class ParagraphStore:
         is the store's size."""
         folder = self.path.parent
         with loading(folder, OFFSETS, self.build_hint):
-            offsets = np.load(folder / OFFSETS, mmap_mode="r")
+            offsets: np.ndarray = np.load(folder / OFFSETS, mmap_mode="r")
         if offsets.ndim != 1 or len(offsets) == 0:
             raise damaged(folder, OFFSETS, f"holds an array of shape {offsets.shape}", self.build_hint)
         check_counts(folder, "paragraph", {OFFSETS: len(offsets) - 1, MANIFEST: self.rows}, self.build_hint)
@@ -331,7 +339,7 @@ class SearchEngine(Index):
             raise UsageError(f"the {self.name} engine has no query-side parameters to set (given {', '.join(sorted(values))})")
         return params
 
-    def query_statistics(self, queries: Sequence[str]) -> dict[str, float]:
+    def query_statistics(self, queries: Sequence[str]) -> QueryStatistics:
         """Query-side quantities of a set of queries that the engine's scoring reads as fixed
         parameters (IR-Custom's avgQL), which ``openqa tune`` measures on the exam's dev queries and
         records with the settings: none by default."""

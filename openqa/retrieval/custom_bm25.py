@@ -40,6 +40,7 @@ from openqa.retrieval.base import (
     Hit,
     Opening,
     ParagraphStore,
+    QueryStatistics,
     SearchEngine,
     StoreWriter,
     batches,
@@ -374,6 +375,7 @@ class CustomBM25(SearchEngine):
         terms, paragraphs = weights.shape
         at.counts("term", {VOCAB: len(vocab), source: terms, MANIFEST: at.manifest.get("terms")})
         at.counts("paragraph", {source: paragraphs, MANIFEST: at.paragraphs})
+        assert at.store is not None  # the engine stores paragraphs: load opened the store
         return cls(at.folder, at.manifest, weights, vocab, at.store)
 
     def warm(self) -> None:
@@ -497,7 +499,7 @@ class CustomBM25(SearchEngine):
             raise UsageError(f"kq must be at least 0, bq from 0 to 1 and avg_ql above 0 (or None), not {kq}, {bq}, {avg}")
         return QueryParams(kq, bq, None if avg is None else float(avg))
 
-    def query_statistics(self, queries: Sequence[str]) -> dict[str, float]:
+    def query_statistics(self, queries: Sequence[str]) -> QueryStatistics:
         """avgQL: the mean length in terms of ``queries`` (all terms, known or not, as the saturation
         counts them; at least 1)."""
         terms = self.encode(queries)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numba
 import numpy as np
@@ -33,6 +33,11 @@ from numba import types
 from numba.core.base import BaseContext
 from numba.core.typing.templates import Signature
 from numba.extending import intrinsic
+
+if TYPE_CHECKING:
+    from numba.core.dispatcher import Dispatcher
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
 
 #: Queries scored together in one pass over the postings (one question's options).
 LANES = 4
@@ -52,15 +57,16 @@ def _private_cache_dir() -> str | None:
     return str(folder) if info.st_uid == os.getuid() and not info.st_mode & 0o077 else None
 
 
-def _compiled(function: Callable) -> Callable:
+def _compiled(function: _Function) -> Dispatcher[_Function]:
     """``function`` compiled by numba, GIL released, machine code cached on disk: next to this file,
     else in numba's per-user cache folder, else (a read-only install under a read-only home) in
     this user's private folder under the temp folder; failing all, compiled in each process."""
     try:
         return numba.njit(nogil=True, cache=True)(function)
     except RuntimeError:  # numba found no writable cache folder
-        numba.config.CACHE_DIR = _private_cache_dir() or ""
-        return numba.njit(nogil=True, cache=bool(numba.config.CACHE_DIR))(function)
+        cache_dir = _private_cache_dir() or ""
+        numba.config.CACHE_DIR = cache_dir  # type: ignore[attr-defined]  # numba's config sets its names at run time
+        return numba.njit(nogil=True, cache=bool(cache_dir))(function)
 
 
 @_compiled
@@ -72,7 +78,7 @@ def _query_weight(count: int, norm: float, kq1: np.float32) -> np.float32:
 
 
 @_compiled
-def _worse(score_a: np.float32, row_a: int, score_b: np.float32, row_b: int) -> bool:
+def _worse(score_a: np.float32, row_a: int, score_b: np.float32, row_b: int) -> bool | np.bool_:
     """Whether hit a ranks below hit b: a lower score, or the same score at a higher row."""
     return score_a < score_b or (score_a == score_b and row_a > row_b)
 
@@ -129,7 +135,7 @@ def _offer(scores: np.ndarray, rows: np.ndarray, size: int, score: np.float32, r
 @intrinsic
 def _add_lanes(
     typingctx: object, buffer: types.Type, start: types.Type, value: types.Type, weights: types.Type,
-) -> tuple[Signature, Callable] | None:
+) -> tuple[Signature, Callable[..., ir.Value]] | None:
     """``buffer[start:start + LANES] += value * weights`` (``weights`` a tuple of ``LANES``
     float32) as one vector load, multiply, add and store: numba leaves the lanes' scalar updates
     unvectorised (its SLP vectoriser is off), at about 1.5 times the cost. IEEE float32 either way,
@@ -139,7 +145,7 @@ def _add_lanes(
         return None
     vector = ir.VectorType(ir.FloatType(), LANES)
 
-    def codegen(context: BaseContext, builder: ir.IRBuilder, signature: Signature, args: tuple) -> ir.Value:
+    def codegen(context: BaseContext, builder: ir.IRBuilder, signature: Signature, args: tuple[ir.Value, ...]) -> ir.Value:
         array, offset, scalar, lanes = args
         data = context.make_array(signature.args[0])(context, builder, array).data
         pointer = builder.bitcast(builder.gep(data, [offset]), vector.as_pointer())
@@ -163,10 +169,11 @@ def _add_postings(indices: np.ndarray, data: np.ndarray, weight: np.float32, buf
 
 
 @_compiled
-def _add_postings_lanes(indices: np.ndarray, data: np.ndarray, weights: tuple, buffer: np.ndarray) -> None:
+def _add_postings_lanes(indices: np.ndarray, data: np.ndarray, weights: tuple[np.float32, ...], buffer: np.ndarray) -> None:
     """Add one term row's postings times each lane's query weight into the interleaved buffer."""
     for j in range(indices.shape[0]):
-        _add_lanes(buffer, np.uint64(indices[j]) * np.uint64(LANES), data[j], weights)
+        # numba's stubs type the Python-side call (which raises) with the typing context first
+        _add_lanes(buffer, np.uint64(indices[j]) * np.uint64(LANES), data[j], weights)  # type: ignore[call-arg, arg-type]
 
 
 @_compiled

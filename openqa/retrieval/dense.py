@@ -50,15 +50,17 @@ def make_faiss(vectors: np.ndarray, kind: str) -> Any:
     import faiss
 
     dim = vectors.shape[1]
+    index: faiss.Index
     if kind == "flat":
         index = faiss.IndexFlatIP(dim)
     elif kind == "hnsw":
         index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
     elif kind == "ivf":
         lists = max(1, min(int(4 * math.sqrt(len(vectors))), len(vectors) // 39))  # FAISS wants 39+ points a list
-        index = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT)
-        index.train(vectors)
-        index.nprobe = max(1, lists // 16)
+        ivf = faiss.IndexIVFFlat(faiss.IndexFlatIP(dim), dim, lists, faiss.METRIC_INNER_PRODUCT)
+        ivf.train(vectors)
+        ivf.nprobe = max(1, lists // 16)
+        index = ivf
     else:
         raise UsageError(f"unknown FAISS index {kind!r}: choose one of {FAISS_KINDS}")
     index.add(vectors)
@@ -163,6 +165,7 @@ class DenseIndex(SearchEngine):
             index = faiss.read_index(str(folder / FAISS_FILE))
         at.counts("vector size", {FAISS_FILE: index.d, MANIFEST: manifest["dim"]})
         at.counts("paragraph", {FAISS_FILE: index.ntotal, MANIFEST: at.paragraphs})
+        assert at.store is not None  # the engine stores paragraphs: load opened the store
         return cls(folder, manifest, to_gpu_if_available(index), encoder, at.store)
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:

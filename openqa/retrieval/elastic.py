@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence, cast
 from urllib.parse import urlsplit
 
 from openqa.corpus.paragraphs import Paragraph
@@ -65,6 +65,7 @@ def check_url(url: str | None) -> None:
 def connect(url: str | None) -> Any:
     """An ``Elasticsearch`` client for ``url`` that has answered a ping, or a one-line error."""
     check_url(url)
+    assert url is not None  # check_url refuses a missing URL
     from elasticsearch import Elasticsearch
 
     client = Elasticsearch(url.strip(), request_timeout=TIMEOUT_S, max_retries=RETRIES, retry_on_timeout=False)
@@ -194,6 +195,7 @@ class ElasticBM25(SearchEngine):
         if not exists:
             raise OpenQAError(f"Elasticsearch index {name} is gone from {url}; {rebuild(at.hint)}")
         at.at_most_paragraphs(f"server index {name}", documents)
+        assert at.store is not None  # the engine stores paragraphs: load opened the store
         return cls(at.folder, at.manifest, client, url, at.store)
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
@@ -216,7 +218,7 @@ class ElasticBM25(SearchEngine):
 def _previous_index(folder: Path) -> str | None:
     """The server index the current local manifest points at, if any."""
     try:
-        return read_manifest(folder, "")["es_index"]
+        return cast("str | None", read_manifest(folder, "")["es_index"])
     except (OpenQAError, KeyError):
         return None
 

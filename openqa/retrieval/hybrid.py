@@ -84,11 +84,11 @@ class FusedEngine(SearchEngine):
         self.manifest = {**first.manifest, "engine": self.name, "parts": [first.manifest, second.manifest]}
 
     @classmethod
-    def build(cls, *args, **kwargs) -> None:
+    def build(cls, *args: Any, **kwargs: Any) -> None:
         raise OpenQAError("the hybrid engine has no index of its own: build --engine custom and --engine dense")
 
     @classmethod
-    def open(cls, *args, **kwargs) -> "FusedEngine":
+    def open(cls, *args: Any, **kwargs: Any) -> "FusedEngine":
         raise OpenQAError("the hybrid engine has no index of its own: open its parts (custom and dense)")
 
     def search(

@@ -114,6 +114,7 @@ class LuceneBM25(SearchEngine):
     @classmethod
     def open(cls, at: Opening, **parts: Any) -> "LuceneBM25":
         """Open the Lucene index; it must hold one document per paragraph of the store."""
+        assert at.store is not None  # the engine stores paragraphs: load opened the store
         engine = cls(at.folder, at.manifest, at.store)
         at.at_most_paragraphs(LUCENE_DIR, engine.documents)
         return engine

@@ -74,7 +74,9 @@ def build_index(
     cls = engine_class(engine)
     cls.check_options(options)
     tok_config = tokenizer or tokenizer_config(lang, engine)
-    corpus = corpus or textbooks(data_dir, lang)
+    if corpus is None:
+        assert data_dir is not None  # callers give the data folder when they give no corpus
+        corpus = textbooks(data_dir, lang)
     identity = corpus.identity()
     folder = index_folder(index_dir, lang, engine, corpus.name)
     with needs(f"engine {engine}", cls.extra):

@@ -18,7 +18,7 @@ none. The prior is fitted on dev with the weights and kept with them.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.logits import option_logits
+
+if TYPE_CHECKING:
+    from openqa.retrieval.base import Hit
 
 #: The scale whose parts' letter prior is divided out (letter probabilities).
 LETTER_SCALE = "log-probability"
@@ -103,7 +106,7 @@ class EnsembleScorer(OptionScorer):
             first = per_part[0]
             logits = self.logits(per_part)
             combined = logits @ self.weights
-            evidence = next((r.evidence for r in per_part if r.evidence), {})
+            evidence: dict[str, list[Hit]] = next((r.evidence for r in per_part if r.evidence), {})
             details = {"part_logits": {name: [round(float(v), 4) for v in logits[:, i]] for i, name in enumerate(self.parts)}}
             out.append(OptionScores(first.question, dict(zip(first.scores, map(float, combined))), evidence,
                                     matched=any(r.matched for r in per_part), details=details))

@@ -11,7 +11,7 @@ import numpy as np
 from openqa.data import Question
 from openqa.errors import OpenQAError, UsageError
 from openqa.progress import tqdm
-from openqa.retrieval.base import Hit, SearchEngine
+from openqa.retrieval.base import Hit, QueryStatistics, SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.query import QUERY_MODES
 from openqa.text.medical_filter import filter_question
@@ -90,7 +90,7 @@ class IRScorer(OptionScorer):
         """The engine's top-``k`` hits for each query text, with this scorer's query-side parameters."""
         return self.engine.search(queries, k, self.params, progress)
 
-    def query_statistics(self, questions: Sequence[Question], query: str) -> dict[str, float]:
+    def query_statistics(self, questions: Sequence[Question], query: str) -> QueryStatistics:
         """The engine's fixed query-side quantities (IR-Custom's avgQL) measured on the option
         queries of ``questions`` in query mode ``query`` (``openqa tune`` measures them on dev)."""
         return self.engine.query_statistics([t for q in questions for t in option_queries(q, query, self.lang)])

@@ -16,7 +16,7 @@ A calibration then divides these logits by one temperature fitted on dev
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, cast
 
 import numpy as np
 
@@ -50,7 +50,7 @@ def _standardized(scores: np.ndarray) -> np.ndarray:
 def _log_probability(scores: np.ndarray) -> np.ndarray:
     """Natural logs of probabilities (non-finite ones, and those under the floor, at the floor)."""
     clean = np.where(np.isfinite(scores), scores, 0.0)
-    return np.log(np.clip(clean, PROBABILITY_FLOOR, None))
+    return cast(np.ndarray, np.log(np.clip(clean, PROBABILITY_FLOOR, None)))
 
 
 def _logits(scores: np.ndarray) -> np.ndarray:

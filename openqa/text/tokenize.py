@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import re
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import Stemmer
 
@@ -92,7 +92,7 @@ class ChineseTokenizer(Tokenizer):
         self.mode = mode
         self.ngram = ngram
         self._stop = stopwords.chinese()
-        self._t2s = None
+        self._t2s: Any = None  # opencc.OpenCC("t2s"), made on first use
 
     def tokenize(self, text: str) -> list[str]:
         text = text.lower()
@@ -141,7 +141,7 @@ class ChineseTokenizer(Tokenizer):
             from opencc import OpenCC
 
             self._t2s = OpenCC("t2s")
-        return self._t2s.convert(text)
+        return cast(str, self._t2s.convert(text))
 
     def config(self) -> dict[str, Any]:
         return {"lang": "zh", "mode": self.mode, "ngram": self.ngram}
