@@ -1,5 +1,5 @@
-"""``mypy --strict`` accepts a user's script that imports and uses every public name of openqa
-(``py.typed`` ships, so users' type checkers read openqa's hints)."""
+"""``mypy --strict`` accepts openqa itself and a user's script that imports and uses every public
+name of openqa (``py.typed`` ships, so users' type checkers read openqa's hints)."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 SCRIPT = Path(__file__).with_name("typing") / "user_script.py"
 
 
-def test_mypy_strict_accepts_a_script_using_every_public_name(tmp_path):
+def test_mypy_strict_accepts_the_package_and_a_script_using_every_public_name(tmp_path):
     import openqa
 
     used = SCRIPT.read_text()
     assert all(name in used for name in openqa.__all__)  # the script does use every public name
     done = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent", "--cache-dir", str(tmp_path / "cache"),
-         "--no-error-summary", str(SCRIPT)],
+         "--no-error-summary", str(Path(openqa.__file__).parent), str(SCRIPT)],
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout + done.stderr
