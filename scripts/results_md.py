@@ -106,6 +106,13 @@ HEADLINE_METHODS = ("ir-custom", "pmi", "ensemble")
 README_MARKS = ("<!-- results: written by scripts/results_md.py -->", "<!-- results: end -->")
 
 
+def named_ensembles() -> list[tuple[str, dict]]:
+    """The test records of ensembles filed under a name (``--ensemble NAME``, e.g. with an LLM part) that were
+    compared with the exam's own ensemble on the same questions, as (file name, record)."""
+    named = [(path.name, load(path.name)) for path in sorted(RESULTS.glob("*-test-ensemble-*.json"))]
+    return [(file, r) for file, r in named if r and r.get("versus_baseline")]
+
+
 def headline_table() -> list[str]:
     """Test accuracy and how far to trust it for the README: one row per exam and method whose test record has probabilities."""
     rows = ["| test split | method | accuracy % (95% CI) | calibration error (ECE, 10 bins) | accuracy of the 20% most confident (95% CI) "
@@ -120,6 +127,17 @@ def headline_table() -> list[str]:
             rows.append(f"| {name} ({s['n']:,} q, {books}) | {method} | {s['accuracy']:.2f} ({s['ci95'][0]:.1f}-{s['ci95'][1]:.1f}) "
                         f"| {c['ece']:.3f} | {at['accuracy']:.1f} ({at['ci95'][0]:.1f}-{at['ci95'][1]:.1f}) "
                         f"| `eval/results/{dataset}-test-{method}.json` |")
+    named = named_ensembles()
+    if named:
+        rows += ["", "With a small LLM beside the textbooks (ensembles fitted on dev with an LLM's letter probabilities as a part, "
+                 "[LLM readers](docs/llm.md)), on part of a test split, against the exam's own ensemble on the same questions:", ""]
+        for file, r in named:
+            where = f"first {r['n']:,}" if not r.get("offset") else f"{r['offset'] + 1:,}-{r['offset'] + r['n']:,}"
+            name = dict(HEADLINE).get(r["dataset"], r["dataset"])
+            books = "33 books" if r["dataset"] == "mainland" else "11 books"
+            rows.append(f"- {name} test ({books}), {where} questions: `{r['variant']}` {r['accuracy']:.2f} ({r['ci95'][0]:.1f}-{r['ci95'][1]:.1f}), "
+                        f"ECE {r['confidence']['ece']:.3f}; the exam's own ensemble {r['versus_baseline']['accuracy']:.2f} "
+                        f"(`eval/results/{file}`)")
     return rows
 
 
@@ -219,8 +237,7 @@ def results_text() -> str:
                        if k in ("figures", "queries_per_second", "ratios", "ratio_openqa_over_bm25s", "variants", "met")}
             out.append(f"- `{b['command']}` ({b['date']}): `{json.dumps(figures)}`")
     parts = [json.loads(path.read_text()) for path in sorted((RESULTS / "llm-parts").glob("*.json"))]
-    named = [load(path.name) for path in sorted(RESULTS.glob("*-test-ensemble-*.json"))]
-    named = [r for r in named if r and r.get("versus_baseline")]
+    named = [r for _, r in named_ensembles()]
     if parts or named:
         out += ["", "## A small LLM beside the textbooks", "",
                 "LLM parts kept as compact records under `eval/results/llm-parts/` (letter probabilities by question digest; "
