@@ -59,6 +59,16 @@ def load(name: str) -> dict | None:
 FORMER_TIES = "with the question id"
 
 
+def interval(ci95: list[float]) -> str:
+    """A 95% interval as the tables write it: ``low-high``, one decimal."""
+    return f"{ci95[0]:.1f}-{ci95[1]:.1f}"
+
+
+def books(dataset: str) -> str:
+    """The textbooks behind a dataset's figures: this copy of MedQA has 11 of the 18 English books, all 33 Chinese."""
+    return "33 books" if dataset == "mainland" else "11 books"
+
+
 def accuracy_table() -> list[str]:
     rows = ["| dataset | split | method | n | accuracy % | 95% CI | paper | tied best | acc. if ties random | settings chosen on dev | from | s |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -70,7 +80,7 @@ def accuracy_table() -> list[str]:
         method = s["method"] + (f" ({s['variant']})" if s.get("variant") else "") + (" †" if FORMER_TIES in s["ties"].get("rule", "") else "")
         paper = {"test": PAPER, "dev": PAPER_DEV}.get(s["split"], {}).get((s["dataset"], s["method"])) if not s.get("variant") else None
         rows.append(
-            f"| {s['dataset']} | {s['split']} | {method} | {s['n']} | **{s['accuracy']:.2f}** | {s['ci95'][0]:.1f}-{s['ci95'][1]:.1f} "
+            f"| {s['dataset']} | {s['split']} | {method} | {s['n']} | **{s['accuracy']:.2f}** | {interval(s['ci95'])} "
             f"| {paper or ''} | {s['ties']['tie_rate']:.1f}% | {s['ties']['expected_accuracy_random_ties']:.2f} "
             f"| {chosen(st)} | {settings_source(st)} | {s['seconds']:.1f} |"
         )
@@ -94,7 +104,7 @@ def confidence_table() -> list[str]:
         method = s["method"] + (f" ({s['variant']})" if s.get("variant") else "")
         rows.append(f"| {s['dataset']} | {s['split']} | {method} | {s['n']} | {s['accuracy']:.2f} "
                     f"| {s['settings'].get('sources', {}).get('probabilities', '')} | {c['ece']:.3f} | {c['brier']:.3f} | {c['aurc']:.3f} "
-                    f"| {at['10']['accuracy']:.1f} | {at['20']['accuracy']:.1f} ({at['20']['ci95'][0]:.1f}-{at['20']['ci95'][1]:.1f}) "
+                    f"| {at['10']['accuracy']:.1f} | {at['20']['accuracy']:.1f} ({interval(at['20']['ci95'])}) "
                     f"| {at['50']['accuracy']:.1f} | {against} |")
     return rows
 
@@ -123,9 +133,8 @@ def headline_table() -> list[str]:
             if not s or not s.get("confidence"):
                 continue
             c, at = s["confidence"], s["confidence"]["accuracy_at_coverage"]["20"]
-            books = "11 books" if dataset != "mainland" else "33 books"
-            rows.append(f"| {name} ({s['n']:,} q, {books}) | {method} | {s['accuracy']:.2f} ({s['ci95'][0]:.1f}-{s['ci95'][1]:.1f}) "
-                        f"| {c['ece']:.3f} | {at['accuracy']:.1f} ({at['ci95'][0]:.1f}-{at['ci95'][1]:.1f}) "
+            rows.append(f"| {name} ({s['n']:,} q, {books(dataset)}) | {method} | {s['accuracy']:.2f} ({interval(s['ci95'])}) "
+                        f"| {c['ece']:.3f} | {at['accuracy']:.1f} ({interval(at['ci95'])}) "
                         f"| `eval/results/{dataset}-test-{method}.json` |")
     named = named_ensembles()
     if named:
@@ -134,8 +143,7 @@ def headline_table() -> list[str]:
         for file, r in named:
             where = f"first {r['n']:,}" if not r.get("offset") else f"{r['offset'] + 1:,}-{r['offset'] + r['n']:,}"
             name = dict(HEADLINE).get(r["dataset"], r["dataset"])
-            books = "33 books" if r["dataset"] == "mainland" else "11 books"
-            rows.append(f"- {name} test ({books}), {where} questions: `{r['variant']}` {r['accuracy']:.2f} ({r['ci95'][0]:.1f}-{r['ci95'][1]:.1f}), "
+            rows.append(f"- {name} test ({books(r['dataset'])}), {where} questions: `{r['variant']}` {r['accuracy']:.2f} ({interval(r['ci95'])}), "
                         f"ECE {r['confidence']['ece']:.3f}; the exam's own ensemble {r['versus_baseline']['accuracy']:.2f} "
                         f"(`eval/results/{file}`)")
     return rows
@@ -245,18 +253,17 @@ def results_text() -> str:
                 "ensemble on the same questions (paired bootstrap, 2,000 resamples):", "",
                 "| part | dataset | split | questions | accuracy % (95% CI) | model seconds | model sha256 |", "|---|---|---|---|---|---|---|"]
         for r in parts:
-            ci = "-".join(f"{x:.1f}" for x in r["ci95"])
             s = r["settings"]
             evidence = "closed book" if s["evidence"] == "none" else f"{s['evidence']} evidence, top {s['top_k']}, {s['evidence_tokens']} tokens"
             out.append(f"| {r['model']} ({evidence}, {s['scoring']}) | {r['dataset']} | {r['split']} "
-                       f"| {r['n']:,} | {r['accuracy']:.2f} ({ci}) | {format(r['model_seconds_all_slices'] or 0, ',.0f') if r['model_seconds_all_slices'] else 'not recorded'} "
+                       f"| {r['n']:,} | {r['accuracy']:.2f} ({interval(r['ci95'])}) | {format(r['model_seconds_all_slices'] or 0, ',.0f') if r['model_seconds_all_slices'] else 'not recorded'} "
                        f"| `{r['model_sha256'][:16]}...` |")
         if named:
             out += ["", "| test split | ensemble | questions | accuracy % (95% CI) | ECE | 20% most confident | exam's own ensemble "
                     "| difference (95% CI) | record |", "|---|---|---|---|---|---|---|---|---|"]
             for r in named:
                 c, base = r["confidence"], r["versus_baseline"]
-                out.append(f"| {r['dataset']} | {r['variant']} | {r['n']:,} | {r['accuracy']:.2f} ({r['ci95'][0]:.1f}-{r['ci95'][1]:.1f}) "
+                out.append(f"| {r['dataset']} | {r['variant']} | {r['n']:,} | {r['accuracy']:.2f} ({interval(r['ci95'])}) "
                            f"| {c['ece']:.3f} | {c['accuracy_at_coverage']['20']['accuracy']:.1f} | {base['accuracy']:.2f} "
                            f"| {base['difference']:+.2f} ({base['ci95'][0]:+.2f} to {base['ci95'][1]:+.2f}) | `{r['command']}` |")
     routes = [load(path.name) for path in sorted(RESULTS.glob("routes-*.json"))]
