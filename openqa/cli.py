@@ -461,7 +461,9 @@ def confidence_lines(summary: dict[str, Any]) -> list[str]:
     if not c:
         return []
     at = c["accuracy_at_coverage"]
-    lines = [f"confidence: ECE {c['ece']:.3f} (10 bins), Brier {c['brier']:.3f}, AURC {c['aurc']:.3f}; accuracy of the most "
+    floor = c.get("ece_if_calibrated")  # what sampling noise alone gives on as many questions
+    noise = f" (a calibrated method: {floor['median']:.3f}, 95% {floor['ci95'][0]:.3f}-{floor['ci95'][1]:.3f})" if floor else ""
+    lines = [f"confidence: ECE {c['ece']:.3f} (10 bins){noise}, Brier {c['brier']:.3f}, AURC {c['aurc']:.3f}; accuracy of the most "
              "confident " + ", ".join(f"{k}%: {v['accuracy']:.1f}" for k, v in at.items() if k != "100")]
     versus = summary.get("versus_best_part")
     if versus:

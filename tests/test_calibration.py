@@ -19,6 +19,7 @@ from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import (
     Calibration,
+    calibrated_ece,
     confidence_report,
     cross_fitted_logits,
     fit_conditional_logit,
@@ -104,6 +105,22 @@ def test_calibration_error_brier_likelihood_and_risk_coverage_by_hand():
     assert (at["10"]["n"], at["10"]["accuracy"]) == (1, 100.0)
     assert (at["50"]["n"], at["50"]["accuracy"]) == (2, 50.0)
     assert at["100"]["accuracy"] == 50.0 and at["100"]["ci95"] == list(wilson_interval(2, 4))
+
+
+def test_the_calibration_error_of_a_calibrated_method_is_sampling_noise_worked_out_exactly():
+    from scipy.stats import binom
+
+    # Certain answers are always right: a calibrated method shows no error at all.
+    certain = calibrated_ece(np.ones(50))
+    assert (certain["median"], certain["ci95"]) == (0.0, [0.0, 0.0])
+    # 400 answers at confidence 0.5 share one bin: the error is |K/400 - 0.5| with K ~ Binomial(400, 0.5),
+    # whose median is the least m with P(|K - 200| <= m) >= 1/2.
+    exact = next(m for m in range(201) if binom.cdf(200 + m, 400, 0.5) - binom.cdf(199 - m, 400, 0.5) >= 0.5) / 400
+    floor = calibrated_ece(np.full(400, 0.5))
+    assert abs(floor["median"] - exact) <= 1 / 400  # 1,000 seeded draws: within one answer of the exact median
+    assert floor["ci95"][0] <= floor["median"] <= floor["ci95"][1]
+    assert floor == calibrated_ece(np.full(400, 0.5))  # seeded: the same figure on every run
+    assert confidence_report([result(0, [4, 3, 2, 1], "A")], [{"A": 1.0, "B": 0.0, "C": 0.0, "D": 0.0}])["ece_if_calibrated"]["median"] == 0.0
 
 
 def test_tied_confidences_are_never_ordered_by_position():

@@ -10,7 +10,10 @@ case, its weight the inverse temperature.
 ``confidence_report`` measures how well the probabilities rank the answers of an evaluation: the
 expected calibration error over ``ECE_BINS`` equal-width bins of the chosen option's probability, the
 Brier score, the log-likelihood of the correct options, the area under the risk-coverage curve, and
-the accuracy of the most confident 10, 20, 50 and 100% of the questions with 95% intervals. Questions
+the accuracy of the most confident 10, 20, 50 and 100% of the questions with 95% intervals. The
+calibration error of a few hundred questions is not zero even for a perfectly calibrated method, so
+the report also gives the error such a method would show with the same confidences
+(``calibrated_ece``): a measured error inside that range is no evidence of miscalibration. Questions
 of equal confidence are never ordered by their position in a file: a coverage that cuts through them
 counts the expected share of their right answers (as a random order among them would).
 """
@@ -50,6 +53,10 @@ CROSS_FIT_FOLDS = 5
 CROSS_FIT_SEED = 0
 #: Coverages at which a page's risk-coverage curve is drawn (``curves``).
 CURVE_POINTS = 100
+#: Seeded draws of right and wrong answers from which ``calibrated_ece`` gives the calibration error
+#: a perfectly calibrated method would show on the same questions.
+CALIBRATED_DRAWS = 1000
+CALIBRATED_SEED = 0
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
@@ -342,6 +349,19 @@ def calibration_error(confidence: np.ndarray, correct: np.ndarray) -> float:
     return float(np.abs(gap).sum() / len(confidence))
 
 
+def calibrated_ece(confidence: np.ndarray, draws: int = CALIBRATED_DRAWS, seed: int = CALIBRATED_SEED) -> dict[str, Any]:
+    """The calibration error a perfectly calibrated method with these ``confidence`` values would
+    show on as many questions: each answer drawn right with probability its confidence, ``draws``
+    seeded times; the median and the central 95% of those errors. Sampling noise alone gives an
+    error of a few points on a few hundred questions, which a target must be read against."""
+    rng = np.random.default_rng(seed)
+    errors = [calibration_error(confidence, rng.random(len(confidence)) < confidence) for _ in range(draws)]
+    low, median, high = np.percentile(errors, [2.5, 50, 97.5])
+    return {"median": round(float(median), 4), "ci95": [round(float(low), 4), round(float(high), 4)],
+            "definition": f"the ECE of a perfectly calibrated method with the same confidences: each answer right "
+                          f"with probability its confidence, {draws} draws (seed {seed}); median and central 95%"}
+
+
 def risk_coverage(confidence: np.ndarray, correct: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Coverage (share of questions answered, most confident first) and risk (share of those wrong)."""
     n = len(confidence)
@@ -390,6 +410,7 @@ def confidence_report(results: Sequence[OptionScores], probabilities: Sequence[d
     return {
         "ece": round(float(ece), 4),
         "ece_binning": f"{ECE_BINS} equal-width bins of the chosen option's probability, weighted by their questions",
+        "ece_if_calibrated": calibrated_ece(confidence),
         "brier": round(float(brier), 4),
         "brier_definition": "mean over questions of the squared distance between the option probabilities and the one-hot answer",
         "log_likelihood": round(float(loglik), 4),

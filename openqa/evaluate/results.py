@@ -182,14 +182,18 @@ def confidence_markdown(summary: dict[str, Any]) -> str:
         "## Confidence\n",
         f"Probabilities: {summary['settings'].get('probabilities', 'uncalibrated')} "
         f"({summary['settings'].get('sources', {}).get('probabilities', '')}). "
-        f"ECE over {next(iter(rows.values()))['ece_binning']}; accuracy at a coverage: the most confident share of the questions.\n",
-        "| method | accuracy | ECE | Brier | log-lik. | AURC | " + " | ".join(f"acc@{c}% (95% CI)" for c in coverages) + " |",
-        "|---|" + "---|" * (5 + len(coverages)),
+        f"ECE over {next(iter(rows.values()))['ece_binning']}; accuracy at a coverage: the most confident share of the questions; "
+        "ECE if calibrated: the median (and central 95%) ECE of a perfectly calibrated method with the same confidences "
+        "on as many questions.\n",
+        "| method | accuracy | ECE | ECE if calibrated | Brier | log-lik. | AURC | " + " | ".join(f"acc@{c}% (95% CI)" for c in coverages) + " |",
+        "|---|" + "---|" * (6 + len(coverages)),
     ]
     for name, c in rows.items():
         at = " | ".join(f"{a['accuracy']:.1f} ({a['ci95'][0]:.1f}-{a['ci95'][1]:.1f})" for a in c["accuracy_at_coverage"].values())
         accuracy = c.get("accuracy", summary["accuracy"])
-        lines.append(f"| {name} | {accuracy:.2f} | {c['ece']:.4f} | {c['brier']:.4f} | {c['log_likelihood']:.4f} | {c['aurc']:.4f} | {at} |")
+        floor = c.get("ece_if_calibrated")  # none in a record made before it was reported
+        calibrated = f"{floor['median']:.4f} ({floor['ci95'][0]:.4f}-{floor['ci95'][1]:.4f})" if floor else "-"
+        lines.append(f"| {name} | {accuracy:.2f} | {c['ece']:.4f} | {calibrated} | {c['brier']:.4f} | {c['log_likelihood']:.4f} | {c['aurc']:.4f} | {at} |")
     versus = summary.get("versus_best_part")
     if versus:
         lo, hi = versus["ci95"]
