@@ -73,10 +73,13 @@ def figure(match: re.Match[str]) -> str:
     """The value a placeholder names, formatted; a missing record or key fails the build."""
     file, key, spec = match.groups()
     value: Any = json.loads((FIGURES / file).read_text(encoding="utf-8"))
-    for part in key.split("."):
-        if not isinstance(value, dict) or part not in value:
+    for part in key.split("."):  # a dict's key, or a list's index (ci95.0: an interval's low end)
+        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        elif isinstance(value, dict) and part in value:
+            value = value[part]
+        else:
             raise ValueError(f"{file} has no {key} (a figure of the documentation)")
-        value = value[part]
     return format(value, spec) if spec else str(value)
 
 
