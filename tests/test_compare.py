@@ -44,6 +44,8 @@ def test_runs_are_compared_on_their_common_questions_by_content(tmp_path):
     record = compare_runs([first, second], no_lookup)
     assert record["common_questions"] == 10 and [r["accuracy"] for r in record["runs"]] == [60.0, 70.0]
     assert record["runs"][0]["ci95"] == list(wilson_interval(6, 10)) and record["runs"][0]["ece"] == 0.1  # |6 - 5| / 10
+    # a calibrated method at confidence 0.5 is off by |K - 5| / 10, K ~ Binomial(10, 0.5): P(|K - 5| <= 1) = 0.656, so a median of 0.1
+    assert record["runs"][0]["ece_if_calibrated"]["median"] == 0.1
     pair = record["pairs"][0]
     assert pair["difference"] == 10.0 and (pair["only_this_right"], pair["only_first_right"]) == (3, 2)
     assert pair["mcnemar_exact_p"] == 1.0

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from openqa.errors import DataError, UsageError
-from openqa.evaluate.calibration import calibration_error
+from openqa.evaluate.calibration import calibrated_ece, calibration_error
 from openqa.evaluate.metrics import paired_difference, wilson_interval
 from openqa.jsonl import decode, decode_at, numbered_lines, text_line
 from openqa.version import version_record
@@ -113,6 +113,7 @@ def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[st
             "run": run["file"], "method": run["label"], "n": len(common), "questions_in_run": len(run["rows"]),
             "accuracy": round(100 * float(right.mean()), 2), "ci95": list(wilson_interval(float(right.sum()), len(common))),
             "ece": round(calibration_error(conf, right), 4) if has_confidence else None,
+            "ece_if_calibrated": calibrated_ece(conf) if has_confidence else None,
         })
     pairs = []
     for run, right in zip(runs[1:], correct[1:]):
@@ -135,9 +136,12 @@ def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[st
 def compare_markdown(record: dict[str, Any]) -> str:
     """The comparison as Markdown tables (what ``openqa compare`` prints and writes as ``.md``)."""
     lines = [f"# {record['dataset']} {record['split']}: {len(record['runs'])} runs on {record['common_questions']} common questions",
-             "", "| run | method | accuracy % (95% CI) | ECE | questions in the run |", "|---|---|---|---|---|"]
+             "", "| run | method | accuracy % (95% CI) | ECE (a calibrated method's, 95%) | questions in the run |",
+             "|---|---|---|---|---|"]
     for s in record["runs"]:
+        floor = s.get("ece_if_calibrated")  # none in a record made before it was reported
         ece = f"{s['ece']:.3f}" if s["ece"] is not None else "-"
+        ece += f" ({floor['ci95'][0]:.3f}-{floor['ci95'][1]:.3f})" if floor else ""
         lines.append(f"| {s['run']} | {s['method']} | {s['accuracy']:.2f} ({s['ci95'][0]:.1f}-{s['ci95'][1]:.1f}) | {ece} "
                      f"| {s['questions_in_run']} |")
     lines += ["", "| run | against | difference (points, 95% CI) | only this right | only the first right | McNemar exact p |",
