@@ -139,9 +139,9 @@ def compare_markdown(record: dict[str, Any]) -> str:
              "", "| run | method | accuracy % (95% CI) | ECE (a calibrated method's, 95%) | questions in the run |",
              "|---|---|---|---|---|"]
     for s in record["runs"]:
-        floor = s.get("ece_if_calibrated")  # none in a record made before it was reported
+        calibrated = s.get("ece_if_calibrated")  # none in a record made before it was reported
         ece = f"{s['ece']:.3f}" if s["ece"] is not None else "-"
-        ece += f" ({floor['ci95'][0]:.3f}-{floor['ci95'][1]:.3f})" if floor else ""
+        ece += f" ({calibrated['ci95'][0]:.3f}-{calibrated['ci95'][1]:.3f})" if calibrated else ""
         lines.append(f"| {s['run']} | {s['method']} | {s['accuracy']:.2f} ({s['ci95'][0]:.1f}-{s['ci95'][1]:.1f}) | {ece} "
                      f"| {s['questions_in_run']} |")
     lines += ["", "| run | against | difference (points, 95% CI) | only this right | only the first right | McNemar exact p |",
