@@ -1,0 +1,149 @@
+"""Evaluating and tuning methods on a dataset, and reading the records they leave."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence, cast
+
+from openqa import arguments as arg
+from openqa.errors import UsageError
+from openqa.progress import shown
+
+if TYPE_CHECKING:
+
+    from openqa.llm.settings import LLMSettings
+    from openqa.methods import Request
+    from openqa.pipeline import EvalRequest
+    from openqa.workspace import Context
+from openqa.api.checks import check_llm, lang_name, method_name, optional_engine, overrides_of
+from openqa.api.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What ``run_eval`` (``openqa eval``) wrote: the summary record (``to_dict()``), with the
+    accuracy (0-100), its 95% CI and the question count at hand."""
+
+    record: dict[str, Any]
+
+    @property
+    def accuracy(self) -> float:
+        return cast(float, self.record["accuracy"])
+
+    @property
+    def n(self) -> int:
+        return cast(int, self.record["n"])
+
+    @property
+    def ci95(self) -> tuple[float, float]:
+        low, high = self.record["ci95"]
+        return low, high
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
+def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: str | None = None,
+             questions: str | Path | None = None, lang: str | None = None, exam: str | None = None,
+             limit: int | None = None, top_n: int | None = None, aggregate: str | None = None, query: str | None = None,
+             engine: str | None = None, model: str | None = None, llm: LLMSettings | None = None,
+             subset: str | None = None, progress: bool = False, workspace: Workspace | None = None,
+             **where: Any) -> Evaluation:
+    """Accuracy of ``method`` on a ``dataset`` split (default test) or a ``questions`` file, with the
+    result files written under ``results_dir`` as ``openqa eval`` writes them."""
+    from openqa.data.questions import DATASETS, SPLITS
+    from openqa.pipeline import EvalRequest
+
+    overrides = overrides_of(top_n, aggregate, query)
+    arg.flag("progress", progress)
+    check_llm(llm)
+    request = EvalRequest(method=method_name(method), dataset=arg.optional_one_of("dataset", dataset, DATASETS),
+                          split=arg.optional_one_of("split", split, SPLITS), questions=arg.path("questions", questions),
+                          lang=None if lang is None else lang_name(lang), exam=arg.optional_text("exam", exam),
+                          limit=arg.optional_whole("limit", limit, 1), engine=optional_engine(engine),
+                          model=arg.optional_text("model", model), overrides=overrides, llm=llm,
+                          subset=arg.optional_text("subset", subset))
+    return evaluate_request(Workspace.of(workspace, **where).context(), request, progress)
+
+
+def evaluate_request(ctx: Context, request: EvalRequest, progress: bool = False, command: str | None = None) -> Evaluation:
+    """``openqa.pipeline.evaluate`` of an ``EvalRequest`` in ``ctx``, typed (the CLI's path)."""
+    from openqa.pipeline import evaluate as run
+
+    with shown(progress):
+        return Evaluation(run(ctx, request, progress=progress, command=command))
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What ``tune`` (``openqa tune``) chose and recorded: the settings (none when only probabilities
+    were fitted), the record with its dev grid and calibration (``to_dict()``), and the files written."""
+
+    chosen: dict[str, Any] | None
+    record: dict[str, Any]
+    files: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
+def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None = None, parts: Sequence[str] | None = None,
+         calibrate_only: bool = False, progress: bool = False, workspace: Workspace | None = None, **where: Any) -> Tuning:
+    """Grid-search ``method``'s settings on ``dataset`` dev (an ensemble: fit its weights over
+    ``parts``) and fit its probabilities there; record both in ``settings_dir``, where ``Solver`` and
+    ``run_eval`` then find them."""
+    from openqa.data.questions import DATASETS
+    from openqa.methods import Request
+
+    method, dataset = method_name(method), arg.one_of("dataset", dataset, DATASETS)
+    arg.flag("calibrate_only", calibrate_only)
+    arg.flag("progress", progress)
+    given = None if parts is None else tuple(arg.texts("parts", list(parts) if isinstance(parts, tuple) else parts))
+    if given is not None and not given:
+        raise UsageError("parts must name at least one method (or leave parts out for the default ones)")
+    request = Request(engine=optional_engine(engine), parts=given)
+    return tune_in(Workspace.of(workspace, **where).context(), method, dataset, request, calibrate_only, progress)
+
+
+def tune_in(ctx: Context, method: str, dataset: str, request: Request, calibrate_only: bool = False,
+            progress: bool = False, limit: int | None = None) -> Tuning:
+    """``tune`` in a given ``Context`` (the CLI's path)."""
+    from openqa.pipeline import tune as run
+
+    with shown(progress):
+        record = run(ctx, method, dataset, request, calibrate_only, progress, limit)
+    return Tuning(record.get("chosen"), record, record["files"])
+
+
+# ------------------------------------------------------------------------------------ results
+
+
+def browse_results(folder: str | Path, run: str | None = None) -> list[dict[str, Any]]:
+    """The eval runs of a results folder, as ``openqa serve --results`` lists them (each with its
+    dataset, split, method, questions, accuracy and interval, ECE, accuracy of the 20% most
+    confident, date and openqa version; an unreadable record with its reason); with ``run`` (a
+    record's name), that run's questions (prediction, answer, whether right, probabilities)."""
+    from openqa.evaluate.browse import list_runs, run_questions
+
+    where = arg.path("folder", folder)
+    if where is None:
+        raise UsageError("folder must name a results folder, not None")
+    return list_runs(where) if run is None else run_questions(where, arg.text("run", run))
+
+
+def result_curves(folder: str | Path, run: str) -> dict[str, Any]:
+    """A run's risk-coverage curve (accuracy of the answered at 100 coverages, most confident first)
+    and reliability diagram (10 equal-width bins of confidence), from its predictions file: what
+    ``openqa serve --results`` draws."""
+    from openqa.evaluate.browse import run_curves
+
+    where = arg.path("folder", folder)
+    if where is None:
+        raise UsageError("folder must name a results folder, not None")
+    return run_curves(where, arg.text("run", run))
+
+
+# ------------------------------------------------------------------------ argument checks
+
+

@@ -1,0 +1,176 @@
+"""Solving questions: a method opened once with its settings, answering with evidence and probabilities."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
+
+from openqa import arguments as arg
+from openqa.errors import UsageError
+from openqa.retrieval.base import SearchEngine
+
+if TYPE_CHECKING:
+
+    from openqa.data import Question
+    from openqa.llm.settings import LLMSettings
+    from openqa.methods import Opened, Request
+    from openqa.retrieval.base import Index
+    from openqa.scorers.base import OptionScores
+    from openqa.workspace import Context, Exam
+from openqa.api.checks import check_llm, lang_name, method_name, optional_engine, overrides_of
+from openqa.api.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One solved question: the prediction (None when no word of it is in the index), every option's
+    score and evidence, the settings used with their sources; ``record`` is the whole of what
+    ``openqa answer --json`` prints, and ``to_dict()`` returns it."""
+
+    record: dict[str, Any]
+
+    @property
+    def prediction(self) -> str | None:
+        return cast("str | None", self.record["prediction"])
+
+    @property
+    def scores(self) -> dict[str, float | None]:
+        """Option letter -> score (None: no evidence), best first."""
+        return {o["letter"]: o["score"] for o in self.record["options"]}
+
+    @property
+    def evidence(self) -> dict[str, list[dict[str, Any]]]:
+        """Option letter -> its best evidence paragraphs (id, book, score, text, spans of matched words)."""
+        return {o["letter"]: o["evidence"] for o in self.record["options"]}
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings used, with ``settings["sources"]`` saying where each came from."""
+        return cast(dict[str, Any], self.record["settings"])
+
+    @property
+    def matched(self) -> bool:
+        return cast(bool, self.record["matched"])
+
+    @property
+    def probabilities(self) -> dict[str, float | None]:
+        """Option letter -> probability (calibrated on the exam's dev split where openqa tune fitted it)."""
+        return {o["letter"]: o.get("probability") for o in self.record["options"]}
+
+    @property
+    def confidence(self) -> dict[str, Any]:
+        """How sure the answer is: the prediction's ``probability``, its ``meaning`` in words, the
+        calibration's source, and whether it ``abstained`` below a ``min_confidence``."""
+        return cast(dict[str, Any], self.record.get("confidence", {}))
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.record)
+
+
+class Solver:
+    """A method ready to answer questions (as ``openqa answer`` opens it): its scorer, its index and
+    its settings."""
+
+    def __init__(self, opened: Opened, method: str, exam: Exam) -> None:
+        self.opened = opened
+        self.method = method
+        self.exam = exam
+
+    @classmethod
+    def open(cls, method: str = "ir-custom", lang: str = "en", *, exam: str | None = None, top_n: int | None = None,
+             aggregate: str | None = None, query: str | None = None, engine: str | None = None, model: str | None = None,
+             llm: LLMSettings | None = None, corpus: str | None = None, workspace: Workspace | None = None,
+             **where: Any) -> Solver:
+        """The method ``method`` for ``lang`` questions scored as ``exam`` (default: usmle for en,
+        mcmle for zh), with its dev-tuned settings (yours, else shipped) replaced by ``top_n``,
+        ``aggregate``, ``query`` where given; ``engine`` another index, ``model`` a reader's
+        checkpoint, ``llm`` the LLM reader's settings (``LLMSettings(model=...)``); ``where`` are
+        ``Workspace`` fields."""
+        from openqa.methods import Request
+        from openqa.workspace import Exam
+
+        overrides = overrides_of(top_n, aggregate, query)
+        method, engine, model = method_name(method), optional_engine(engine), arg.optional_text("model", model)
+        exam = arg.optional_text("exam", exam)
+        check_llm(llm)
+        if llm is None and method == "llm" and model is not None:
+            from openqa.llm.settings import LLMSettings
+
+            llm = LLMSettings(model=model)
+        ctx = Workspace.of(workspace, corpus=corpus, **where).context()
+        request = Request(overrides, engine, model, llm)
+        return cls.from_context(ctx, method, Exam.resolve(lang=lang_name(lang), exam=exam), request)
+
+    @classmethod
+    def from_context(cls, ctx: Context, method: str, exam: Exam, request: Request) -> Solver:
+        """The method opened in ``ctx`` (what the CLI does with its flags)."""
+        from openqa.methods import open_method
+
+        return cls(open_method(ctx, method, exam, request), method, exam)
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The settings the method uses, with ``settings["sources"]``."""
+        return self.opened.settings
+
+    @property
+    def index(self) -> Index:
+        return self.opened.index
+
+    def question(self, question: str, options: Mapping[str, str] | Sequence[str]) -> Question:
+        """A question from its text and options (a letter -> text mapping, or texts lettered A, B, ...),
+        checked as ``openqa answer`` checks it."""
+        from openqa.data.pasted import make_question
+
+        arg.text("question", question)
+        if isinstance(options, (str, bytes)) or not isinstance(options, (Mapping, list, tuple)):
+            raise UsageError(f"options must be a mapping of letters to texts or a list of texts, not {type(options).__name__}")
+        if not isinstance(options, Mapping):
+            options = {chr(ord("A") + i): text for i, text in enumerate(options)}
+        return make_question(question, dict(options))
+
+    def scores(self, question: Question) -> OptionScores:
+        """The method's option scores of one ``Question`` (with the evidence of each option)."""
+        from openqa.answer import solve
+
+        return solve(self.opened.scorer, question)
+
+    def answer(self, question: str | Question, options: Mapping[str, str] | Sequence[str] | None = None,
+               evidence: int = 2, min_confidence: float | None = None) -> Answer:
+        """Solve one question: ``options`` as letter -> text (or a list, lettered A, B, ...); or a
+        ``Question`` alone. ``evidence`` paragraphs are kept per option (``--paragraphs``); below
+        ``min_confidence`` (a probability) the answer abstains (``prediction`` None, with its best guess)."""
+        from openqa.pipeline import answer_record
+
+        asked = self._asked(question, options, evidence)
+        return Answer(answer_record(self.opened, asked, evidence, arg.probability("min_confidence", min_confidence)))
+
+    def text(self, question: Question, show: int = 2, evidence: int = 2, color: bool = False,
+             min_confidence: float | None = None) -> tuple[str, bool]:
+        """One solved question as ``openqa answer`` prints it for a person (the prediction, how sure
+        it is, each option's probability and score, and the evidence of the ``show`` best options),
+        and whether any of its words is in the index."""
+        from openqa.answer import assess, render
+
+        question = self._asked(question, None, evidence)
+        arg.whole("show", show, 0)
+        arg.flag("color", color)
+        result = self.scores(question)
+        sure = assess(result, self.opened.probabilities(result), self.opened.calibration, min_confidence)
+        # evidence hits are rows of a search engine's paragraph store (an index without one gives none)
+        return render(result, cast(SearchEngine, self.index), show, evidence, color, sure), result.matched
+
+    def _asked(self, question: str | Question, options: Mapping[str, str] | Sequence[str] | None, evidence: int) -> Question:
+        from openqa.data import Question
+
+        arg.whole("evidence", evidence, 0)
+        if not isinstance(question, Question):
+            if options is None:
+                raise UsageError("give the options with the question")
+            question = self.question(question, options)
+        return question
+
+
+# --------------------------------------------------------------------------- index, eval, tune
+
+

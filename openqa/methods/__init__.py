@@ -1,0 +1,61 @@
+"""Methods by name, each carrying everything that is special about it.
+
+A method is what ``--method`` names: how its scorer is opened (over which index, with which
+settings and where each comes from), how ``openqa tune`` searches its settings on dev, whether it
+retrieves paragraphs (and so can feed a reader), and what distinguishes its result files. The
+commands in ``openqa.pipeline`` ask the method for each of these and name none; adding a method is
+one module with its scorer plus one entry in ``METHODS``.
+"""
+
+from __future__ import annotations
+
+from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
+from openqa.methods.base import FIRST_PART_KEYS, Method, Opened, Overrides, Request
+from openqa.methods.ensemble import (
+    DEFAULT_PARTS,
+    ENSEMBLE_L2,
+    EnsembleMethod,
+    EnsembleSettings,
+    Part,
+    ensemble_features,
+)
+from openqa.methods.index import (
+    FusedMethod,
+    IndexMethod,
+    LLMMethod,
+    ReaderMethod,
+    dense_scorer,
+    ir_custom_scorer,
+    ir_es_scorer,
+    paper_query_params,
+    pmi_scorer,
+)
+from openqa.methods.registry import (
+    METHODS,
+    calibration_key,
+    method,
+    open_method,
+    open_retriever,
+    open_retrieving,
+    register,
+)
+from openqa.tuning import tune_ir, tune_query_mode
+
+register(
+    IndexMethod(name="ir-custom", summary="the paper's re-weighted BM25 (Appendix B)", engine="custom",
+                make=ir_custom_scorer, tuner=tune_ir, fixed=paper_query_params, uses=("top_n", "aggregate", "query", "avg_ql")),
+    IndexMethod(name="ir-es", summary="off-the-shelf BM25 (Lucene, or --engine elasticsearch)", engine="lucene",
+                make=ir_es_scorer, tuner=tune_ir),
+    IndexMethod(name="pmi", summary="PMI of question and option n-grams", engine="pmi",
+                make=pmi_scorer, tuner=tune_query_mode, retrieves=False, uses=("query",)),
+    IndexMethod(name="dense", summary="sentence-embedding search (FAISS)", engine="dense", make=dense_scorer, tuner=tune_ir),
+    FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense"), extra="dense"),
+    ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)", extra="readers"),
+    LLMMethod(name="llm", summary="an instruction model reading the evidence (with --model; see --evidence, --scoring)",
+              extra="llm"),
+    EnsembleMethod(name="ensemble", summary="training-free methods (or --parts) combined by weights fitted on dev"),
+)
+
+__all__ = ["DEFAULT_METHOD", "DEFAULT_PARTS", "ENSEMBLE_L2", "FIRST_PART_KEYS", "METHODS", "EnsembleMethod", "EnsembleSettings",
+           "FusedMethod", "IndexMethod", "LLMMethod", "Method", "Opened", "Overrides", "Part", "ReaderMethod", "Request",
+           "calibration_key", "ensemble_features", "method", "open_method", "open_retriever", "open_retrieving"]

@@ -1,0 +1,169 @@
+"""The shape every method shares: what a command asks of it (``Request``, ``Overrides``), what it
+gives back opened (``Opened``), and the ``Method`` interface the registry holds."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Sequence, TypeVar
+
+from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
+from openqa.data import Question
+from openqa.errors import OpenQAError
+from openqa.evaluate.calibration import (
+    IN_SAMPLE,
+    Calibration,
+    uncalibrated,
+)
+from openqa.llm.settings import LLMSettings
+from openqa.retrieval.base import Index
+from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.scorers.ir import IRScorer, IRSettings
+from openqa.tuning import (
+    resolve_settings,
+)
+from openqa.workspace import Context, Exam
+
+#: The scorer an ``IndexMethod`` makes (IR-Custom's, IR-ES's and dense's an ``IRScorer``, PMI's a ``PMIScorer``).
+ScorerT = TypeVar("ScorerT", bound=OptionScorer)
+#: The kind of index a method reads (``_needs``).
+IndexT = TypeVar("IndexT", bound=Index)
+#: A dev search: (a maker of the method's scorer for given settings, dev questions, query modes)
+#: -> (the best settings, the grid's rows).
+Tuner = Callable[[Callable[[IRSettings], ScorerT], Sequence[Question], Sequence[str]], tuple[IRSettings, list[dict[str, Any]]]]
+
+#: Settings a fused record takes from its first part (its own tuned record holds only the fusion).
+FIRST_PART_KEYS = ("top_n", "aggregate", "query")
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Settings given on the command line; each replaces its tuned value."""
+
+    top_n: int | None = None
+    aggregate: str | None = None
+    query: str | None = None
+
+    def given(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a command asks of a method beyond the exam: settings that override tuned ones, another
+    engine for its index, a model (a reader's checkpoint), an LLM reader's settings."""
+
+    overrides: Overrides = Overrides()
+    engine: str | None = None
+    model: str | None = None
+    llm: LLMSettings | None = None
+    parts: tuple[str, ...] | None = None
+    #: Ensemble parts read from predictions files instead of being run: (part label, file) pairs.
+    predictions: tuple[tuple[str, str], ...] = ()
+    #: The name an ensemble's fitted weights are filed under (default: none, the exam's own ensemble).
+    ensemble: str | None = None
+
+
+@dataclass(frozen=True)
+class Opened:
+    """A method ready to score: its scorer, the index it reads, the settings it uses with the
+    source of each (``settings["sources"]``), and, for a method that retrieves paragraphs, the IR
+    scorer that finds each option's evidence (for readers and ``eval --retrieval``); ``calibration``
+    turns its option scores into probabilities (``open_method`` finds it), ``parts`` holds the opened
+    parts of an ensemble."""
+
+    scorer: OptionScorer
+    index: Index
+    settings: dict[str, Any]
+    retriever: IRScorer | None = None
+    calibration: Calibration | None = None
+    parts: dict[str, "Opened"] = field(default_factory=dict)
+
+    def probabilities(self, result: OptionScores) -> dict[str, float]:
+        """Each option's probability under the method's calibration (temperature 1 without one)."""
+        return (self.calibration or uncalibrated(self.scorer.scale)).probabilities(result)
+
+
+class Method(ABC):
+    """A scoring method, registered in ``METHODS`` under ``name``."""
+
+    name: str
+    #: One line for ``--help``.
+    summary: str
+    #: Whether the method retrieves paragraphs per option (an IR scorer), so it can give a reader evidence.
+    retrieves: bool = False
+    #: The engine whose index it reads unless ``--engine`` says otherwise (None: it reads no one index).
+    engine: str | None = None
+    #: The methods whose option scores it fuses (a fused method; none otherwise).
+    parts: tuple[str, ...] = ()
+    #: What a ``Request`` must give before the method can be opened (said when it is missing).
+    needs: str = ""
+    #: Whether ``openqa tune`` searches settings of the method on dev (all methods get probabilities fitted).
+    tunes: bool = False
+    #: The install extra whose packages the method needs beyond its engine's (``openqa.extras``).
+    extra: str | None = None
+    #: Whether the method takes parts from predictions files and a name for its fit (an ensemble).
+    fuses_parts: bool = False
+
+    @abstractmethod
+    def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
+        """The method's scorer over its index, with the dev-tuned settings of ``target.dataset``
+        (yours, else shipped) overridden by any ``request`` gives."""
+
+    def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
+             ) -> tuple[Any, list[dict[str, Any]], Index]:
+        """Search the method's settings on dev ``questions``: the best (a dataclass), the grid, the
+        index searched."""
+        raise OpenQAError(f"{self.name} has no settings to tune on dev")
+
+    def variant(self, request: Request) -> list[str]:
+        """What a result file of this method run with ``request`` adds to its name (beyond flags)."""
+        return []
+
+    def calibration_scores(self, opened: Opened, results: list[OptionScores], parts: dict[str, list[OptionScores]],
+                           ) -> tuple[list[OptionScores], str]:
+        """The dev scores its temperature is fitted on (from its dev ``results`` and its parts'),
+        and what they are: by default its own."""
+        return results, IN_SAMPLE
+
+    def ready(self, request: Request) -> bool:
+        """Whether ``request`` gives all the method needs to be opened (see ``needs``)."""
+        return True
+
+    def baseline(self, request: Request) -> Request | None:
+        """What an evaluation of the method with ``request`` is also compared with, question by
+        question (a named ensemble: the exam's own); none by default."""
+        return None
+
+    def takes_llm(self, model_given: bool) -> bool:
+        """Whether a command hands the method an LLM reader's settings built from its flags
+        (``Request.llm``), given whether a model (or a server) was named: none by default."""
+        return False
+
+    def require(self, request: Request) -> None:
+        """Refuse in one line a ``request`` that lacks what the method needs."""
+        if not self.ready(request):
+            raise OpenQAError(f"--method {self.name} needs {self.needs}")
+
+    def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
+        """The (language, engine) indexes the method reads when opened with ``request`` (a fused
+        method: its parts'; a reader: none it can name before its checkpoint is read): by default its engine's."""
+        return ((lang, request.engine or self.engine),) if self.engine else ()
+
+    def takes(self, setting: str) -> bool:
+        """Whether an override of ``setting`` (top_n, aggregate, query) changes what the method does."""
+        return False
+
+    def one_at_a_time(self, request: Request) -> bool:
+        """Whether the method, opened with ``request``, answers one question at a time whatever
+        the threads (a model in process), so a server queues its requests on a thread of their own."""
+        return False
+
+    def settings(self, ctx: Context, target: Exam, overrides: Overrides, keep: Callable[[str], bool]) -> tuple[IRSettings, dict[str, Any], dict[str, str]]:
+        """The tuned settings for ``target`` with ``overrides``, and the record of those ``keep``
+        selects (with the exam) and their sources."""
+        chosen, sources = resolve_settings(self.name, target.dataset, ctx.settings.tuned_dir(), overrides.given(), ctx.corpus)
+        used = [k for k in sources if keep(k)]
+        record: dict[str, Any] = {**{k: getattr(chosen, k) for k in used}, "exam": target.exam}
+        return chosen, record, {**{k: sources[k] for k in used}, "exam": target.source}
+

@@ -1,0 +1,85 @@
+"""The registry of methods by name, and opening one: its scorer over its index with the
+probabilities fitted on dev."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
+from openqa.errors import OpenQAError, UsageError
+from openqa.evaluate.calibration import (
+    uncalibrated,
+)
+from openqa.extras import needs
+from openqa.methods.base import FIRST_PART_KEYS, Method, Opened, Overrides, Request
+from openqa.retrieval.registry import engine_class
+from openqa.scorers.ir import IRScorer
+from openqa.tuning import (
+    load_calibration,
+)
+from openqa.workspace import Context, Exam
+
+#: Every method by name (filled by ``openqa.methods``, which registers each entry).
+METHODS: dict[str, Method] = {}
+
+
+def register(*methods: Method) -> None:
+    """Add ``methods`` to ``METHODS`` under their names."""
+    for m in methods:
+        METHODS[m.name] = m
+
+
+def method(name: str) -> Method:
+    """The method registered under ``name``, or an error listing the known ones."""
+    if name not in METHODS:
+        raise UsageError(f"unknown method {name!r}: choose one of {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def calibration_key(name: str, request: Request = Request()) -> str:
+    """What a method's calibration is filed under: its name, and what sets a run of it apart (an
+    LLM's model and settings, a reader's checkpoint), since each of those has probabilities of its own."""
+    return "-".join([name, *method(name).variant(request)])
+
+
+def open_method(ctx: Context, name: str, target: Exam, request: Request = Request(), calibrated: bool = True) -> Opened:
+    """The method ``name`` opened for ``target`` (see ``Method.open``), with the probabilities
+    fitted on ``target.dataset`` dev (``openqa tune``; temperature 1 when none is found, which its
+    settings say); refused in one line when ``request`` lacks what it needs (``Method.needs``).
+    ``calibrated`` False leaves the probabilities out (temperature 1): for ``openqa tune``, which is
+    about to fit them, and whose new settings no longer match the calibration it replaces."""
+    m = method(name)
+    m.require(request)
+    if (request.predictions or request.ensemble) and not m.fuses_parts:
+        raise UsageError(f"--predictions and --ensemble apply to --method ensemble, not {name}")
+    engine = request.engine or m.engine
+    with needs(f"method {name}", m.extra or (engine_class(engine).extra if engine else None)):
+        opened = m.open(ctx, target, request)
+    if not calibrated:
+        return opened
+    calibration = load_calibration(calibration_key(name, request), target.dataset, ctx.settings.tuned_dir(), ctx.corpus)
+    if calibration is None:
+        calibration = uncalibrated(opened.scorer.scale)
+        where = f"none fitted for {target.dataset}: temperature 1 (run openqa tune --method {name} --dataset {target.dataset})"
+    else:
+        differ = {k: v for k, v in calibration.settings.items() if k in FIRST_PART_KEYS and opened.settings.get(k) != v}
+        where = calibration.source + (f" (fitted with {', '.join(f'{k} {v}' for k, v in differ.items())})" if differ else "")
+    settings = {**opened.settings, "probabilities": calibration.describe() if calibration.n else "uncalibrated",
+                "sources": {**opened.settings["sources"], "probabilities": where}}
+    return replace(opened, settings=settings, calibration=calibration)
+
+
+def open_retrieving(ctx: Context, name: str, target: Exam, query: str | None = None) -> Opened:
+    """The method ``name`` opened to find evidence (dev-tuned; ``query`` overrides its query mode):
+    its ``retriever`` searches each option's paragraphs; a method that retrieves none is refused."""
+    if not method(name).retrieves:
+        raise OpenQAError(f"{name} does not retrieve paragraphs; use one of "
+                          f"{', '.join(n for n, m in METHODS.items() if m.retrieves)} as the retriever")
+    return open_method(ctx, name, target, Request(Overrides(query=query)))
+
+
+def open_retriever(ctx: Context, name: str, target: Exam, query: str | None = None) -> IRScorer:
+    """An IR scorer (dev-tuned; ``query`` overrides its query mode) whose retrieval feeds a reader."""
+    retriever = open_retrieving(ctx, name, target, query).retriever
+    assert retriever is not None  # open_retrieving refuses a method that retrieves nothing
+    return retriever
