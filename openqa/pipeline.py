@@ -70,6 +70,7 @@ class EvalRequest:
     subset: str | None = None
     predictions: tuple[tuple[str, str], ...] = ()
     ensemble: str | None = None
+    banks: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.dataset is None) == (self.questions is None):
@@ -104,7 +105,8 @@ class EvalRequest:
 
     def request(self) -> Request:
         """What the request asks of its method."""
-        return Request(self.overrides, self.engine, self.model, self.llm, predictions=self.predictions, ensemble=self.ensemble)
+        return Request(self.overrides, self.engine, self.model, self.llm, predictions=self.predictions, ensemble=self.ensemble,
+                       banks=self.banks)
 
 
 def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question], Exam, str, str, str]:

@@ -14,7 +14,7 @@ LAYERS: dict[str, int] = {
     "openqa.cli": 6, "openqa.serve": 6,
     "openqa.api": 5, "openqa.pipeline": 5,
     "openqa.methods": 4, "openqa.workspace": 4, "openqa.evaluate": 4, "openqa.tuning": 4, "openqa.answer": 4,
-    "openqa.retrieval_report": 4, "openqa.bank": 4,
+    "openqa.retrieval_report": 4,
     "openqa.llm": 3, "openqa.scorers": 3, "openqa.readers": 3,
     "openqa.retrieval": 2, "openqa.data": 2, "openqa.corpus": 2,
     "openqa.languages": 1, "openqa.text": 1, "openqa.config": 1, "openqa.errors": 1, "openqa.extras": 1,
@@ -107,4 +107,4 @@ def test_imports_at_load_form_no_circle():
 
 def test_the_layer_table_names_only_modules_that_exist():
     names = set(modules())
-    assert all(any(n == prefix or n.startswith(prefix + ".") for n in names) for prefix in LAYERS if prefix != "openqa.bank")
+    assert all(any(n == prefix or n.startswith(prefix + ".") for n in names) for prefix in LAYERS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openqa import arguments as arg
@@ -53,3 +54,10 @@ def overrides_of(top_n: Any, aggregate: Any, query: Any) -> Any:
 
     return Overrides(top_n=arg.optional_whole("top_n", top_n, 1, MAX_K), aggregate=arg.optional_one_of("aggregate", aggregate, AGGREGATES),
                      query=arg.optional_one_of("query", query, QUERY_MODES))
+
+
+def bank_files(banks: Any) -> tuple[str, ...]:
+    """``banks`` (files of solved questions) as the request carries them, each checked to be a path."""
+    if isinstance(banks, (str, Path)) or not isinstance(banks, (list, tuple)):
+        raise UsageError(f"banks must be a list of files, not {type(banks).__name__}")
+    return tuple(str(arg.path("banks", b)) for b in banks)

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from openqa.methods import Request
     from openqa.pipeline import EvalRequest
     from openqa.workspace import Context
-from openqa.api.checks import check_llm, lang_name, method_name, optional_engine, overrides_of
+from openqa.api.checks import bank_files, check_llm, lang_name, method_name, optional_engine, overrides_of
 from openqa.api.workspace import Workspace
 
 
@@ -49,9 +49,10 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
              limit: int | None = None, top_n: int | None = None, aggregate: str | None = None, query: str | None = None,
              engine: str | None = None, model: str | None = None, llm: LLMSettings | None = None,
              subset: str | None = None, progress: bool = False, workspace: Workspace | None = None,
-             **where: Any) -> Evaluation:
+             banks: Sequence[str | Path] = (), **where: Any) -> Evaluation:
     """Accuracy of ``method`` on a ``dataset`` split (default test) or a ``questions`` file, with the
-    result files written under ``results_dir`` as ``openqa eval`` writes them."""
+    result files written under ``results_dir`` as ``openqa eval`` writes them (``banks``: files of
+    solved questions added to the bank method's bank)."""
     from openqa.data.questions import DATASETS, SPLITS
     from openqa.pipeline import EvalRequest
 
@@ -63,7 +64,7 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
                           lang=None if lang is None else lang_name(lang), exam=arg.optional_text("exam", exam),
                           limit=arg.optional_whole("limit", limit, 1), engine=optional_engine(engine),
                           model=arg.optional_text("model", model), overrides=overrides, llm=llm,
-                          subset=arg.optional_text("subset", subset))
+                          subset=arg.optional_text("subset", subset), banks=bank_files(banks))
     return evaluate_request(Workspace.of(workspace, **where).context(), request, progress)
 
 

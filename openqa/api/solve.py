@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from openqa import arguments as arg
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from openqa.retrieval.base import Index
     from openqa.scorers.base import OptionScores
     from openqa.workspace import Context, Exam
-from openqa.api.checks import check_llm, lang_name, method_name, optional_engine, overrides_of
+from openqa.api.checks import bank_files, check_llm, lang_name, method_name, optional_engine, overrides_of
 from openqa.api.workspace import Workspace
 
 
@@ -80,12 +81,12 @@ class Solver:
     def open(cls, method: str = "ir-custom", lang: str = "en", *, exam: str | None = None, top_n: int | None = None,
              aggregate: str | None = None, query: str | None = None, engine: str | None = None, model: str | None = None,
              llm: LLMSettings | None = None, corpus: str | None = None, workspace: Workspace | None = None,
-             **where: Any) -> Solver:
+             banks: Sequence[str | Path] = (), **where: Any) -> Solver:
         """The method ``method`` for ``lang`` questions scored as ``exam`` (default: usmle for en,
         mcmle for zh), with its dev-tuned settings (yours, else shipped) replaced by ``top_n``,
         ``aggregate``, ``query`` where given; ``engine`` another index, ``model`` a reader's
         checkpoint, ``llm`` the LLM reader's settings (``LLMSettings(model=...)``); ``where`` are
-        ``Workspace`` fields."""
+        ``Workspace`` fields; ``banks`` files of solved questions added to the bank method's bank."""
         from openqa.methods import Request
         from openqa.workspace import Exam
 
@@ -98,7 +99,7 @@ class Solver:
 
             llm = LLMSettings(model=model)
         ctx = Workspace.of(workspace, corpus=corpus, **where).context()
-        request = Request(overrides, engine, model, llm)
+        request = Request(overrides, engine, model, llm, banks=bank_files(banks))
         return cls.from_context(ctx, method, Exam.resolve(lang=lang_name(lang), exam=exam), request)
 
     @classmethod

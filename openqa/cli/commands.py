@@ -159,6 +159,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         lang=args.lang, exam=args.exam, limit=args.limit, offset=args.offset, engine=args.engine, model=args.model,
         overrides=_overrides(args),
         llm=_llm_settings(args, args.method), subset=args.subset, predictions=_predictions(args), ensemble=args.ensemble,
+        banks=tuple(args.bank),
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
@@ -223,7 +224,7 @@ def cmd_tune(args: argparse.Namespace) -> None:
         if not parts:
             raise OpenQAError(f"--parts names no method: give them comma-separated (not {args.parts!r}), or leave --parts out")
     request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method), parts=parts,
-                      predictions=_predictions(args), ensemble=args.ensemble)
+                      predictions=_predictions(args), ensemble=args.ensemble, banks=tuple(args.bank))
     record = tune_in(_context(args), args.method, args.dataset, request, args.calibrate_only, progress=True,
                      limit=args.limit).record
     calibration = record["calibration"]
@@ -257,7 +258,8 @@ def cmd_answer(args: argparse.Namespace) -> None:
     if interactive:
         note(f"loading {args.method} and its index...")
     solver = Solver.from_context(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam),
-                                 Request(_overrides(args), args.engine, args.model, _llm_settings(args, args.method)))
+                                 Request(_overrides(args), args.engine, args.model, _llm_settings(args, args.method),
+                                         banks=tuple(args.bank)))
     print(settings_line(solver.settings), file=sys.stderr if args.json or interactive else sys.stdout)
     if interactive:
         _answer_typed(solver, args)
@@ -418,7 +420,7 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if results is not None and not results.is_dir():
         raise OpenQAError(f"--results {args.results}: no such folder (give the folder openqa eval wrote its records to)")
     serve(_context(args), args.lang.split(","), methods, args.host, args.port, args.allow_host,
-          Request(model=args.model if "reader" in methods else None, llm=llm), results)
+          Request(model=args.model if "reader" in methods else None, llm=llm, banks=tuple(args.bank)), results)
 
 
 COMMANDS = {

@@ -73,6 +73,13 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", help="folder of the reply cache: a rerun makes no model calls, an interrupted run resumes (default: llm-cache/ in the index folder)")
 
 
+def _bank_flag(parser: argparse.ArgumentParser) -> None:
+    """Solved questions a user adds to the bank of ``--method bank`` (or an ensemble's bank part)."""
+    parser.add_argument("--bank", action="append", default=[], metavar="FILE", help="with --method bank, or an ensemble "
+                        "with a bank part: a file of solved questions (any question format openqa reads, with answers) "
+                        "added to the exam's own (its dev split, and train where the data folder has it); repeat for more")
+
+
 def _ensemble_flags(parser: argparse.ArgumentParser) -> None:
     """Settings of ``--method ensemble``: which fitted ensemble, and parts read from predictions files."""
     g = parser.add_argument_group("--method ensemble")
@@ -155,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     _scorer_flags(ev)
     _llm_flags(ev)
     _ensemble_flags(ev)
+    _bank_flag(ev)
     _tokenizer_flags(ev)
     _corpus_flag(ev)
     _common(ev)
@@ -170,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--limit", type=int, help="only the first N dev questions (recorded with the fit)")
     _llm_flags(tu)
     _ensemble_flags(tu)
+    _bank_flag(tu)
     _tokenizer_flags(tu)
     _corpus_flag(tu)
     _common(tu)
@@ -186,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "option's probability is below P, from 0 to 1 (probabilities are calibrated on the exam's dev split)")
     _scorer_flags(an)
     _llm_flags(an)
+    _bank_flag(an)
     _tokenizer_flags(an)
     _corpus_flag(an)
     _common(an)
@@ -252,6 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "of DIR (every run, its questions, comparisons of runs); off unless given")
     sv.add_argument("--top-n", type=int, help="with --method llm: evidence paragraphs (default: 10 for the question, 3 per option); the other methods use their dev-tuned top-N, which a request may replace")
     _llm_flags(sv)
+    _bank_flag(sv)
     _tokenizer_flags(sv)
     _corpus_flag(sv)
     _common(sv)

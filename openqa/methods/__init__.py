@@ -10,6 +10,7 @@ one module with its scorer plus one entry in ``METHODS``.
 from __future__ import annotations
 
 from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
+from openqa.methods.bank import BankMethod
 from openqa.methods.base import FIRST_PART_KEYS, Method, Opened, Overrides, Request
 from openqa.methods.ensemble import (
     DEFAULT_PARTS,
@@ -53,9 +54,10 @@ register(
     ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)", extra="readers"),
     LLMMethod(name="llm", summary="an instruction model reading the evidence (with --model; see --evidence, --scoring)",
               extra="llm"),
+    BankMethod(name="bank", summary="the nearest solved questions (dev, train, --bank) vote for their answers"),
     EnsembleMethod(name="ensemble", summary="training-free methods (or --parts) combined by weights fitted on dev"),
 )
 
 __all__ = ["DEFAULT_METHOD", "DEFAULT_PARTS", "ENSEMBLE_L2", "FIRST_PART_KEYS", "METHODS", "EnsembleMethod", "EnsembleSettings",
-           "FusedMethod", "IndexMethod", "LLMMethod", "Method", "Opened", "Overrides", "Part", "ReaderMethod", "Request",
+           "BankMethod", "FusedMethod", "IndexMethod", "LLMMethod", "Method", "Opened", "Overrides", "Part", "ReaderMethod", "Request",
            "calibration_key", "ensemble_features", "method", "open_method", "open_retriever", "open_retrieving"]

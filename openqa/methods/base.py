@@ -62,6 +62,8 @@ class Request:
     predictions: tuple[tuple[str, str], ...] = ()
     #: The name an ensemble's fitted weights are filed under (default: none, the exam's own ensemble).
     ensemble: str | None = None
+    #: Files of solved questions added to the exam's own in the bank method's bank (``--bank``).
+    banks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

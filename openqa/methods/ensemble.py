@@ -150,7 +150,8 @@ class EnsembleMethod(Method):
 
         shared = ctx.sharing()
         files = dict(request.predictions)
-        run = {p.label: open_method(shared, p.method, target, Request(p.overrides, model=request.model, llm=request.llm))
+        run = {p.label: open_method(shared, p.method, target, Request(p.overrides, model=request.model, llm=request.llm,
+                                                                   banks=request.banks))
                for p in parts if not p.precomputed}
         if not run:
             raise UsageError("an ensemble needs at least one part that runs (its index shows the evidence)")

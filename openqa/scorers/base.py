@@ -77,3 +77,8 @@ class OptionScorer(ABC):
     def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
         """What a result record adds about this scorer's run beyond accuracy (none by default)."""
         return {}
+
+    def report_as_part(self, results: Sequence[OptionScores]) -> dict[str, Any]:
+        """What a record of an ensemble with this scorer as a part adds about it, over the
+        ensemble's ``results`` (none by default; a bank part discloses where its gain comes from)."""
+        return {}

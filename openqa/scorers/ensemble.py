@@ -18,7 +18,7 @@ none. The prior is fitted on dev with the weights and kept with them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -30,6 +30,8 @@ from openqa.scorers.logits import option_logits
 if TYPE_CHECKING:
     from openqa.retrieval.base import Hit
 
+#: Details of a part that an ensemble's answer shows too (the nearest solved questions of a bank part).
+SHOWN_DETAILS = ("solved_questions",)
 #: The scale whose parts' letter prior is divided out (letter probabilities).
 LETTER_SCALE = "log-probability"
 
@@ -107,7 +109,10 @@ class EnsembleScorer(OptionScorer):
             logits = self.logits(per_part)
             combined = logits @ self.weights
             evidence: dict[str, list[Hit]] = next((r.evidence for r in per_part if r.evidence), {})
-            details = {"part_logits": {name: [round(float(v), 4) for v in logits[:, i]] for i, name in enumerate(self.parts)}}
+            details: dict[str, Any] = {"part_logits": {name: [round(float(v), 4) for v in logits[:, i]]
+                                                       for i, name in enumerate(self.parts)}}
+            for r in per_part:  # what a part shows beside the textbooks (the nearest solved questions)
+                details.update({key: r.details[key] for key in SHOWN_DETAILS if key in r.details})
             out.append(OptionScores(first.question, dict(zip(first.scores, map(float, combined))), evidence,
                                     matched=any(r.matched for r in per_part), details=details))
         return out
@@ -119,3 +124,10 @@ class EnsembleScorer(OptionScorer):
                          ) -> tuple[list[OptionScores], dict[str, list[OptionScores]]]:
         scored = self.part_scores(questions, progress)
         return self.combine(scored), scored
+
+    def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
+        """What its parts add to a record, over the ensemble's own answers (a bank part's disclosure)."""
+        out: dict[str, Any] = {}
+        for part in self.parts.values():
+            out.update(part.report_as_part(results))
+        return out

@@ -1,0 +1,82 @@
+"""The bank method: a question's nearest solved questions vote for the option that is their answer
+(``openqa.scorers.bank``), over the exam's solved questions (its dev split, and its train split
+where the data folder has one) and any the user adds (``--bank FILE``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openqa.data import Question, load_questions, read_question_file_digest
+from openqa.errors import DataError, OpenQAError
+from openqa.methods.base import Method, Opened, Request
+from openqa.scorers.bank import BankScorer, QuestionBank
+from openqa.workspace import Context, Exam
+
+#: The splits of the exam's own dataset that make its default bank (train only where the data has it).
+BANK_SPLITS = ("dev", "train")
+#: Neighbours that vote, and how an answer is matched to an option, unless a part says otherwise:
+#: chosen on MCMLE dev by the ensemble's 5-fold cross-validated log-likelihood
+#: (``python scripts/studies/bank_choice.py`` -> eval/results/studies/bank-choice-mainland-dev.json).
+BANK_K = 5
+BANK_MATCH = "normalized"
+#: Where those defaults come from (what a record's settings sources say).
+BANK_DEFAULTS_SOURCE = "openqa default, chosen on mainland dev (eval/results/studies/bank-choice-mainland-dev.json)"
+
+
+def load_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> QuestionBank:
+    """The exam's default bank (its dataset's dev split, and train where present) plus ``files``,
+    each a question file of any format openqa reads, with answers."""
+    data_dir = ctx.settings.require_data_dir()
+    questions: list[Question] = []
+    sources: list[dict[str, Any]] = []
+    for split in BANK_SPLITS:
+        try:
+            part = load_questions(target.dataset, split, data_dir)
+        except DataError:
+            if split == "train":  # a copy without the train split: the bank is dev alone
+                continue
+            raise
+        questions += part
+        sources.append({"dataset": target.dataset, "split": split, "questions": len(part)})
+    for file in files:
+        path = Path(file)
+        if not path.is_file():
+            raise OpenQAError(f"--bank {file}: no such file (give a question file with answers)")
+        part, digest = read_question_file_digest(path, qid_prefix=f"bank-{path.stem}")
+        questions += part
+        sources.append({"file": path.name, "sha256": digest, "questions": len(part)})
+    return QuestionBank(questions, target.lang, sources)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BankMethod(Method):
+    """Solved questions as evidence (see ``openqa.scorers.bank``); ``top_n`` sets how many neighbours vote."""
+
+    name: str
+    summary: str
+
+    def takes(self, setting: str) -> bool:
+        return setting == "top_n"
+
+    def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
+        """The language's custom index, whose corpus a record names (the bank itself is built when opened)."""
+        return ((lang, "custom"),)
+
+    def variant(self, request: Request) -> list[str]:
+        """The files a ``--bank`` added, by name."""
+        return [f"bank-{Path(file).stem}" for file in request.banks]
+
+    def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
+        key = ("bank", target.dataset, target.lang, request.banks)
+        bank = ctx.shared(key, lambda: load_bank(ctx, target, request.banks))
+        k = request.overrides.top_n or BANK_K
+        scorer = BankScorer(bank, k, BANK_MATCH)
+        settings = {"top_n": k, "match": BANK_MATCH, "bank_size": len(bank), "bank_sources": bank.sources,
+                    "exam": target.exam,
+                    "sources": {"top_n": "--top-n" if request.overrides.top_n else BANK_DEFAULTS_SOURCE,
+                                "match": BANK_DEFAULTS_SOURCE, "bank_size": "the bank",
+                                "bank_sources": "--bank" if request.banks else "the exam's solved splits",
+                                "exam": target.source}}
+        return Opened(scorer, ctx.open(target.lang, "custom"), settings)

@@ -1,0 +1,223 @@
+"""Solved questions as evidence: a bank of questions with their answers, and an option scorer
+whose votes come from a question's nearest solved questions.
+
+Exams repeat themselves: a new question often has a near twin among the questions a user already
+holds with their answers (an exam's dev and train splits, a course's question bank). The bank finds
+a question's ``k`` nearest solved questions by the cosine of their TF-IDF vectors over the
+language's index terms (English: stemmed words; Chinese: characters and character bigrams), and each
+neighbour votes, with its similarity as weight, for the option whose text matches its answer
+(``MATCHES``: exactly, after normalizing case, spaces and punctuation, or fuzzily). An option's
+score is the sum of its votes: a logit-scale part that an ensemble weighs like any other (0 for
+every option when no neighbour's answer is among them).
+
+A question never finds its own row: a bank row with the same id and content as the question asked
+(a dev question scored against a bank that holds dev) is left out, so dev scores are leave-one-out
+and what a fit sees on dev is what a test question sees; another row with the same text still
+counts, as a test question's twin in dev would.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from openqa.data import Question
+from openqa.errors import DataError, OpenQAError
+from openqa.progress import tqdm
+from openqa.scorers.base import OptionScorer, OptionScores
+from openqa.text.tokenize import ChineseTokenizer, EnglishTokenizer, Tokenizer
+
+#: The similarity thresholds a record discloses (how many questions had a neighbour this close, and
+#: the accuracy on them and on the rest).
+DISCLOSED_SIMILARITIES = (0.3, 0.5, 0.7, 0.9)
+#: The least character-bigram Dice coefficient at which ``fuzzy`` matching takes an answer for an option.
+FUZZY_DICE = 0.8
+#: Details key under which a scored question keeps its nearest solved questions.
+DETAILS_KEY = "solved_questions"
+
+
+def _squeezed(text: str) -> str:
+    """Case-folded, with spaces, punctuation and symbols removed (full-width forms folded first)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return "".join(ch for ch in folded if not unicodedata.category(ch).startswith(("P", "S", "Z", "C")))
+
+
+def _bigrams(text: str) -> set[str]:
+    return {text[i : i + 2] for i in range(len(text) - 1)} or {text}
+
+
+def _dice(a: str, b: str) -> float:
+    x, y = _bigrams(a), _bigrams(b)
+    return 2 * len(x & y) / (len(x) + len(y))
+
+
+#: How a neighbour's answer text is matched to an option's text, by name.
+MATCHES: dict[str, Callable[[str, str], bool]] = {
+    "exact": lambda answer, option: answer.strip() == option.strip(),
+    "normalized": lambda answer, option: bool(_squeezed(answer)) and _squeezed(answer) == _squeezed(option),
+    "fuzzy": lambda answer, option: bool(_squeezed(answer)) and bool(_squeezed(option))
+    and _dice(_squeezed(answer), _squeezed(option)) >= FUZZY_DICE,
+}
+
+
+def bank_tokenizer(lang: str) -> Tokenizer:
+    """The index terms bank questions are compared by: the language's default terms."""
+    return ChineseTokenizer() if lang == "zh" else EnglishTokenizer()
+
+
+_CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A solved question near the one asked, with its similarity (TF-IDF cosine, 0 to 1)."""
+
+    question: Question
+    similarity: float
+
+    def to_dict(self) -> dict[str, Any]:
+        q = self.question
+        return {"qid": q.qid, "question": q.question, "options": dict(q.options), "answer_idx": q.answer_idx,
+                "answer": q.options.get(q.answer_idx, q.answer), "similarity": round(self.similarity, 4)}
+
+
+class QuestionBank:
+    """Solved questions indexed for nearest-neighbour search, fixed once built (safe to share
+    across threads). ``sources`` says where the questions came from (file names and counts)."""
+
+    def __init__(self, questions: Sequence[Question], lang: str, sources: Sequence[dict[str, Any]] = ()) -> None:
+        if not questions:
+            raise DataError("the question bank is empty: give solved questions (with their answers)")
+        for q in questions:
+            if not q.answer_idx or q.answer_idx not in q.options:
+                raise DataError(f"bank question {q.qid}: its answer {q.answer_idx!r} is not among its options "
+                                f"({', '.join(q.options)}): a bank holds solved questions")
+        cjk = sum(bool(_CJK.search(q.question)) for q in questions) / len(questions)
+        if (lang == "zh") != (cjk >= 0.5):
+            raise DataError(f"the question bank is not in the language asked for ({lang}): "
+                            f"{cjk:.0%} of its questions hold Chinese characters; give a bank of {lang} questions")
+        self.questions = list(questions)
+        self.lang = lang
+        self.sources = list(sources)
+        self.tokenizer = bank_tokenizer(lang)
+        counts = [self._counts(q.question) for q in self.questions]
+        vocab: dict[str, int] = {}
+        for c in counts:
+            for term in c:
+                vocab.setdefault(term, len(vocab))
+        df = np.zeros(len(vocab))
+        for c in counts:
+            for term in c:
+                df[vocab[term]] += 1
+        self.vocab = vocab
+        self.idf = np.log((1 + len(counts)) / (1 + df)) + 1.0
+        rows: list[list[int]] = [[] for _ in vocab]
+        weights: list[list[float]] = [[] for _ in vocab]
+        for row, c in enumerate(counts):
+            vector = {vocab[t]: (1 + math.log(n)) * self.idf[vocab[t]] for t, n in c.items()}
+            norm = math.sqrt(sum(w * w for w in vector.values())) or 1.0
+            for term_id, w in vector.items():
+                rows[term_id].append(row)
+                weights[term_id].append(w / norm)
+        self.postings = [(np.asarray(r, dtype=np.int32), np.asarray(w)) for r, w in zip(rows, weights)]
+        self.ids = {(q.qid, q.digest()): row for row, q in enumerate(self.questions)}
+
+    def _counts(self, text: str) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for term in self.tokenizer.tokenize(text):
+            counts[term] = counts.get(term, 0) + 1
+        return counts
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def nearest(self, question: Question, k: int) -> list[Neighbour]:
+        """The ``k`` bank questions most similar to ``question`` (best first; ties by bank order),
+        never its own row (same id and content)."""
+        vector = {self.vocab[t]: (1 + math.log(n)) * self.idf[self.vocab[t]]
+                  for t, n in self._counts(question.question).items() if t in self.vocab}
+        if not vector:
+            return []
+        norm = math.sqrt(sum(w * w for w in vector.values()))
+        sims = np.zeros(len(self.questions))
+        for term, w in vector.items():
+            rows, weights = self.postings[term]
+            sims[rows] += weights * (w / norm)
+        own = self.ids.get((question.qid, question.digest()))
+        if own is not None:
+            sims[own] = -1.0
+        take = min(k, len(sims))
+        top = np.argpartition(-sims, take - 1)[:take]
+        top = top[np.lexsort((top, -sims[top]))]
+        return [Neighbour(self.questions[i], float(min(sims[i], 1.0))) for i in top if sims[i] > 0]
+
+    def describe(self) -> dict[str, Any]:
+        """Where the bank's questions came from and how many there are (what records disclose)."""
+        return {"size": len(self.questions), "sources": self.sources, "similarity": "TF-IDF cosine over "
+                f"{'characters and character bigrams' if self.lang == 'zh' else 'stemmed words'} of the question text"}
+
+
+def votes(question: Question, neighbours: Sequence[Neighbour], match: str) -> dict[str, float]:
+    """Each option's summed similarity of the neighbours whose answer matches it (one option per
+    neighbour: the first in letter order that matches)."""
+    if match not in MATCHES:
+        raise OpenQAError(f"unknown answer matching {match!r}: choose one of {', '.join(MATCHES)}")
+    same = MATCHES[match]
+    scores = dict.fromkeys(question.options, 0.0)
+    for n in neighbours:
+        answer = n.question.options.get(n.question.answer_idx, n.question.answer)
+        letter = next((letter for letter, text in question.options.items() if same(answer, text)), None)
+        if letter is not None:
+            scores[letter] += n.similarity
+    return scores
+
+
+class BankScorer(OptionScorer):
+    """Scores each option by its nearest solved questions' votes (see the module's docstring)."""
+
+    #: Vote sums are used as they are: an ensemble weighs them, a calibration scales them.
+    scale = "logits"
+
+    def __init__(self, bank: QuestionBank, k: int, match: str) -> None:
+        if k < 1:
+            raise OpenQAError(f"the bank's k must be at least 1, not {k}")
+        if match not in MATCHES:
+            raise OpenQAError(f"unknown answer matching {match!r}: choose one of {', '.join(MATCHES)}")
+        self.bank, self.k, self.match = bank, k, match
+
+    def score_one(self, question: Question) -> OptionScores:
+        neighbours = self.bank.nearest(question, self.k)
+        scores = votes(question, neighbours, self.match)
+        return OptionScores(question, scores, details={DETAILS_KEY: [n.to_dict() for n in neighbours]})
+
+    def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
+        return [self.score_one(q) for q in tqdm(questions, desc="bank", unit="q", disable=not progress)]
+
+    def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
+        return {"bank": {**self.bank.describe(), "k": self.k, "match": self.match, **disclosure(results)}}
+
+    def report_as_part(self, results: Sequence[OptionScores]) -> dict[str, Any]:
+        return self.report(results)
+
+
+def disclosure(results: Sequence[OptionScores]) -> dict[str, Any]:
+    """How many questions had a solved neighbour at each of ``DISCLOSED_SIMILARITIES`` or closer,
+    and the accuracy on those and on the rest: where a gain from the bank comes from."""
+    top = [max((n["similarity"] for n in r.details.get(DETAILS_KEY, [])), default=0.0) for r in results]
+    right = [r.prediction() == r.question.answer_idx for r in results]
+
+    def accuracy(flags: list[bool]) -> float | None:
+        return round(100 * sum(flags) / len(flags), 2) if flags else None
+
+    rows = {}
+    for threshold in DISCLOSED_SIMILARITIES:
+        near = [ok for s, ok in zip(top, right) if s >= threshold]
+        rest = [ok for s, ok in zip(top, right) if s < threshold]
+        rows[f"{threshold:.1f}"] = {"questions": len(near), "accuracy": accuracy(near),
+                                    "rest": len(rest), "rest_accuracy": accuracy(rest)}
+    return {"nearest_similarity_at_least": rows}

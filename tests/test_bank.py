@@ -1,0 +1,169 @@
+"""The question bank and the bank method: nearest solved questions by TF-IDF cosine (checked against
+a cosine worked out by hand), votes weighted by similarity, leave-one-out on dev, train splits where
+the data has them, ``--bank`` files, disclosure in records, and one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from openqa.data import Question
+from openqa.errors import OpenQAError
+from openqa.scorers.bank import MATCHES, BankScorer, QuestionBank, disclosure, votes
+from tests.helpers import QUESTIONS, make_data_dir
+
+
+def q(qid: str, text: str, options: dict[str, str], answer: str) -> Question:
+    return Question(qid, text, options, answer, options[answer])
+
+
+OPTS = {"A": "Aspirin", "B": "Heparin", "C": "Warfarin", "D": "Ceftriaxone"}
+
+
+class Words:
+    """A tokenizer of whitespace-split words, so the hand-worked cosine below is easy to follow."""
+
+    def tokenize(self, text: str) -> list[str]:
+        return text.split()
+
+
+def bank_of(*questions: Question) -> QuestionBank:
+    bank = QuestionBank(list(questions), "en")
+    return bank
+
+
+def test_similarity_is_the_tf_idf_cosine_worked_by_hand(monkeypatch):
+    monkeypatch.setattr("openqa.scorers.bank.bank_tokenizer", lambda lang: Words())
+    rows = [q("b-1", "alpha beta", OPTS, "A"), q("b-2", "alpha gamma", OPTS, "B")]
+    bank = QuestionBank(rows, "en")
+    # df: alpha 2, beta 1, gamma 1; idf = ln((1+2)/(1+df)) + 1
+    idf_alpha, idf_once = math.log(3 / 3) + 1, math.log(3 / 2) + 1
+    # the query "alpha beta" against row 1 "alpha beta": the same vector, cosine 1;
+    # against row 2 "alpha gamma": only alpha is shared
+    cos2 = idf_alpha**2 / (idf_alpha**2 + idf_once**2)
+    found = bank.nearest(q("new", "alpha beta", OPTS, "A"), 2)
+    assert [n.question.qid for n in found] == ["b-1", "b-2"]
+    assert found[0].similarity == pytest.approx(1.0)
+    assert found[1].similarity == pytest.approx(cos2)
+
+
+def test_votes_sum_the_similarity_of_neighbours_whose_answer_is_an_option():
+    rows = [q("b-1", "chest pain aspirin jaw", OPTS, "A"), q("b-2", "chest pain heparin", OPTS, "B"),
+            q("b-3", "unrelated words entirely", {"A": "Gentamicin", "B": "Other"}, "A")]
+    bank = bank_of(*rows)
+    asked = q("new", "chest pain aspirin jaw", {"A": "Heparin", "B": "Aspirin", "C": "X", "D": "Y"}, "B")
+    near = bank.nearest(asked, 3)
+    scores = votes(asked, near, "exact")
+    by_id = {n.question.qid: n.similarity for n in near}
+    assert scores == pytest.approx({"A": by_id["b-2"], "B": by_id["b-1"], "C": 0.0, "D": 0.0})
+    assert BankScorer(bank, 3, "exact").score_one(asked).prediction() == "B"
+
+
+def test_matching_modes():
+    assert MATCHES["exact"]("Aspirin", " Aspirin ")
+    assert not MATCHES["exact"]("aspirin.", "Aspirin")
+    assert MATCHES["normalized"]("aspirin.", "Aspirin")
+    assert not MATCHES["normalized"]("aspirin tablets", "Aspirin")
+    assert MATCHES["fuzzy"]("Acetylsalicylic acid", "acetylsalicylic acids")
+    assert not MATCHES["fuzzy"]("Heparin", "Aspirin")
+
+
+def test_a_question_never_finds_its_own_row_but_its_twin_counts():
+    me = q("dev-1", "fever cough chest pain", OPTS, "C")
+    twin = q("dev-2", "fever cough chest pain", OPTS, "C")
+    other = q("dev-3", "headache vomiting", OPTS, "D")
+    bank = bank_of(me, twin, other)
+    found = [n.question.qid for n in bank.nearest(me, 3)]
+    assert "dev-1" not in found and found[0] == "dev-2"
+    alone = bank_of(me, other)
+    assert "dev-1" not in [n.question.qid for n in alone.nearest(me, 3)]
+    # the same text under another id (a test question) finds the dev row
+    assert bank.nearest(q("test-9", me.question, OPTS, "C"), 1)[0].question.qid == "dev-1"
+
+
+def test_a_question_answer_depends_on_it_alone():
+    bank = bank_of(*(q(f"b-{i}", f"word{i} shared text", OPTS, "ABCD"[i % 4]) for i in range(8)))
+    scorer = BankScorer(bank, 3, "normalized")
+    asked = [q(f"t-{i}", f"word{i} shared text extra", OPTS, "A") for i in range(8)]
+    together = [r.scores for r in scorer.score(asked, progress=False)]
+    assert together == [scorer.score([a], progress=False)[0].scores for a in asked]
+    assert together[::-1] == [r.scores for r in scorer.score(asked[::-1], progress=False)]
+
+
+def test_refusals_are_one_line():
+    with pytest.raises(OpenQAError, match="not among its options"):
+        QuestionBank([Question("x-1", "text", OPTS, "", "")], "en")
+    with pytest.raises(OpenQAError, match="not in the language asked for"):
+        QuestionBank([q("x-1", "患者胸痛", OPTS, "A")], "en")
+    with pytest.raises(OpenQAError, match="not in the language asked for"):
+        QuestionBank([q("x-1", "chest pain", OPTS, "A")], "zh")
+    with pytest.raises(OpenQAError, match="empty"):
+        QuestionBank([], "en")
+    with pytest.raises(OpenQAError, match="unknown answer matching"):
+        BankScorer(bank_of(q("x-1", "chest pain", OPTS, "A")), 3, "loose")
+    with pytest.raises(OpenQAError, match="at least 1"):
+        BankScorer(bank_of(q("x-1", "chest pain", OPTS, "A")), 0, "exact")
+
+
+def test_disclosure_counts_questions_by_their_nearest_similarity():
+    bank = bank_of(q("b-1", "chest pain aspirin", OPTS, "A"), q("b-2", "fever cough", OPTS, "B"))
+    scorer = BankScorer(bank, 1, "exact")
+    results = scorer.score([q("t-1", "chest pain aspirin", OPTS, "A"), q("t-2", "nothing alike here", OPTS, "C")], progress=False)
+    rows = disclosure(results)["nearest_similarity_at_least"]
+    assert rows["0.9"] == {"questions": 1, "accuracy": 100.0, "rest": 1, "rest_accuracy": rows["0.9"]["rest_accuracy"]}
+    assert rows["0.3"]["questions"] == 1 and rows["0.3"]["rest"] == 1
+
+
+def _train_fixture(data):
+    """A train split beside dev and test (the real release has them; this copy does not)."""
+    folder = data / "questions" / "US" / "4_options"
+    twin = dict(QUESTIONS[0], question=QUESTIONS[0]["question"] + " (train)")
+    (folder / "phrases_no_exclude_train.jsonl").write_text(json.dumps(twin) + "\n")
+
+
+def test_the_bank_method_reads_dev_train_and_bank_files(tmp_path):
+    from openqa.api import run_eval
+
+    data = make_data_dir(tmp_path)
+    _train_fixture(data)
+    extra = tmp_path / "course.jsonl"
+    extra.write_text(json.dumps(QUESTIONS[1]) + "\n")
+    where = {"data_dir": data, "index_dir": tmp_path / "indexes", "results_dir": tmp_path / "results"}
+    record = run_eval("bank", "us", split="test", banks=[extra], **where).record
+    assert record["bank"]["size"] == 2 + 1 + 1
+    assert [s.get("split") or s.get("file") for s in record["bank"]["sources"]] == ["dev", "train", "course.jsonl"]
+    assert record["settings"]["sources"]["bank_sources"] == "--bank"
+    assert record["accuracy"] == 100.0  # each test question has a twin in dev (another id) and in train
+
+
+def test_the_bank_method_without_a_train_split_uses_dev(tmp_path):
+    from openqa.api import Solver
+
+    data = make_data_dir(tmp_path)
+    solver = Solver.open("bank", "en", data_dir=data, index_dir=tmp_path / "indexes")
+    answer = solver.answer(QUESTIONS[1]["question"], QUESTIONS[1]["options"])
+    assert answer.prediction == "A"
+    shown = answer.to_dict()["details"]["solved_questions"]
+    assert shown[0]["answer"] == "Aspirin" and shown[0]["similarity"] == pytest.approx(1.0)
+
+
+def test_a_bank_file_without_answers_is_refused_in_one_line(tmp_path, capsys):
+    from openqa.cli import main
+
+    data = make_data_dir(tmp_path)
+    bad = tmp_path / "bad.jsonl"
+    record = {k: v for k, v in QUESTIONS[0].items() if k not in ("answer", "answer_idx")}
+    bad.write_text(json.dumps(record) + "\n")
+    code = main(["eval", "--dataset", "us", "--method", "bank", "--bank", str(bad), "--data-dir", str(data),
+                 "--index-dir", str(tmp_path / "indexes"), "--output", str(tmp_path / "out")])
+    assert code == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("openqa: error: ") and "bad.jsonl" in error and "\n" not in error
+    code = main(["eval", "--dataset", "us", "--method", "bank", "--bank", str(tmp_path / "missing.jsonl"),
+                 "--data-dir", str(data), "--index-dir", str(tmp_path / "indexes"), "--output", str(tmp_path / "out")])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (f"openqa: error: --bank {tmp_path / 'missing.jsonl'}: no such file "
+                                               "(give a question file with answers)")
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.json"))
