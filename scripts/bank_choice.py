@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from ensemble_parts import FOLDS, SEED, held_out
 
 from benchlib import command_line, data_dir, write_record
-from ensemble_parts import FOLDS, SEED, held_out
 from openqa.config import Settings
 from openqa.data import load_questions
 from openqa.methods import DEFAULT_PARTS, ENSEMBLE_L2, Part, Request, ensemble_features, open_method
