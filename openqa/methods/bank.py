@@ -18,11 +18,11 @@ from openqa.workspace import Context, Exam
 BANK_SPLITS = ("dev", "train")
 #: Neighbours that vote, and how an answer is matched to an option, unless a part says otherwise:
 #: chosen on MCMLE dev by the ensemble's 5-fold cross-validated log-likelihood
-#: (``python scripts/studies/bank_choice.py`` -> eval/results/studies/bank-choice-mainland-dev.json).
-BANK_K = 5
+#: (``python scripts/bank_choice.py --dataset mainland --limit 1000`` -> bank-choice-mainland-dev.json).
+BANK_K = 1
 BANK_MATCH = "normalized"
 #: Where those defaults come from (what a record's settings sources say).
-BANK_DEFAULTS_SOURCE = "openqa default, chosen on mainland dev (eval/results/studies/bank-choice-mainland-dev.json)"
+BANK_DEFAULTS_SOURCE = "openqa default, chosen on mainland dev (bank-choice-mainland-dev.json)"
 
 
 def load_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> QuestionBank:
