@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from openqa import __version__
 from openqa.config import DEFAULT_METHOD, DEFAULT_RESULTS, ENV_RESULTS
 from openqa.languages import DEFAULT_LANG, LANGS
 from openqa.scorers.query import QUERY_MODES
@@ -121,6 +122,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The full command-line interface (methods and engines listed from their registries when help is shown)."""
     p = _Parser(prog="openqa", description="Open-domain QA for medical licensing exams (MedQA).")
+    p.add_argument("--version", action="version", version=f"openqa {__version__}",
+                   help="print openqa's version and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     ix = sub.add_parser("index", help="clean, segment and index a language's textbooks, or your own corpus")

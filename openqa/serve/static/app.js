@@ -182,7 +182,7 @@ function bars(options, method) {
 
 // What an LLM reader adds: its raw reply, the letter read from it and the paragraphs it was shown.
 function replyLine(details) {
-  if (!details) return "";
+  if (!details || !("reply" in details)) return "";
   const reply = Array.isArray(details.reply) ? details.reply.join(" | ") : details.reply;
   const letter = Array.isArray(details.letter) ? details.letter.join(", ") : details.letter;
   const shown = details.evidence_ids && details.evidence_ids.length ? ` Paragraphs shown to the model: ${details.evidence_ids.join(", ")}.` : " No paragraphs were shown to the model.";
@@ -245,7 +245,10 @@ function show(data, key) {
     : `${data.method}: no measured accuracy on record here; a baseline, not medical advice.`;
   $("settings").textContent = `${data.method} (${data.lang}): ${settingsLine(data.settings)}`;
   $("reply").textContent = replyLine(data.details);
-  $("reply").hidden = !data.details;
+  $("reply").hidden = !$("reply").textContent;
+  const solved = (data.details && data.details.solved_questions) || [];
+  $("solved-title").hidden = !solved.length;
+  $("solved").replaceChildren(...solved.map(solvedView));
   const { widths, meaning } = bars(data.options, data.method);
   $("bars").textContent = meaning;
   const rank = ranks(data.options);

@@ -21,6 +21,19 @@ function marked(text, spans) {
   return nodes;
 }
 
+// A solved question of the bank (details.solved_questions of /v1/answer): its similarity, text, options and answer.
+function solvedView(solved) {
+  return element("article", { className: "paragraph solved" }, [
+    element("header", {}, [
+      element("span", { className: "book", textContent: `Solved question ${solved.qid}` }),
+      element("span", { className: "meta", textContent: ` · similarity ${solved.similarity.toFixed(2)}` }),
+    ]),
+    element("p", { textContent: solved.question }),
+    element("p", { className: "meta", textContent: Object.entries(solved.options).map(([l, t]) => `${l}. ${t}`).join("   ") }),
+    element("p", { textContent: `Answer: ${solved.answer_idx}. ${solved.answer}` }),
+  ]);
+}
+
 // An evidence paragraph of /v1/answer: its book, id and score, and its text with the matched words marked.
 function paragraphView(paragraph) {
   return element("article", { className: "paragraph" }, [
