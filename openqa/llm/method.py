@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 FLAGS = {"evidence": "--evidence", "scoring": "--scoring", "prompt": "--prompt", "retriever": "--retriever",
          "top_k": "--top-n", "evidence_tokens": "--evidence-tokens", "context": "--context",
          "permutations": "--permutations", "temperature": "--temperature", "seed": "--seed",
-         "reply_tokens": "--max-tokens", "endpoint": "--endpoint", "model": "--model"}
+         "reply_tokens": "--max-tokens", "endpoint": "--endpoint", "model": "--model",
+         "demonstrations": "--demonstrations"}
 
 
 @dataclass
@@ -39,10 +40,12 @@ class ClosedBook:
 
 
 def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRScorer | None" = None,
-             retriever_settings: dict[str, Any] | None = None) -> tuple["LLMScorer", Any, dict[str, Any]]:
+             retriever_settings: dict[str, Any] | None = None, banks: tuple[str, ...] = (),
+             ) -> tuple["LLMScorer", Any, dict[str, Any]]:
     """An LLM reader over the evidence of ``retriever`` (opened with ``retriever_settings``, their
-    sources included; none for a closed book): its scorer, the index it reads, and its settings
-    with their sources for the record."""
+    sources included; none for a closed book), shown ``llm.demonstrations`` solved questions of the
+    exam's bank (and ``banks``) first: its scorer, the index it reads, and its settings with their
+    sources for the record."""
     from openqa.llm.backends import open_backend
     from openqa.llm.cache import ReplyCache
     from openqa.llm.scorer import LLMScorer
@@ -59,7 +62,12 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
     assert model is not None  # LLMSettings refuses a missing model
     backend = ctx.shared(("llm backend", model, llm.endpoint, *how.items()),  # one model for every language served
                          lambda: open_backend(model, llm.endpoint, **how))
-    scorer = LLMScorer(backend, llm, cache, retriever, query, target.lang)
+    bank = None
+    if llm.demonstrations:
+        from openqa.methods.bank import load_bank
+
+        bank = ctx.shared(("bank", target.dataset, target.lang, banks), lambda: load_bank(ctx, target, banks))
+    scorer = LLMScorer(backend, llm, cache, retriever, query, target.lang, bank)
     record = {**scorer.settings_record(), "exam": target.exam, "cache": f"{cache.path.parent.name}/{cache.path.name}", **retrieval}
     named = llm.given()
     given = {*named, "model", *(("reply_tokens",) if "max_tokens" in named else ())}

@@ -58,14 +58,23 @@ def evidence_block(passages: Sequence[Passage]) -> str:
     return Template(template("evidence")).substitute(paragraphs=lines)
 
 
-def build_messages(question: Question, order: Sequence[str], passages: Sequence[Passage], instruction: str) -> Messages:
-    """System and user messages for one question with its options in ``order`` and the given passages."""
-    options, _ = option_block(question, order)
-    user = Template(template("user")).substitute(
-        evidence=evidence_block(passages), question=question.question.strip(), options=options,
-        instruction=template(instruction).strip(),
-    )
-    return [{"role": "system", "content": template("system").strip()}, {"role": "user", "content": user}]
+def build_messages(question: Question, order: Sequence[str], passages: Sequence[Passage], instruction: str,
+                   demonstrations: Sequence[Question] = ()) -> Messages:
+    """System and user messages for one question with its options in ``order`` and the given passages,
+    after each of ``demonstrations`` (solved questions, options in their own order, no evidence)
+    asked the same way and answered with its letter."""
+    def asked(q: Question, shown_order: Sequence[str], shown_passages: Sequence[Passage]) -> str:
+        options, _ = option_block(q, shown_order)
+        return Template(template("user")).substitute(
+            evidence=evidence_block(shown_passages), question=q.question.strip(), options=options,
+            instruction=template(instruction).strip(),
+        )
+
+    messages = [{"role": "system", "content": template("system").strip()}]
+    for shot in demonstrations:  # the answer as the reply a letter prompt asks for
+        messages += [{"role": "user", "content": asked(shot, list(shot.options), [])},
+                     {"role": "assistant", "content": shot.answer_idx}]
+    return messages + [{"role": "user", "content": asked(question, order, passages)}]
 
 
 def fit_passages(

@@ -13,7 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from openqa.cancel import checkpoint
 from openqa.data import Question
@@ -27,6 +27,9 @@ from openqa.progress import tqdm
 from openqa.retrieval.base import Hit
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ir import IRScorer, question_query
+
+if TYPE_CHECKING:
+    from openqa.scorers.bank import QuestionBank
 
 
 @dataclass(frozen=True)
@@ -90,7 +93,7 @@ class LLMScorer(OptionScorer):
     scale = "log-probability"
 
     def __init__(self, backend: Backend, settings: LLMSettings, cache: ReplyCache, retriever: IRScorer | None = None,
-                 query: str = "full", lang: str = "en") -> None:
+                 query: str = "full", lang: str = "en", bank: QuestionBank | None = None) -> None:
         self.backend = backend
         self.settings = settings
         self.cache = cache
@@ -98,6 +101,8 @@ class LLMScorer(OptionScorer):
         self.engine = retriever.engine if retriever is not None else None
         self.query = query
         self.lang = lang
+        #: Where demonstrations come from (``settings.demonstrations`` nearest solved questions).
+        self.bank = bank
         self.instruction = "letters" if settings.scoring == "letters" else settings.prompt
         #: The counts of the last finished ``score`` call, which ``report`` describes (each call
         #: counts into its own ``Tally``, so calls from several threads never mix their counts).
@@ -131,11 +136,12 @@ class LLMScorer(OptionScorer):
         passages = [Passage(p.pid, p.text) for h in hits for p in [store[h.index]]] if store is not None else []
         kept, cut = fit_passages(passages, s.evidence_tokens, backend.count)
         cut_level = int(cut)
+        shots = [n.question for n in self.bank.nearest(question, s.demonstrations)] if self.bank and s.demonstrations else []
         prompts = []
         for order in option_orders(question, s.permutations, s.seed):
             shown = tuple(option_block(question, order)[1])
             while True:
-                messages = build_messages(question, order, kept, self.instruction)
+                messages = build_messages(question, order, kept, self.instruction, shots)
                 need = backend.prompt_tokens(messages) + s.reply_tokens
                 if need <= backend.context:
                     break
@@ -293,4 +299,6 @@ class LLMScorer(OptionScorer):
             record["prompt_cache"] = self.backend.prompt_cache
         if s.evidence != "none":
             record.update(retriever=s.retriever, top_k=s.top, query=self.query, evidence_tokens=s.evidence_tokens)
+        if s.demonstrations:
+            record["demonstrations"] = s.demonstrations
         return record

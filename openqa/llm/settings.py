@@ -42,6 +42,8 @@ class LLMSettings:
     max_tokens: int | None = None
     threads: int = 1
     cache_dir: Path | None = None
+    #: Nearest solved questions shown with their answers before the question (few-shot, from the bank).
+    demonstrations: int = 0
 
     def __post_init__(self) -> None:
         for name, value, known in (("--evidence", self.evidence, EVIDENCE_MODES), ("--scoring", self.scoring, SCORINGS),
@@ -54,7 +56,8 @@ class LLMSettings:
         for name, count, low in (("--top-n", self.top_k, 1), ("--evidence-tokens", self.evidence_tokens, 0),
                                  ("--context", self.context, 64), ("--permutations", self.permutations, 1),
                                  ("--concurrency", self.concurrency, 1), ("--retries", self.retries, 0),
-                                 ("--max-tokens", self.max_tokens, 1), ("--threads", self.threads, 1)):
+                                 ("--max-tokens", self.max_tokens, 1), ("--threads", self.threads, 1),
+                                 ("--demonstrations", self.demonstrations, 0)):
             if count is not None and count < low:
                 raise OpenQAError(f"{name} must be at least {low}, not {count}")
         if not (math.isfinite(self.timeout) and self.timeout > 0):  # nan passes every comparison
@@ -91,6 +94,8 @@ class LLMSettings:
             parts.append(self.prompt)
         if self.evidence != "none":
             parts += [self.retriever, f"k{self.top}", f"t{self.evidence_tokens}"]
+        if self.demonstrations:
+            parts.append(f"demo{self.demonstrations}")
         if self.permutations > 1:
             parts.append(f"perm{self.permutations}")
         if self.temperature:

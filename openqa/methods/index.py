@@ -176,7 +176,7 @@ class LLMMethod(Method):
         assert llm is not None  # require() saw to it
         evidence = open_retrieving(ctx, llm.retriever, target) if llm.evidence != "none" else None
         scorer, index, settings = open_llm(ctx, target, llm, evidence.retriever if evidence else None,
-                                           evidence.settings if evidence else None)
+                                           evidence.settings if evidence else None, request.banks)
         return Opened(scorer, index, settings)
 
     def variant(self, request: Request) -> list[str]:
