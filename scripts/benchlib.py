@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from openqa.evaluate.results import find_record, record_folder, run_record, write_atomic
+from openqa import record_folder, run_record
 
 REPO = Path(__file__).resolve().parents[1]
 #: The repository's results tree; each record in the folder ``record_folder`` gives its name.
@@ -80,9 +80,22 @@ def command_line(script: str, argv: list[str], folders: tuple[str, ...] = ("--ca
 
 def record_path(name: str) -> Path:
     """Where the repository keeps the record (or figure, report) named ``name``: under ``eval/results/``
-    in the folder its name belongs in (``record_folder``; e.g. ``bench-core.json`` in ``benchmarks/``,
-    ``us-test-ir-custom.json`` in ``runs/us/``)."""
-    return find_record(RESULTS, name)
+    in the folder its name belongs in (``openqa.record_folder``; e.g. ``bench-core.json`` in
+    ``benchmarks/``, ``us-test-ir-custom.json`` in ``runs/us/``)."""
+    return RESULTS / record_folder(name) / name
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it, renamed into place: an
+    interruption leaves the old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_record(name: str, record: dict[str, Any], command: str, folder: Path | None = None) -> Path:

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 import numpy as np
 
 from benchlib import data_dir, write_record
-from openqa.data import load_questions
+from openqa import load_questions
 from openqa.retrieval.dense import make_faiss
 from openqa.retrieval.registry import open_index
 from openqa.scorers.ir import option_queries

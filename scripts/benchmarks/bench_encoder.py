@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from benchlib import data_dir, write_record
-from openqa.data import load_questions
+from openqa import load_questions
 from openqa.retrieval.encoders import SentenceTransformerEncoder
 from openqa.scorers.ir import question_query
 

@@ -34,7 +34,7 @@ import bm25s
 import numpy as np
 
 from benchlib import alternate, data_dir, write_record
-from openqa.data import load_questions
+from openqa import load_questions
 from openqa.evaluate.metrics import summarise
 from openqa.retrieval.custom_bm25 import CustomBM25, QueryTerms, Ranking
 from openqa.retrieval.registry import open_index

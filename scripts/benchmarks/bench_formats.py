@@ -20,10 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import command_line, data_dir, write_record
+from openqa import OpenQAError, load_questions
 from openqa.config import Settings
-from openqa.data import load_questions
 from openqa.data.formats import write_questions
-from openqa.errors import OpenQAError
 from openqa.pipeline import EvalRequest, evaluate
 from openqa.workspace import Context
 

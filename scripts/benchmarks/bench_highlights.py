@@ -22,9 +22,8 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import command_line, data_dir, write_record
-from openqa import Solver
+from openqa import Solver, load_questions
 from openqa.answer import Span, term_spans
-from openqa.data import load_questions
 from openqa.text.tokenize import Tokenizer
 
 #: Paragraphs per option the page asks for.

@@ -32,8 +32,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import RESULTS, command_line, record_folder, record_path, write_record
+from openqa import OpenQAError
 from openqa.config import Settings
-from openqa.errors import OpenQAError
 from openqa.llm.settings import LLMSettings
 from openqa.pipeline import EvalRequest, evaluate
 from openqa.workspace import Context

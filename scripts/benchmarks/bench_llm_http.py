@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 from bench_llm import packaged_gguf, shown_argv
 
 from benchlib import command_line, data_dir, write_record
+from openqa import OpenQAError
 from openqa.config import Settings
-from openqa.errors import OpenQAError
 from openqa.llm import backends
 from openqa.llm.backends import serve_gguf
 from openqa.llm.settings import LLMSettings

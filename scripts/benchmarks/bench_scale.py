@@ -122,8 +122,8 @@ def memory_mb() -> dict[str, float]:
 def measure(index_dir: Path, engine: str, corpus: str | None, n_latency: int) -> dict[str, Any]:
     """Open ``engine``'s index as ``openqa answer`` does, answer ``n_latency`` questions one at a time,
     then score the whole US test split as ``openqa eval`` does (runs in a child: see ``main``)."""
+    from openqa import load_questions
     from openqa.config import Settings
-    from openqa.data import load_questions
     from openqa.evaluate.metrics import summarise
     from openqa.methods import Request, open_method
     from openqa.pipeline import answer_record

@@ -25,8 +25,7 @@ import numpy as np
 import Stemmer
 
 from benchlib import alternate, data_dir, write_record
-from openqa import Searcher
-from openqa.data import load_questions
+from openqa import Searcher, load_questions
 from openqa.scorers.ir import option_queries
 
 K = 10

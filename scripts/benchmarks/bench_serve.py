@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 import numpy as np
 
 from benchlib import data_dir, record_path, write_record
-from openqa.data import Question, load_questions
+from openqa import Question, load_questions
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
 #: The issue's targets for ir-custom on a 2-core machine.

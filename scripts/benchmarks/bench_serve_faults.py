@@ -67,7 +67,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 from bench_serve import OPENQA, busy, free_port, wait_until_up
 
 from benchlib import data_dir, record_path, write_record
-from openqa.data import Question, load_questions
+from openqa import Question, load_questions
 from openqa.serve.app import BODY_SECONDS, HEADER_SECONDS, MAX_BODY
 
 RESULT = record_path("bench-serve-faults.json")

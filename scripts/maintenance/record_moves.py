@@ -11,13 +11,12 @@ import argparse
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import record_path
-from openqa.version import version_record
+from openqa import run_record
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "eval" / "results"
@@ -46,8 +45,7 @@ def main() -> None:
                      "ece_before": (old.get("confidence") or {}).get("ece"), "ece_after": (new.get("confidence") or {}).get("ece"),
                      "moved": old.get("accuracy") != new["accuracy"]})
     record = {"change": args.name, "before": args.before, "rows": rows, "moved": sum(r["moved"] for r in rows),
-              "command": f"python scripts/maintenance/record_moves.py --before {args.before} --name {args.name}",
-              "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **version_record()}
+              **run_record(f"python scripts/maintenance/record_moves.py --before {args.before} --name {args.name}")}
     out = record_path(f"moves-{args.name}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")

@@ -21,8 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 import numpy as np
 
 from benchlib import command_line, data_dir, write_record
+from openqa import load_questions
 from openqa.config import Settings
-from openqa.data import load_questions
 from openqa.evaluate.calibration import CROSS_FIT_FOLDS, CROSS_FIT_SEED, cross_fitted_logits, softmax
 from openqa.methods import Part, Request, ensemble_features, open_method
 from openqa.scorers.ensemble import EnsembleScorer

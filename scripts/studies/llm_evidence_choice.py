@@ -37,8 +37,8 @@ import numpy as np
 from ensemble_parts import FOLDS, SEED, held_out
 
 from benchlib import command_line, data_dir, write_record
+from openqa import load_questions
 from openqa.config import Settings
-from openqa.data import load_questions
 from openqa.evaluate.metrics import summarise
 from openqa.methods import DEFAULT_PARTS, ENSEMBLE_L2, Part, Request, ensemble_features, open_method
 from openqa.scorers.base import OptionScores

@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import RESULTS, file_sha256, shareable
-from openqa.version import version_record
+from openqa import run_record
 
 
 def main() -> None:
@@ -56,8 +56,7 @@ def main() -> None:
             "model_bytes": args.model.stat().st_size, "questions_per_second": record.get("questions_per_second"),
             "model_reported_seconds": record.get("model_reported_seconds"), "settings": record.get("settings"),
             "run_command": record.get("command"), "run_date": record.get("date"), "limit": record.get("limit"),
-            "command": f"python scripts/studies/llm_part.py {args.predictions.name} --model {args.model.name} --name {args.name}",
-            **version_record()}
+            **run_record(f"python scripts/studies/llm_part.py {args.predictions.name} --model {args.model.name} --name {args.name}")}
     (out_dir / f"{stem}.json").write_text(json.dumps(shareable(meta), indent=2) + "\n")
     print(f"wrote {out_dir / stem}.jsonl ({len(rows)} questions) and .json")
 

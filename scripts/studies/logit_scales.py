@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 import numpy as np
 
 from benchlib import command_line, data_dir, write_record
+from openqa import load_questions
 from openqa.config import Settings
-from openqa.data import load_questions
 from openqa.evaluate.calibration import Calibration, confidence_report
 from openqa.methods import open_method
 from openqa.scorers.base import OptionScores

@@ -30,10 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 import httpx
 
 from benchlib import record_path
-from openqa import Solver, run_eval
+from openqa import Solver, load_questions, run_eval, run_record
 from openqa.config import Settings
-from openqa.data import dataset_spec, load_questions, read_question_file
-from openqa.version import version_record
+from openqa.data import dataset_spec, read_question_file
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENQA = str(Path(sys.executable).with_name("openqa"))
@@ -166,8 +165,7 @@ def main() -> None:
         "accuracy": evaluation.accuracy, "reference": reference_name, "routes": rows,
         "differ": sum(r["predictions_differ"] + r["scores_differ"] for r in rows.values()),
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
-        "command": "python scripts/studies/routes.py " + " ".join(sys.argv[1:]), "data": str(spec.files[args.split]),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **version_record(),
+        "data": str(spec.files[args.split]), **run_record("python scripts/studies/routes.py " + " ".join(sys.argv[1:])),
     }
     out = record_path(f"routes-{args.dataset}-{args.split}-{args.method}.json")
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -17,9 +17,8 @@ from typing import Any
 
 from faultsuite.tally import OPENQA, STOP_SECONDS, Figures, default_sigint
 
+from openqa import OpenQAError, load_questions
 from openqa.config import Settings
-from openqa.data import load_questions
-from openqa.errors import OpenQAError
 from openqa.evaluate.results import read_result_set
 from openqa.methods import Request, open_method
 from openqa.retrieval.registry import open_index
