@@ -148,7 +148,7 @@ def test_results_are_announced_and_focused_with_the_measured_accuracy(browser, u
     assert heading in browser.find_element(By.ID, "announce").get_attribute("textContent")
     accuracy = browser.find_element(By.ID, "accuracy").text
     assert "IR-Custom: 50.0% on MedQA US test (2 questions, 2 books)" in accuracy
-    assert "not medical advice" in accuracy and "eval/results/runs/us/us-test-ir-custom.json" in accuracy
+    assert "not medical advice" in accuracy and "eval/results/us-test-ir-custom.json" in accuracy
 
 
 def test_below_the_minimum_confidence_the_page_abstains_with_its_best_guess(browser, url):
