@@ -1,6 +1,6 @@
 """MkDocs hooks: the command reference is generated from openqa's own argparse parser when the site
 is built (never written twice), and the results page takes the figures RESULTS.md holds, which
-``scripts/results_md.py`` writes from the records under eval/results/."""
+``scripts/maintenance/results_md.py`` writes from the records under eval/results/."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from typing import Any
 MARKER = "<!-- openqa-cli-reference -->"
 RESULTS_MARKER = "<!-- openqa-results -->"
 ROOT = Path(__file__).resolve().parents[1]
-#: The figures of eval/results/ the pages show, served under figures/.
+#: The records of eval/results/ whose figures the pages show (a record found by name: ``find_record``);
+#: its PNG figures are served under figures/, in the same folders.
 FIGURES = ROOT / "eval" / "results"
 
 
@@ -57,22 +58,25 @@ def results_page() -> str:
 
 
 def on_files(files: Any, config: Any) -> Any:
-    """Serve the PNG figures of eval/results/ under figures/ (the records stay where they are)."""
+    """Serve the PNG figures of eval/results/ under figures/, each in its folder there (the records stay where they are)."""
     from mkdocs.structure.files import File
 
-    for png in sorted(FIGURES.glob("*.png")):
-        files.append(File.generated(config, f"figures/{png.name}", abs_src_path=str(png)))
+    for png in sorted(FIGURES.rglob("*.png")):
+        files.append(File.generated(config, f"figures/{png.relative_to(FIGURES).as_posix()}", abs_src_path=str(png)))
     return files
 
 
-#: ``{{ FILE:dotted.key }}`` or ``{{ FILE:dotted.key:FORMAT }}``: a figure read from the record FILE under eval/results/.
+#: ``{{ FILE:dotted.key }}`` or ``{{ FILE:dotted.key:FORMAT }}``: a figure read from the record FILE under eval/results/
+#: (named by its file name alone: ``openqa.evaluate.results.find_record`` knows its folder).
 FIGURE = re.compile(r"\{\{\s*([\w.+-]+\.json):([\w.]+)(?::([^}\s]+))?\s*\}\}")
 
 
 def figure(match: re.Match[str]) -> str:
     """The value a placeholder names, formatted; a missing record or key fails the build."""
+    from openqa.evaluate.results import find_record
+
     file, key, spec = match.groups()
-    value: Any = json.loads((FIGURES / file).read_text(encoding="utf-8"))
+    value: Any = json.loads(find_record(FIGURES, file).read_text(encoding="utf-8"))
     for part in key.split("."):  # a dict's key, or a list's index (ci95.0: an interval's low end)
         if isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]

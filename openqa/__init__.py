@@ -1,8 +1,11 @@
 """openqa: open-domain question answering for medical licensing exams (MedQA).
 
 The Python API (``openqa.api``) is importable from here: ``Searcher``, ``Solver``, ``Workspace``,
-``build_index``, ``run_eval``, ``tune`` and the error base ``OpenQAError``. They are loaded on first
-use, so ``import openqa`` itself imports nothing heavy.
+``build_index``, ``run_eval``, ``tune`` and the error base ``OpenQAError``; with them the questions
+of a dataset split (``load_questions``, ``Question``) and how result records are kept
+(``run_record``: the provenance a record carries; ``record_folder``: where a results tree keeps a
+record of a given name). They are loaded on first use, so ``import openqa`` itself imports nothing
+heavy. The repository's scripts use these names only (``tests/test_scripts_api.py``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ _EXPORTS = {
     **dict.fromkeys(("Answer", "BatchHits", "Built", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning",
                      "Workspace", "browse_results", "build_index", "result_curves", "run_eval", "tune"), "openqa.api"),
     **dict.fromkeys(("OpenQAError", "MissingExtraError", "DataError", "UsageError"), "openqa.errors"),
+    **dict.fromkeys(("Question", "load_questions"), "openqa.data"),
+    **dict.fromkeys(("record_folder", "run_record"), "openqa.evaluate.results"),
 }
 
 if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-export under mypy --strict)
@@ -37,15 +42,20 @@ if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-ex
     from openqa.api import result_curves as result_curves
     from openqa.api import run_eval as run_eval
     from openqa.api import tune as tune
+    from openqa.data import Question as Question
+    from openqa.data import load_questions as load_questions
     from openqa.errors import DataError as DataError
     from openqa.errors import MissingExtraError as MissingExtraError
     from openqa.errors import OpenQAError as OpenQAError
     from openqa.errors import UsageError as UsageError
+    from openqa.evaluate.results import record_folder as record_folder
+    from openqa.evaluate.results import run_record as run_record
 
 #: Written out (not computed) so that type checkers read it.
 __all__ = [
     "__version__", "Answer", "BatchHits", "Built", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning", "Workspace",
     "browse_results", "build_index", "result_curves", "run_eval", "tune", "OpenQAError", "MissingExtraError", "DataError", "UsageError",
+    "Question", "load_questions", "record_folder", "run_record",
 ]
 
 

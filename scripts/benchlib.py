@@ -2,12 +2,13 @@
 
 Every script finds the data the same way (``OPENQA_DATA``, else ``shared/medqa/data_clean`` beside
 this repository, never relative to the working folder) and writes its record through
-``write_record``: atomically, under ``eval/results/`` of this repository, with the command, time
+``write_record``: atomically, under ``eval/results/`` of this repository, in the folder its name
+belongs in (``record_folder``: ``benchmarks/``, ``runs/<exam>/``, ``studies/``...), with the command, time
 and machine, and with no absolute path of this machine in it (the data folder is written
 ``$OPENQA_DATA``, this repository ``.``, the temporary folder ``$TMPDIR``), so records can be shared.
 
-Scripts import it as ``from benchlib import ...`` (``python scripts/NAME.py`` puts ``scripts/``
-first on the import path).
+Scripts live in ``scripts/<kind>/`` and import it as ``from benchlib import ...`` after putting
+``scripts/`` first on the import path (``sys.path.insert(0, ...parents[1])``, the first lines of each).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from openqa.evaluate.results import run_record, write_atomic
+from openqa import record_folder, run_record
 
 REPO = Path(__file__).resolve().parents[1]
+#: The repository's results tree; each record in the folder ``record_folder`` gives its name.
 RESULTS = REPO / "eval" / "results"
 #: The MedQA data beside this repository, when OPENQA_DATA is not set.
 SHARED_DATA = REPO.parent / "shared" / "medqa" / "data_clean"
@@ -76,10 +78,33 @@ def command_line(script: str, argv: list[str], folders: tuple[str, ...] = ("--ca
     return " ".join(words)
 
 
-def write_record(name: str, record: dict[str, Any], command: str, folder: Path = RESULTS) -> Path:
+def record_path(name: str) -> Path:
+    """Where the repository keeps the record (or figure, report) named ``name``: under ``eval/results/``
+    in the folder its name belongs in (``openqa.record_folder``; e.g. ``bench-core.json`` in
+    ``benchmarks/``, ``us-test-ir-custom.json`` in ``runs/us/``); one still directly inside
+    ``eval/results/`` (written there by ``openqa eval --output eval/results``, not yet moved) is found there."""
+    flat = RESULTS / name
+    return flat if flat.exists() else RESULTS / record_folder(name) / name
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it, renamed into place: an
+    interruption leaves the old file or the new one, never half of one."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_record(name: str, record: dict[str, Any], command: str, folder: Path | None = None) -> Path:
     """Write ``record`` (with the command, time and machine of this run) as ``folder/name``
-    atomically, with no absolute path of this machine; return its path."""
-    folder = Path(folder)
+    atomically, with no absolute path of this machine; return its path. ``folder`` defaults to the
+    one of the repository's results tree where ``name`` belongs (``record_path``)."""
+    folder = RESULTS / record_folder(name) if folder is None else Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     write_atomic(path, json.dumps(shareable({**record, **run_record(command)}), indent=2, ensure_ascii=False) + "\n")

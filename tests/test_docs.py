@@ -31,14 +31,14 @@ def test_the_site_builds_strictly(tmp_path):
 def test_results_and_the_readme_table_are_what_the_records_make():
     code = ("import json, results_md; print(json.dumps([results_md.results_text(), results_md.headline_table(), "
             "list(results_md.README_MARKS)]))")
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "scripts", capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT / "scripts")})
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "scripts" / "maintenance", capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, (ROOT / "scripts" / "maintenance", ROOT / "scripts", ROOT)))})
     assert done.returncode == 0, done.stderr
     results, table, marks = json.loads(done.stdout)
-    assert (ROOT / "RESULTS.md").read_text() == results, "run python scripts/results_md.py"
+    assert (ROOT / "RESULTS.md").read_text() == results, "run python scripts/maintenance/results_md.py"
     readme = (ROOT / "README.md").read_text()
     start, end = (readme.index(mark) for mark in marks)
-    assert readme[start + len(marks[0]):end].strip().splitlines() == table, "run python scripts/results_md.py"
+    assert readme[start + len(marks[0]):end].strip().splitlines() == table, "run python scripts/maintenance/results_md.py"
 
 
 def test_the_readme_is_short_and_names_the_commands_ci_runs():

@@ -1,4 +1,4 @@
-"""The quick part of the fault suite (scripts/bench_faults.py --quick, run as a command): hostile
+"""The quick part of the fault suite (scripts/benchmarks/bench_faults.py --quick, run as a command): hostile
 input of every kind, keys typed at a terminal, and interrupted index builds and evaluations end
 cleanly, lose nothing and leave consistent results."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_faults.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "benchmarks" / "bench_faults.py"
 
 
 @pytest.mark.slow

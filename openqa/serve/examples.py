@@ -9,7 +9,8 @@ Chinese), in file order, read from the data folder the server was given (``OPENQ
 Accuracy: the summary ``openqa eval`` wrote for the method on that test split with its dev-tuned
 settings (``<dataset>-test-<method>.json``: no variant, no limit, over the textbooks), looked up
 in the results folder (``OPENQA_RESULTS``, else ``./eval/results``), then in the records shipped in
-the repository beside the package (``eval/results``).
+the repository beside the package (``eval/results``); in each, directly inside it or in the folder
+where the repository keeps that dataset's runs (``runs/<exam>``: ``openqa.evaluate.results.find_record``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import openqa
 from openqa.config import Settings
 from openqa.data import load_questions
 from openqa.errors import OpenQAError
+from openqa.evaluate.results import find_record
 from openqa.workspace import Exam
 
 #: How many example questions per language.
@@ -76,8 +78,9 @@ def measured_accuracy(settings: Settings, method: str, lang: str, corpus: str | 
     dataset = Exam.resolve(lang=lang).dataset
     name = f"{dataset}-test-{method}.json"
     for folder in dict.fromkeys((Path(settings.results_dir).resolve(), SHIPPED_RESULTS)):
+        path = find_record(folder, name)
         try:
-            record = json.loads((folder / name).read_text(encoding="utf-8"))
+            record = json.loads(path.read_text(encoding="utf-8"))
             accuracy, n = float(record["accuracy"]), int(record["n"])
         except (OSError, ValueError, KeyError, TypeError):
             continue
@@ -90,7 +93,7 @@ def measured_accuracy(settings: Settings, method: str, lang: str, corpus: str | 
             continue
         books = re.search(r"(\d+) books", str(record.get("corpus", "")))
         where = f"{n:,} questions" + (f", {books.group(1)} books" if books else "")
-        return {"dataset": dataset, "split": "test", "n": n, "accuracy": accuracy, "record": f"eval/results/{name}",
+        return {"dataset": dataset, "split": "test", "n": n, "accuracy": accuracy, "record": f"eval/results/{path.relative_to(folder).as_posix()}",
                 "books": int(books.group(1)) if books else None,
                 "sentence": f"{METHOD_NAMES.get(method, method)}: {accuracy:.1f}% on {DATASET_NAMES.get(dataset, dataset)} "
                             f"test ({where}); a baseline, not medical advice."}

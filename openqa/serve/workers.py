@@ -12,7 +12,7 @@ free, so another client's heavy request starts at once instead of waiting second
 to end, and its own heavy requests in one language take turns with those in another.
 (Capping each queue's short jobs as well cost a single busy queue a quarter of its throughput here:
 145 against 198 requests/s, p95 264 against 154 ms, medians of three alternated runs of
-``scripts/bench_serve.py``.) A job whose future was cancelled (its client left) is dropped from
+``scripts/benchmarks/bench_serve.py``.) A job whose future was cancelled (its client left) is dropped from
 its queue unstarted.
 
 The threads are daemons: a job still running when the server stops (it reaches its next

@@ -130,7 +130,7 @@ class ChineseTokenizer(Tokenizer):
         """jieba's words of two or more characters, whatever the index's mode: a single character
         is mostly a function word or a piece of a longer word, so marking every shared one (and the
         character bigrams across words) would cover much of every evidence paragraph (measured by
-        ``scripts/bench_highlights.py``). Its hidden Markov model joins the medical terms its
+        ``scripts/benchmarks/bench_highlights.py``). Its hidden Markov model joins the medical terms its
         dictionary lacks (头围, head circumference, would be 头|围 and never marked); the index's word
         mode keeps the dictionary's words alone, as its indexes were built."""
         return [w for w in self._jieba_words(text.lower(), hmm=True) if len(w) > 1]

@@ -14,6 +14,7 @@ from openqa import (
     Evaluation,
     MissingExtraError,
     OpenQAError,
+    Question,
     Searcher,
     SearchHit,
     Solver,
@@ -22,8 +23,11 @@ from openqa import (
     Workspace,
     browse_results,
     build_index,
+    load_questions,
+    record_folder,
     result_curves,
     run_eval,
+    run_record,
     tune,
 )
 
@@ -48,8 +52,12 @@ def main(data: Path) -> str:
     runs: list[dict[str, object]] = browse_results(data / "results")
     curves: dict[str, object] = result_curves(data / "results", "us-dev-ir-custom.json")
     errors: tuple[type[OpenQAError], ...] = (DataError, MissingExtraError, UsageError)
+    questions: list[Question] = load_questions("us", "dev", data)
+    options: dict[str, str] = questions[0].options
+    folder: str = record_folder("us-test-ir-custom.json")
+    provenance: dict[str, object] = run_record("python my_script.py")
     try:
         Solver.open("nope")
     except errors as exc:
-        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {runs} {curves}"
+        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {runs} {curves} {options} {folder} {provenance}"
     return str(evaluation.accuracy)

@@ -1,0 +1,942 @@
+"""Fault benchmark of ``openqa serve`` on loopback; writes eval/results/benchmarks/bench-serve-faults.json.
+
+Starts ``openqa serve --lang en,zh --method ir-custom,pmi`` as its own process on a free loopback
+port over a scratch index folder (the English custom index copied from yours, so it can be rebuilt
+and deleted under the server; the others linked read-only), and the real MedQA data folder. While
+a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases one at a time:
+
+* oversized (bodies over the limit, announced or streamed; questions over a method's size limit),
+* a 136 KB paste whose line once made the parser quadratic, malformed bodies (empty, form-encoded,
+  lone surrogate, not UTF-8, wrong types, a repeated key, deep nesting, a 5,000-digit number, loose
+  types), a wrong route or method with a bad body, HEAD requests, a foreign Host header, pages that
+  must load nothing remote, examples in a stable order,
+* slow (a body trickled a byte at a time; request heads trickled or never sent; the largest Chinese
+  PMI questions allowed, four at once), disconnecting (clients that send a large question and hang
+  up, at once or after 0.5 s: the server's CPU must be idle again),
+* concurrent (20 clients asking English and Chinese questions with both methods at once), fairness
+  (English answers while 12 heavy Chinese requests within the limits run: p50, p95), and the
+  English index rebuilt, then deleted, then rebuilt again under that load,
+* clients (each a loopback address: the server shares heavy work per client and language): a
+  second client's heavy requests beside one looping in-limit Chinese PMI questions, heavy
+  questions in both languages, or 19,900-character searches (target: each answered within 2 s),
+  English answers meanwhile and while 12 clients loop such searches (target: p95 under 1 s), and a
+  looping client's own English heavy questions beside its queued Chinese ones,
+* the process: a second server on the same port; SIGTERM, SIGHUP and a second Ctrl-C, each with a
+  slow-body client connected and (SIGTERM, SIGHUP, three Ctrl-C) with heavy requests in flight;
+  SIGTERM, Ctrl-C and SIGHUP while clients keep asking (heavy Chinese, English on kept-alive
+  connections, a slow body, and 12 clients opening a connection per request): every request the
+  server received answered, none reset (a new connection after it stopped listening is refused).
+
+Counted per case and in total: requests, statuses, 5xx answers that the case did not expect (a 503
+is expected only where a time limit, a rebuild or a stop is the point), the longest health-probe
+stall while the case ran (target under 1 s), tracebacks and 500s in the server's log (target 0),
+English p95 under the heavy Chinese load and beside the heavy clients (target under 1 s), the
+slowest of a second client's heavy requests (target under 2 s), the longest stop under load
+(target under 5 s) and the requests reset by a stop (target 0). Then served answers are compared
+with ``openqa answer --json`` on the same questions (prediction and every option's score; target: 0
+differ), also after the index was rebuilt. Every loop is bounded and every request has a timeout.
+
+    python scripts/benchmarks/bench_serve_faults.py                 # needs the MedQA data and OPENQA_INDEXES (en, zh: custom, pmi)
+    python scripts/benchmarks/bench_serve_faults.py --compare 8     # fewer `openqa answer` runs
+    python scripts/benchmarks/bench_serve_faults.py --note "..."    # what else ran on the machine, for the record
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.client import HTTPConnection, HTTPException
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
+
+from bench_serve import OPENQA, busy, free_port, wait_until_up
+
+from benchlib import data_dir, record_path, write_record
+from openqa import Question, load_questions
+from openqa.serve.app import BODY_SECONDS, HEADER_SECONDS, MAX_BODY
+
+RESULT = record_path("bench-serve-faults.json")
+TARGETS = {"unexpected_5xx": 0, "tracebacks": 0, "health_stall_s": 1.0, "answers_differing": 0,
+           "english_p95_under_zh_load_s": 1.0, "stop_under_load_s": 5.0, "logged_500": 0,
+           "second_client_heavy_max_s": 2.0, "english_p95_beside_heavy_clients_s": 1.0, "resets_in_flight": 0}
+#: Seconds one request may take before it counts as hung.
+REQUEST_TIMEOUT = 60
+METHODS = ("ir-custom", "pmi")
+DATASETS = {"en": "us", "zh": "mainland"}
+
+
+@dataclass
+class Case:
+    """One hostile or unlucky case: what it sent, what came back, how health fared meanwhile."""
+
+    name: str
+    category: str
+    expected: set[int]
+    statuses: list[int | str] = field(default_factory=list)
+    stall_s: float = 0.0
+    seconds: float = 0.0
+    note: str = ""
+
+    def record(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for status in self.statuses:
+            counts[str(status)] = counts.get(str(status), 0) + 1
+        unexpected = [s for s in self.statuses if s not in self.expected]
+        return {"case": self.name, "category": self.category, "requests": len(self.statuses), "statuses": counts,
+                "expected": sorted(self.expected, key=str), "unexpected": len(unexpected),
+                "unexpected_5xx": sum(isinstance(s, int) and s >= 500 and s not in self.expected for s in self.statuses),
+                "health_stall_s": round(self.stall_s, 3), "seconds": round(self.seconds, 2),
+                **({"note": self.note} if self.note else {})}
+
+
+class Probe(threading.Thread):
+    """``GET /v1/health`` every 50 ms on its own connection, recording (sent at, seconds taken)."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__(daemon=True)
+        self.port, self.samples, self.stop = port, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            sent = time.monotonic()
+            try:
+                connection = HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT)
+                connection.request("GET", "/v1/health")
+                connection.getresponse().read()
+                connection.close()
+            except OSError:
+                pass
+            self.samples.append((sent, time.monotonic() - sent))
+            self.stop.wait(0.05)
+
+    def longest(self, start: float, end: float) -> float:
+        """The longest probe sent in [start, end], counting one still out as its time so far."""
+        taken = [t for sent, t in self.samples if start <= sent <= end]
+        return max(taken, default=0.0)
+
+
+def request(port: int, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+            source: str = "127.0.0.1") -> tuple[int, dict[str, Any] | bytes]:
+    """One request on a new connection from the loopback address ``source`` (another address of
+    127.0.0.0/8 is another client to the server): its status and JSON (or raw bytes)."""
+    connection = HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT, source_address=(source, 0))
+    try:
+        connection.request(method, path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
+        response = connection.getresponse()
+        raw = response.read()
+        try:
+            return response.status, json.loads(raw)
+        except ValueError:
+            return response.status, raw
+    finally:
+        connection.close()
+
+
+def answer_body(question: Question | SimpleNamespace, method: str, lang: str) -> bytes:
+    return json.dumps({"question": question.question, "options": question.options, "method": method,
+                       "lang": lang}).encode()
+
+
+def heavy_bodies(zh: list[Question], big_zh: list[SimpleNamespace]) -> list[bytes]:
+    """Heavy Chinese requests within the limits: 8 ir-custom of 10,000 characters with top_n 100, 4 PMI at its limit."""
+    text = "".join(q.question for q in zh[:400])
+    custom = [json.dumps({"question": text[i * 300:i * 300 + 9_000], "options": {k: v * 40 for k, v in zh[i].options.items()},
+                          "method": "ir-custom", "lang": "zh", "top_n": 100}).encode() for i in range(8)]
+    return custom + [answer_body(question, "pmi", "zh") for question in big_zh]
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process so far (Linux ``/proc``)."""
+    fields_ = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def raw_exchange(port: int, data: bytes, trickle: float = 0.0, hang_up: bool = False, linger: float = 0.0) -> int | str:
+    """Send raw bytes (one a ``trickle`` seconds apart, if given); the status, or what happened
+    (hanging up ``linger`` seconds after sending, if asked to)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT) as sock:
+        if trickle:
+            head, body = data.split(b"\r\n\r\n", 1)
+            sock.sendall(head + b"\r\n\r\n")
+            deadline = time.monotonic() + 3
+            for byte in body[: int(3 / trickle)]:
+                if time.monotonic() > deadline:
+                    break
+                sock.sendall(bytes([byte]))
+                time.sleep(trickle)
+        else:
+            sock.sendall(data)
+        if hang_up:
+            time.sleep(linger)
+            return "hung up"
+        reply = sock.recv(200)
+    return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "no reply"
+
+
+#: Outcomes of a request that count as reset: the server closed or reset the connection instead of answering.
+RESETS = ("ConnectionResetError", "RemoteDisconnected", "BrokenPipeError", "IncompleteRead", "BadStatusLine")
+
+
+class Looper:
+    """``threads`` clients from the loopback address ``source`` sending ``bodies`` to ``path`` in turn
+    until stopped (a ``with`` block), each on a new connection per request or on one kept-alive
+    connection (``keep``); the outcome of every request (its status, or the name of the error that
+    ended the thread: ``refused`` once the server no longer listens) and each answered one's seconds."""
+
+    def __init__(self, port: int, source: str, bodies: list[bytes], threads: int, path: str = "/v1/answer",
+                 keep: bool = False) -> None:
+        self.port, self.source, self.bodies, self.path, self.keep = port, source, bodies, path, keep
+        self.outcomes: list[int | str] = []
+        self.seconds: list[float] = []
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self.run, args=(k,), daemon=True) for k in range(threads)]
+
+    def __enter__(self) -> Looper:
+        for thread in self.threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=REQUEST_TIMEOUT)
+
+    def run(self, k: int) -> None:
+        connection = HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT, source_address=(self.source, 0))
+        for n in range(100_000):  # bounded: until stopped
+            if self.stop.is_set():
+                break
+            body = self.bodies[(k * 7 + n) % len(self.bodies)]
+            sent = time.monotonic()
+            try:
+                if self.keep:
+                    connection.request("POST", self.path, body, {"Content-Type": "application/json"})
+                    response = connection.getresponse()
+                    response.read()
+                    status = response.status
+                else:
+                    status = request(self.port, "POST", self.path, body, source=self.source)[0]
+            except ConnectionRefusedError:
+                self.outcomes.append("refused")
+                break
+            except (OSError, HTTPException) as exc:
+                self.outcomes.append(type(exc).__name__)
+                break
+            self.seconds.append(time.monotonic() - sent)
+            self.outcomes.append(status)
+        connection.close()
+
+
+def percentile(seconds: list[float], q: float) -> float | None:
+    """The ``q`` quantile of ``seconds`` (None when empty), rounded to the millisecond."""
+    ordered = sorted(seconds)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * q))], 3) if ordered else None
+
+
+def timed_one_by_one(port: int, bodies: list[bytes], source: str, path: str = "/v1/answer",
+                     pause: float = 0.3) -> tuple[list[int | str], list[float]]:
+    """``bodies`` sent one after another from ``source``, ``pause`` seconds apart: statuses and seconds."""
+    statuses: list[int | str] = []
+    seconds = []
+    for body in bodies:
+        sent = time.monotonic()
+        statuses.append(request(port, "POST", path, body, source=source)[0])
+        seconds.append(time.monotonic() - sent)
+        time.sleep(pause)
+    return statuses, seconds
+
+
+class Bench:
+    """The server under test, its probe, the questions, and the cases run so far."""
+
+    def __init__(self, port: int, index_dir: Path, data_dir: Path, probe: Probe, pid: int) -> None:
+        self.port, self.index_dir, self.data_dir, self.probe, self.pid = port, index_dir, data_dir, probe, pid
+        self.fair: dict[str, Any] = {}
+        self.figures: dict[str, Any] = {}
+        self.stops: list[float] = []
+        self.resets = 0
+        self.questions = {lang: load_questions(dataset, "test", data_dir) for lang, dataset in DATASETS.items()}
+        self.cases: list[Case] = []
+
+    def case(self, name: str, category: str, expected: set[int], run: Callable[[Case], None]) -> None:
+        case = Case(name, category, expected)
+        start = time.monotonic()
+        try:
+            run(case)
+        except Exception as exc:  # a client-side failure is a finding, not a crash of the benchmark
+            case.statuses.append(f"client error: {type(exc).__name__}")
+        case.seconds = time.monotonic() - start
+        time.sleep(0.2)  # the last probes of the case come back
+        case.stall_s = self.probe.longest(start, time.monotonic())
+        self.cases.append(case)
+        print(f"{name}: {case.record()['statuses']} stall {case.stall_s:.3f} s", flush=True)
+
+    def post(self, case: Case, path: str, body: bytes, content_type: str = "application/json") -> dict[str, Any] | bytes:
+        status, data = request(self.port, "POST", path, body, {"Content-Type": content_type})
+        case.statuses.append(status)
+        return data
+
+    def many(self, case: Case, bodies: list[bytes], workers: int) -> list[tuple[int, Any]]:
+        with ThreadPoolExecutor(workers) as pool:
+            results = list(pool.map(lambda b: request(self.port, "POST", "/v1/answer", b), bodies))
+        case.statuses += [status for status, _ in results]
+        return results
+
+
+def hostile_cases(bench: Bench) -> None:
+    port, en, zh = bench.port, bench.questions["en"], bench.questions["zh"]
+    q = en[0]
+    ok = {"question": q.question, "options": q.options}
+
+    def oversized(case: Case) -> None:
+        case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                                b"application/json\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY + 1)))
+        chunk = b" " * (MAX_BODY + 1)
+        case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked"
+                                                b"\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(chunk), chunk)))
+        bench.post(case, "/v1/answer", json.dumps({**ok, "question": "x " * 10_001}).encode())
+        bench.post(case, "/v1/answer", json.dumps({**ok, "question": "肺" * 6_001, "method": "pmi", "lang": "zh"}).encode())
+
+    bench.case("oversized bodies and questions", "oversized", {413}, oversized)
+
+    def long_paste(case: Case) -> None:
+        line = "A: x" + " " * 136_000 + "y"
+        bench.post(case, "/v1/parse", json.dumps({"text": f"Which drug?\n{line}\nB: Heparin"}).encode())
+        bench.post(case, "/v1/parse", json.dumps({"text": "Which drug?\nA: x" + " " * 19_000 + "y\nB: Heparin"}).encode())
+
+    bench.case("136 KB paste with a long space run (once quadratic)", "oversized", {200, 413}, long_paste)
+
+    malformed = [
+        (b"", "application/json"), (b"question=Why&options=A", "application/x-www-form-urlencoded"),
+        (b'{"question": "Why \\ud800?", "options": {"A": "x", "B": "y"}}', "application/json"),
+        (b'{"question": "\xff\xfe", "options": {"A": "x", "B": "y"}}', "application/json"),
+        (b'{"question": 5, "options": {"A": "x", "B": "y"}}', "application/json"),
+        (b'{"question": "Why?", "options": ["x", "y"]}', "application/json"),
+        (b'{"question": "Why?", "options": {"A": "x", "B": "y"}, "top_n": "many"}', "application/json"),
+        (b'{"question": "Why?", "options": {"A": "x", "A": "y"}}', "application/json"),
+        (b'["Why?"]', "application/json"), (b"null", "application/json"), (b'{"question": "Why?", "options": {',
+                                                                            "application/json"),
+        (b'{"question": "Why?", "options": {"A": "x", "B": "y"}, "lang": "fr"}', "application/json"),
+    ]
+
+    def malformed_bodies(case: Case) -> None:
+        for body, content_type in malformed:
+            bench.post(case, "/v1/answer", body, content_type)
+        bench.post(case, "/v1/parse", b'{"text": "\\udfff"}')
+
+    bench.case("malformed bodies (empty, form, lone surrogate, not UTF-8, wrong types, repeated key)", "malformed",
+               {400, 422}, malformed_bodies)
+
+    def head(case: Case) -> None:
+        for path in ("/", "/v1/health", "/v1/methods", "/static/app.js"):
+            status, body = request(port, "HEAD", path)
+            case.statuses.append(status if body in (b"", {}) else "body sent")
+
+    bench.case("HEAD where GET works", "malformed", {200}, head)
+
+    def foreign_host(case: Case) -> None:
+        for host in ("evil.example", f"evil.example:{port}", "127.0.0.1.evil.example"):
+            case.statuses.append(request(port, "GET", "/v1/health", headers={"Host": host})[0])
+
+    bench.case("foreign Host header (DNS rebinding)", "malformed", {403}, foreign_host)
+
+    def paths(case: Case) -> None:
+        status, data = request(port, "GET", "/v1/methods")
+        text = json.dumps(data)
+        case.statuses.append(status if str(bench.index_dir) not in text and str(bench.data_dir) not in text else "path leaked")
+
+    bench.case("no absolute paths in /v1/methods", "malformed", {200}, paths)
+
+    def trickle(case: Case) -> None:
+        body = json.dumps(ok).encode()
+        case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+                                                b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body), trickle=0.1,
+                                          hang_up=True))
+
+    bench.case("slow body: a byte every 0.1 s for 3 s, then gone", "slow", {"hung up"}, trickle)
+
+    def slow_body_408(case: Case) -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT) as sock:
+            sock.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{")
+            reply = sock.recv(200)
+        case.statuses.append(int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "no reply")
+
+    bench.case(f"slow body that never ends (answered 408 after {BODY_SECONDS:g} s)", "slow", {408}, slow_body_408)
+
+    big_zh = [SimpleNamespace(question="".join(x.question for x in zh[i * 40:(i + 1) * 40])[:5_000],
+                              options={k: v * 20 for k, v in zh[i].options.items()}) for i in range(4)]
+
+    def largest_pmi(case: Case) -> None:
+        bench.many(case, [answer_body(question, "pmi", "zh") for question in big_zh], 4)
+
+    bench.case("slow: four Chinese PMI questions at the size limit at once", "slow", {200, 503}, largest_pmi)
+
+    def disconnecting(case: Case) -> None:
+        for question in big_zh:
+            body = answer_body(question, "pmi", "zh")
+            case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                                    b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+                                              hang_up=True))
+        time.sleep(1)
+        case.statuses.append(request(port, "POST", "/v1/answer", answer_body(zh[0], "pmi", "zh"))[0])
+
+    bench.case("disconnecting: four large PMI questions, clients hang up", "disconnecting", {"hung up", 200}, disconnecting)
+
+    def deep_and_huge(case: Case) -> None:
+        for path in ("/v1/answer", "/v1/parse"):
+            bench.post(case, path, b'{"question": ' + b"[" * 50_000 + b"]" * 50_000 + b"}")
+            bench.post(case, path, b'{"question": "Why?", "options": {"A": "x", "B": "y"}, "top_n": ' + b"9" * 5000 + b"}")
+
+    bench.case("deeply nested JSON and a 5,000-digit number (answer, parse)", "malformed", {400}, deep_and_huge)
+
+    def wrong_route(case: Case) -> None:
+        for method, path in (("POST", "/v1/nothing"), ("POST", "/nothing"), ("PUT", "/v1/answer"), ("DELETE", "/v1/parse"),
+                             ("POST", "/v1/health")):
+            case.statuses.append(request(port, method, path, b"{not json")[0])
+
+    bench.case("wrong route or method with a bad body", "malformed", {404, 405}, wrong_route)
+
+    def loose_types(case: Case) -> None:
+        for field_, value in (("top_n", "5"), ("top_n", True), ("evidence", 5.0), ("lang", 1)):
+            bench.post(case, "/v1/answer", json.dumps({**ok, field_: value}).encode())
+
+    bench.case('loose types ("top_n": "5", true, "evidence": 5.0) refused, not converted', "malformed", {422}, loose_types)
+
+    def offline_pages(case: Case) -> None:
+        for path in ("/redoc", "/docs", "/"):
+            status, body = request(port, "GET", path)
+            text = body.decode(errors="replace") if isinstance(body, bytes) else json.dumps(body)
+            remote = [part for part in text.split('"') if part.startswith(("http://", "https://", "//"))]
+            case.statuses.append(status if not remote else f"remote {remote[0][:60]}")
+        page = request(port, "GET", "/")[1]
+        if b"<noscript>" not in page or b'id="solve" disabled' not in page:
+            case.statuses.append("page without a noscript message or with Solve on")
+
+    bench.case("/redoc, /docs and the page load nothing remote; the page says it needs JavaScript", "malformed", {200},
+               offline_pages)
+
+    def same_examples(case: Case) -> None:
+        seen = {json.dumps(request(port, "GET", f"/v1/examples?lang={lang}")[1]) for lang in ("en", "zh", "en", "zh")}
+        case.statuses.append(200 if len(seen) == 2 else "examples differ between loads")
+
+    bench.case("examples in the same order on every load", "malformed", {200}, same_examples)
+
+    def trickled_heads(case: Case) -> None:
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT) for _ in range(50)]
+        started = time.monotonic()
+        for sock in socks[1::2]:
+            sock.sendall(b"GET /v1/health HTTP/1.1\r\nX-Slow: ")
+        open_ = set(range(len(socks)))
+        while open_ and time.monotonic() - started < HEADER_SECONDS + 5:
+            for k in list(open_):
+                try:
+                    if k % 2:
+                        socks[k].sendall(b"x")
+                    gone = socks[k].recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+                except BlockingIOError:
+                    gone = False
+                except OSError:
+                    gone = True
+                if gone:
+                    open_.discard(k)
+            time.sleep(0.5)
+        case.statuses += ["closed"] * (len(socks) - len(open_)) + ["still open"] * len(open_)
+        case.note = f"50 sockets (25 trickling a header byte every 0.5 s, 25 silent): closed within {time.monotonic() - started:.1f} s"
+        for sock in socks:
+            sock.close()
+
+    bench.case(f"trickled and silent request heads cut off ({HEADER_SECONDS:g} s)", "slow", {"closed"}, trickled_heads)
+
+    def concurrent(case: Case) -> None:
+        bodies = [answer_body(qs[n], method, lang) for n in range(25) for lang, qs in bench.questions.items()
+                  for method in METHODS]
+        alone = {b: request(port, "POST", "/v1/answer", b) for b in bodies[:20]}
+        together = bench.many(case, bodies * 2, 20)
+        differ = sum(result != alone[b] for b, result in zip(bodies * 2, together, strict=True) if b in alone)
+        case.note = f"{len(bodies) * 2} requests by 20 clients; {differ} of those also asked alone answered differently"
+        if differ:
+            case.statuses.append("differs from alone")
+
+    bench.case("concurrent: 20 clients, en and zh, ir-custom and pmi", "concurrent", {200}, concurrent)
+
+    heavy = heavy_bodies(zh, big_zh)
+
+    def fair(case: Case) -> None:
+        stop, latencies = threading.Event(), []
+
+        def english(k: int) -> None:
+            for n in range(100_000):  # bounded: until the heavy requests are answered
+                if stop.is_set():
+                    return
+                sent = time.monotonic()
+                status, _ = request(port, "POST", "/v1/answer", answer_body(en[(k * 50 + n) % len(en)], "ir-custom", "en"))
+                latencies.append(time.monotonic() - sent)
+                if status != 200:
+                    case.statuses.append(f"en {status}")
+
+        clients = [threading.Thread(target=english, args=(k,), daemon=True) for k in range(2)]
+        with ThreadPoolExecutor(len(heavy)) as pool:
+            answers = pool.map(lambda b: request(port, "POST", "/v1/answer", b)[0], heavy)
+            time.sleep(0.5)
+            for client in clients:
+                client.start()
+            case.statuses += list(answers)
+        stop.set()
+        for client in clients:
+            client.join(timeout=REQUEST_TIMEOUT)
+        ordered = sorted(latencies)
+        bench.fair = {"english_requests": len(ordered), "english_p50_s": round(ordered[len(ordered) // 2], 3),
+                      "english_p95_s": round(ordered[int(len(ordered) * 0.95)], 3), "english_max_s": round(ordered[-1], 3)}
+        case.note = (f"{len(heavy)} heavy zh requests (8 ir-custom of 10,000 characters with top_n 100, 4 PMI at its size "
+                     f"limit) beside 2 English ir-custom clients: {bench.fair}")
+
+    bench.case("fair: English answers while heavy Chinese requests run", "fairness", {200, 503}, fair)
+
+    def left_early(case: Case) -> None:
+        for body in heavy[:4]:
+            case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+                                                    b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
+                                              hang_up=True, linger=0.5))
+        time.sleep(1.5)
+        before = cpu_seconds(bench.pid)
+        time.sleep(3)
+        busy = cpu_seconds(bench.pid) - before
+        case.note = f"server CPU from 1.5 s to 4.5 s after the clients left: {busy:.2f} s"
+        case.statuses.append("idle" if busy < 0.5 else f"busy {busy:.1f} s")
+
+    bench.case("four heavy requests whose clients leave at 0.5 s: the work stops", "disconnecting", {"hung up", "idle"},
+               left_early)
+
+
+def with_top_n(body: bytes, top_n: int) -> bytes:
+    """An answer request's body asking for ``top_n`` paragraphs per option (over 20: heavy)."""
+    return json.dumps({**json.loads(body), "top_n": top_n}).encode()
+
+
+def client_cases(bench: Bench) -> None:
+    """Heavy capacity shared per client and language: a second client's heavy requests and English
+    answers beside one client looping heavy work (clients are loopback addresses: 127.0.0.1 loops,
+    127.0.0.2 is the second client, 127.0.0.3 asks English questions)."""
+    port, en, zh = bench.port, bench.questions["en"], bench.questions["zh"]
+    text = "".join(q.question for q in zh[:300])
+    pmi = [json.dumps({"question": text[n * 120:n * 120 + 2_500 + 500 * (n % 5)], "options": zh[n].options,
+                       "method": "pmi", "lang": "zh"}).encode() for n in range(20)]  # in-limit heavy PMI: 2,500-4,500 chars
+    english = [answer_body(q, "ir-custom", "en") for q in en[:50]]
+    second = [with_top_n(answer_body(en[n], "ir-custom", "en") if n % 2 else answer_body(zh[n], "ir-custom", "zh"), 50)
+              for n in range(10)]
+    en_text = " ".join(q.question for q in en[:200])
+    searches = [json.dumps({"query": en_text[n * 50:n * 50 + 19_900], "lang": "en", "k": 10}).encode() for n in range(12)]
+
+    def beside(case: Case, looping: list[Looper], asked: list[bytes], path: str, key: str) -> None:
+        """``looping`` running, ``asked`` sent one by one by the second client, English asked meanwhile."""
+        with contextlib.ExitStack() as stack:
+            for looper in looping:
+                stack.enter_context(looper)
+            asking = stack.enter_context(Looper(port, "127.0.0.3", english, 2))
+            time.sleep(2)  # the looping clients' heavy jobs hold what they may
+            statuses, seconds = timed_one_by_one(port, asked, "127.0.0.2", path)
+        for looper in looping:
+            case.statuses += looper.outcomes
+        case.statuses += [s if s == 200 else f"second client {s}" for s in statuses]
+        case.statuses += [s if s == 200 else f"English {s}" for s in asking.outcomes]
+        bench.figures[key] = round(max(seconds), 3)
+        bench.figures[f"english_p95_{key.removesuffix('_max_s')}_s"] = percentile(asking.seconds, 0.95)
+        loops = sum(len(looper.seconds) for looper in looping)
+        case.note = (f"second client: max {max(seconds):.2f} s, median {sorted(seconds)[len(seconds) // 2]:.2f} s over "
+                     f"{len(seconds)}; looping client(s) answered {loops} (median "
+                     f"{percentile([t for looper in looping for t in looper.seconds], 0.5)} s); English p95 "
+                     f"{percentile(asking.seconds, 0.95)} s over {len(asking.seconds)}")
+
+    bench.case("a second client's heavy requests (en, zh; top_n 50) beside one looping in-limit zh PMI on 4 connections",
+               "fairness", {200, 503},
+               lambda case: beside(case, [Looper(port, "127.0.0.1", pmi, 4)], second, "/v1/answer",
+                                   "second_client_heavy_max_s"))
+    bench.case("a second client's heavy requests beside one looping heavy questions in both languages", "fairness", {200, 503},
+               lambda case: beside(case, [Looper(port, "127.0.0.1", pmi, 2),
+                                          Looper(port, "127.0.0.1", [with_top_n(b, 100) for b in english], 2)],
+                                   second, "/v1/answer", "second_client_heavy_two_languages_max_s"))
+    bench.case("a second client's 19,900-character searches beside one looping them on 4 connections", "fairness", {200, 503},
+               lambda case: beside(case, [Looper(port, "127.0.0.1", searches, 4, "/v1/search")], searches[:6], "/v1/search",
+                                   "second_client_search_max_s"))
+
+    def heavy_searches(case: Case) -> None:
+        looping = [Looper(port, f"127.0.0.{10 + n}", searches[n:] + searches[:n], 1, "/v1/search") for n in range(12)]
+        with contextlib.ExitStack() as stack:
+            for looper in looping:
+                stack.enter_context(looper)
+            asking = stack.enter_context(Looper(port, "127.0.0.3", english, 2))
+            time.sleep(8)
+        for looper in looping:
+            case.statuses += looper.outcomes
+        case.statuses += [s if s == 200 else f"English {s}" for s in asking.outcomes]
+        bench.figures["english_p95_under_heavy_searches_s"] = percentile(asking.seconds, 0.95)
+        case.note = (f"12 clients looping 19,900-character searches for 8 s ({sum(len(x.seconds) for x in looping)} "
+                     f"answered); English p50 {percentile(asking.seconds, 0.5)} s, p95 {percentile(asking.seconds, 0.95)} s "
+                     f"over {len(asking.seconds)}")
+
+    bench.case("English answers while 12 clients loop 19,900-character searches", "fairness", {200, 503}, heavy_searches)
+
+    def own_turns(case: Case) -> None:
+        own = [with_top_n(answer_body(q, "ir-custom", "en"), 50) for q in en[:5]]
+        with Looper(port, "127.0.0.1", pmi, 4) as looping:
+            time.sleep(2)
+            statuses, seconds = timed_one_by_one(port, own, "127.0.0.1")
+        case.statuses += looping.outcomes + [s if s == 200 else f"own English {s}" for s in statuses]
+        bench.figures["own_english_heavy_beside_own_zh_max_s"] = round(max(seconds), 3)
+        case.note = (f"its English heavy questions: max {max(seconds):.2f} s (a turn beside its queued Chinese ones, "
+                     f"whose median was {percentile(looping.seconds, 0.5)} s)")
+
+    bench.case("a looping client's own heavy English takes turns with its queued heavy Chinese", "fairness", {200, 503},
+               own_turns)
+
+
+def swap_cases(bench: Bench, env: dict[str, str]) -> None:
+    """The English custom index rebuilt, deleted and rebuilt again while clients ask questions."""
+    port, en = bench.port, bench.questions["en"]
+    bodies = [answer_body(en[n], "ir-custom", "en") for n in range(40)]
+
+    def under_load(case: Case, action: Callable[[], None]) -> None:
+        stop, statuses, errors = threading.Event(), [], []
+
+        def client(k: int) -> None:
+            deadline = time.monotonic() + 600
+            for n in range(100_000):  # bounded: until the action is done (or 10 minutes)
+                if stop.is_set() or time.monotonic() > deadline:
+                    return
+                status, data = request(port, "POST", "/v1/answer", bodies[(k * 7 + n) % len(bodies)])
+                statuses.append(status)
+                if status not in case.expected and isinstance(data, dict) and len(errors) < 3:
+                    errors.append(f"{status}: {data.get('error')}")
+
+        threads = [threading.Thread(target=client, args=(k,), daemon=True) for k in range(6)]
+        for thread in threads:
+            thread.start()
+        try:
+            action()
+            time.sleep(1)
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=REQUEST_TIMEOUT)
+        case.statuses += statuses
+        if errors:
+            case.note = "; ".join(filter(None, [case.note, f"first unexpected: {' | '.join(errors)}"]))
+
+    def rebuild() -> None:
+        subprocess.run([OPENQA, "index", "--lang", "en", "--engine", "custom", "--index-dir", str(bench.index_dir)],
+                       env=env, check=True, capture_output=True, timeout=600)
+
+    def rebuilt(case: Case) -> None:
+        under_load(case, rebuild)
+        reloads = request(port, "GET", "/v1/health")[1].get("reloads", [])
+        case.note = f"reloads seen by /v1/health: {[(r['method'], r['lang'], r['ok']) for r in reloads]}"
+
+    bench.case("index swapped under load: openqa index --lang en rebuilds it", "index swapped", {200}, rebuilt)
+
+    def deleted(case: Case) -> None:
+        def delete() -> None:
+            shutil.rmtree(bench.index_dir / "en-custom")
+            time.sleep(1)
+            status, data = request(port, "GET", "/v1/health")
+            case.note = f"health while deleted: {data.get('status')}: {'; '.join(data.get('changed', []))}"
+        under_load(case, delete)
+
+    bench.case("index deleted under load (503 naming the rebuild)", "index swapped", {200, 503}, deleted)
+
+    def while_deleted(case: Case) -> None:
+        took, error = [], {}
+        for n in range(20):
+            sent = time.monotonic()
+            status, error = request(port, "POST", "/v1/answer", bodies[n])
+            took.append(time.monotonic() - sent)
+            case.statuses += [status, request(port, "POST", "/v1/answer", answer_body(bench.questions["zh"][n], "ir-custom", "zh"))[0]]
+        changed = request(port, "GET", "/v1/health")[1].get("changed", [])
+        named = "openqa index --lang en --engine custom" in str(error) and changed and all("en-custom" in c for c in changed)
+        case.note = f"503 for en-custom: median {sorted(took)[len(took) // 2] * 1000:.0f} ms; {str(error)[:160]}"
+        if not named:
+            case.statuses.append("index or rebuild not named")
+
+    bench.case("while deleted: quick 503s naming the index and its rebuild, zh still answered", "index swapped", {200, 503},
+               while_deleted)
+
+    def back(case: Case) -> None:
+        rebuild()
+        case.statuses.append(request(port, "POST", "/v1/answer", bodies[0])[0])
+
+    bench.case("index rebuilt after deletion: answered again", "index swapped", {200}, back)
+
+
+def compare_with_cli(bench: Bench, env: dict[str, str], per_lang_method: int) -> dict[str, Any]:
+    """Served answers against ``openqa answer --json`` for the same questions: prediction and scores."""
+    differing, compared, examples = 0, 0, []
+    for lang, questions in bench.questions.items():
+        for method in METHODS:
+            for question in questions[:per_lang_method]:
+                status, served = request(bench.port, "POST", "/v1/answer", answer_body(question, method, lang))
+                cli = subprocess.run([OPENQA, "answer", "--json", "--lang", lang, "--method", method,
+                                      "--index-dir", str(bench.index_dir), f"--question={question.question}",
+                                      *[f"--option={k}={v}" for k, v in question.options.items()]],
+                                     env=env, capture_output=True, text=True, timeout=600)
+                compared += 1
+                try:
+                    expected = json.loads(cli.stdout)
+                except ValueError:
+                    expected = {"error": cli.stderr.strip()[-200:]}
+                served = served if isinstance(served, dict) else {}
+                same = status == 200 and expected.get("prediction") == served["prediction"] and \
+                    [(o["letter"], o["score"]) for o in expected.get("options", [])] == \
+                    [(o["letter"], o["score"]) for o in served["options"]]
+                if not same:
+                    differing += 1
+                    examples.append({"lang": lang, "method": method, "qid": question.qid,
+                                     "served": served.get("prediction") if status == 200 else status,
+                                     "cli": expected.get("prediction", expected.get("error"))})
+    return {"compared": compared, "differing": differing, "first_differing": examples[:5]}
+
+
+def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path) -> list[Case]:
+    """Cases of the process itself, each with a server of its own (but the busy-port one)."""
+    cases = []
+
+    def second_on_busy_port(case: Case) -> None:
+        result = subprocess.run(serve, env=env, capture_output=True, text=True, timeout=120)
+        printed_url = "http://" in result.stdout + result.stderr
+        case.statuses.append(result.returncode if not printed_url else "printed a URL")
+        case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+
+    def stop(signals: list[int], slow_client: bool, load: bool = False) -> Callable[[Case], None]:
+        def run(case: Case) -> None:
+            port = free_port()
+            args = [*serve[:serve.index("--port") + 1], str(port), *serve[serve.index("--port") + 2:]]
+            with open(log, "a") as out:
+                server = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            try:
+                wait_until_up(port, server)
+                client = socket.create_connection(("127.0.0.1", port)) if slow_client else None
+                if client:
+                    client.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
+                    time.sleep(0.3)
+                pool = ThreadPoolExecutor(len(heavy))
+                answers = [pool.submit(request, port, "POST", "/v1/answer", b) for b in (heavy if load else [])]
+                time.sleep(2 if load else 0)  # the heavy requests are being scored
+                started = time.monotonic()
+                for sig in signals:
+                    server.send_signal(sig)
+                    time.sleep(0.5)
+                server.wait(timeout=60)
+                took = time.monotonic() - started
+                case.note = f"exited {server.returncode} {took:.1f} s after the first signal"
+                case.statuses.append(server.returncode)
+                if load:
+                    bench.stops.append(took)
+                    answered = []
+                    for answer in answers:
+                        try:
+                            answered.append(answer.result(timeout=REQUEST_TIMEOUT)[0])
+                        except OSError as exc:  # a request the stopped server never answered
+                            answered.append(type(exc).__name__)
+                    case.statuses += answered
+                    case.note += f"; {len(heavy)} heavy requests in flight answered {answered}"
+                pool.shutdown()
+                if client:
+                    client.close()
+            except subprocess.TimeoutExpired:
+                case.statuses.append("still running after 60 s")
+            finally:
+                server.kill()
+        return run
+
+    def mixed(sig: int, churn: int) -> Callable[[Case], None]:
+        """A stop while clients keep asking: 4 heavy zh, 3 English on kept-alive connections, ``churn``
+        English clients opening a connection per request, and a slow-body client. Every request the
+        server received must be answered (200, or a 503 saying it stops); a new connection after it
+        stopped listening is refused; none is reset."""
+        def run(case: Case) -> None:
+            port = free_port()
+            args = [*serve[:serve.index("--port") + 1], str(port), *serve[serve.index("--port") + 2:]]
+            english = [answer_body(q, "ir-custom", "en") for q in bench.questions["en"][:60]]
+            with open(log, "a") as out:
+                server = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            try:
+                wait_until_up(port, server)
+                slow = socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT)
+                slow.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
+                kinds = {"heavy zh": Looper(port, "127.0.0.1", heavy, 4),
+                         "kept-alive en": Looper(port, "127.0.0.2", english, 3, keep=True),
+                         **({"en, a connection per request": Looper(port, "127.0.0.3", english, churn)} if churn else {})}
+                loopers = list(kinds.values())
+                with contextlib.ExitStack() as stack:
+                    for looper in loopers:
+                        stack.enter_context(looper)
+                    time.sleep(2)  # heavy requests are being scored, the others come and go
+                    started = time.monotonic()
+                    server.send_signal(sig)
+                    server.wait(timeout=60)
+                    took = time.monotonic() - started
+                reply = slow.recv(200)
+                slow.close()
+                bench.stops.append(took)
+                outcomes = [o for looper in loopers for o in looper.outcomes]
+                slow_status = int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "slow: no reply"
+                case.statuses += [server.returncode, slow_status, *outcomes]
+                resets = {kind: sum(o in RESETS for o in looper.outcomes) for kind, looper in kinds.items()}
+                bench.resets += sum(resets.values())
+                case.note = (f"exited {server.returncode} {took:.2f} s after the signal; {len(outcomes)} requests "
+                             f"({sum(o == 503 for o in outcomes)} answered 503, {outcomes.count('refused')} refused "
+                             f"after it stopped listening, reset: {resets}); slow-body client: {reply[:12]!r}")
+            except subprocess.TimeoutExpired:
+                case.statuses.append("still running after 60 s")
+            finally:
+                server.kill()
+        return run
+
+    heavy = heavy_bodies(bench.questions["zh"], [])[:6]
+    for name, run, expected in (
+        ("a second openqa serve on the busy port fails before printing a URL", second_on_busy_port, {2}),
+        ("SIGTERM with a slow-body client connected", stop([signal.SIGTERM], True), {0}),
+        ("a second Ctrl-C stops at once (exit 130)", stop([signal.SIGINT, signal.SIGINT], True), {130}),
+        ("SIGHUP with a slow-body client connected (as SIGTERM)", stop([signal.SIGHUP], True), {0}),
+        ("SIGTERM under load: 6 heavy zh requests in flight", stop([signal.SIGTERM], False, load=True), {0, 200, 503}),
+        ("SIGHUP under load: 6 heavy zh requests in flight", stop([signal.SIGHUP], False, load=True), {0, 200, 503}),
+        ("three Ctrl-C under load: exit 130 at the second", stop([signal.SIGINT] * 3, True, load=True),
+         {130, 200, 503, "ConnectionResetError", "RemoteDisconnected"}),
+        ("SIGTERM while clients keep asking (heavy zh, kept-alive en, slow body): none reset", mixed(signal.SIGTERM, 0),
+         {0, 200, 503, "refused"}),
+        ("Ctrl-C while clients keep asking (heavy zh, kept-alive en, slow body): none reset", mixed(signal.SIGINT, 0),
+         {0, 200, 503, "refused"}),
+        ("SIGHUP while clients keep asking (heavy zh, kept-alive en, slow body): none reset", mixed(signal.SIGHUP, 0),
+         {0, 200, 503, "refused"}),
+        ("SIGTERM while 12 more clients open a connection per request: none reset", mixed(signal.SIGTERM, 12),
+         {0, 200, 503, "refused"}),
+        ("Ctrl-C while 12 more clients open a connection per request: none reset", mixed(signal.SIGINT, 12),
+         {0, 200, 503, "refused"}),
+    ):
+        case = Case(name, "process", expected)
+        start = time.monotonic()
+        run(case)
+        case.seconds = time.monotonic() - start
+        cases.append(case)
+        print(f"{name}: {case.record()['statuses']} {case.note}", flush=True)
+    return cases
+
+
+def scratch_indexes(source: Path, scratch: Path) -> None:
+    """en-custom copied (it is rebuilt and deleted), the other indexes linked."""
+    for lang in DATASETS:
+        for engine in ("custom", "pmi"):
+            name = f"{lang}-{engine}"
+            if not (source / name / "manifest.json").is_file():
+                raise SystemExit(f"no {name} index in {source}: build it with `openqa index --lang {lang} --engine {engine}`")
+            if name == "en-custom":
+                shutil.copytree(source / name, scratch / name)
+            else:
+                (scratch / name).symlink_to((source / name).resolve())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--compare", type=int, default=6, help="questions per language and method compared with openqa answer (default: 6)")
+    parser.add_argument("--output", type=Path, default=RESULT, help="result file")
+    parser.add_argument("--note", default="", help="what else ran on the machine meanwhile, said in the record's notes")
+    args = parser.parse_args()
+    data = data_dir()
+    load_before = os.getloadavg()[0]
+    source = Path(os.environ.get("OPENQA_INDEXES", "indexes")).resolve()
+    with tempfile.TemporaryDirectory(prefix="openqa-faults-") as tmp:
+        scratch, log = Path(tmp) / "indexes", Path(tmp) / "server.log"
+        scratch.mkdir()
+        scratch_indexes(source, scratch)
+        env = {**os.environ, "OPENQA_DATA": str(data), "OPENQA_INDEXES": str(scratch)}
+        port = free_port()
+        serve = [OPENQA, "serve", "--lang", "en,zh", "--method", ",".join(METHODS), "--port", str(port)]
+        started = time.time()
+        with open(log, "w") as out:
+            server = subprocess.Popen(serve, env=env, stdout=out, stderr=subprocess.STDOUT)
+        probe = Probe(port)
+        try:
+            wait_until_up(port, server)
+            probe.start()
+            bench = Bench(port, scratch, data, probe, server.pid)
+            hostile_cases(bench)
+            client_cases(bench)
+            before = compare_with_cli(bench, env, args.compare)
+            swap_cases(bench, env)
+            after = compare_with_cli(bench, env, max(1, args.compare // 2))
+            process = process_cases(bench, serve, env, log)
+        finally:
+            probe.stop.set()
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        text = log.read_text(errors="replace")
+    cases = [case.record() for case in bench.cases + process]
+    totals = {
+        "cases": len(cases),
+        "requests": sum(c["requests"] for c in cases),
+        "5xx": sum(int(s) >= 500 for c in cases for s, n in c["statuses"].items() for _ in range(n) if s.isdigit()),
+        "unexpected_5xx": sum(c["unexpected_5xx"] for c in cases),
+        "unexpected_outcomes": sum(c["unexpected"] for c in cases),
+        "tracebacks": text.count("Traceback"),
+        "health_stall_s": max(c["health_stall_s"] for c in cases),
+        "answers_compared": before["compared"] + after["compared"],
+        "answers_differing": before["differing"] + after["differing"],
+        "server_exit": server.returncode,
+        "logged_500": text.count(" 500 Internal Server Error"),
+        "english_under_zh_load": bench.fair,
+        "english_p95_under_zh_load_s": bench.fair.get("english_p95_s"),
+        "stop_under_load_s": round(max(bench.stops, default=float("nan")), 2),
+        "resets_in_flight": bench.resets,
+        "second_client_heavy_max_s": max(v for k, v in bench.figures.items() if k.startswith("second_client")),
+        "english_p95_beside_heavy_clients_s": max(v for k, v in bench.figures.items() if k.startswith("english_p95")),
+        "clients": bench.figures,
+    }
+    record = {
+        "dataset": "us+mainland", "split": "test", "method": "openqa serve fault benchmark (ir-custom, pmi)",
+        "n": totals["cases"], "accuracy": None,
+        "totals": totals, "targets": TARGETS,
+        "met": {"unexpected_5xx": totals["unexpected_5xx"] <= 0, "tracebacks": totals["tracebacks"] <= 0,
+                "health_stall_s": totals["health_stall_s"] < TARGETS["health_stall_s"],
+                "answers_differing": totals["answers_differing"] <= 0,
+                "english_p95_under_zh_load_s": (totals["english_p95_under_zh_load_s"] or 99) < TARGETS["english_p95_under_zh_load_s"],
+                "stop_under_load_s": totals["stop_under_load_s"] < TARGETS["stop_under_load_s"],
+                "logged_500": totals["logged_500"] <= 0,
+                "second_client_heavy_max_s": totals["second_client_heavy_max_s"] < TARGETS["second_client_heavy_max_s"],
+                "english_p95_beside_heavy_clients_s":
+                    totals["english_p95_beside_heavy_clients_s"] < TARGETS["english_p95_beside_heavy_clients_s"],
+                "resets_in_flight": totals["resets_in_flight"] <= 0},
+        "cases": cases, "answers_before_swap": before, "answers_after_swap": after,
+        "server": " ".join(["openqa", *serve[1:-2]]), "seconds": round(time.time() - started, 1),
+        "notes": "5xx counts every 5xx answer; unexpected_5xx leaves out the 503s a case asks for (a time limit, an "
+                 "index being rebuilt or deleted, the server stopping). health_stall_s: the longest GET /v1/health "
+                 "while any case ran, the probe "
+                 f"sharing this machine's {os.cpu_count()} cores with server and clients; {busy(load_before)}"
+                 f"{'; ' + args.note if args.note else ''}. accuracy: not applicable.",
+        "load_average_before_after": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        "data": str(data),
+    }
+    path = write_record(args.output.name, record, " ".join(["python", "scripts/benchmarks/bench_serve_faults.py", *sys.argv[1:]]),
+                        args.output.parent)
+    print(json.dumps(totals), "->", path)
+
+
+if __name__ == "__main__":
+    main()

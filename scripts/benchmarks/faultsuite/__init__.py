@@ -1,0 +1,13 @@
+"""The fault suite behind ``scripts/benchmarks/bench_faults.py``: the ``openqa`` console script against hostile
+input and interruptions, counted into one record.
+
+* ``synthetic``: a seeded MedQA-shaped data folder (books of medical words, answerable questions);
+* ``cases``: hostile cases (bad files and flags, corrupted indexes, unreachable servers, wrong
+  languages, messy pastes, a hostile environment, a full disk, a held lock);
+* ``typed``: keys at a (pseudo-)terminal: Ctrl-C and Ctrl-D at the moments that used to lose them;
+* ``third``, ``fourth``: the cases of the third and fourth rounds of fault reports (issues 32, 37);
+* ``interruptions``: SIGINT and SIGKILL of ``openqa index`` (every engine), ``openqa eval`` and
+  ``openqa tune --method ensemble``;
+* ``tally``: how each run ended (clean error, answer, traceback, hang, wrong exit) and the figures;
+* ``record``: the suite run end to end, as the record written to eval/results/benchmarks/bench-faults.json.
+"""
