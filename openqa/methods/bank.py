@@ -18,7 +18,7 @@ from openqa.workspace import Context, Exam
 BANK_SPLITS = ("dev", "train")
 #: Neighbours that vote, and how an answer is matched to an option, unless a part says otherwise:
 #: chosen on MCMLE dev by the ensemble's 5-fold cross-validated log-likelihood
-#: (``python scripts/bank_choice.py --dataset mainland --limit 1000`` -> bank-choice-mainland-dev.json).
+#: (``python scripts/studies/bank_choice.py --dataset mainland --limit 1000`` -> eval/results/studies/bank-choice-mainland-dev.json).
 BANK_K = 1
 BANK_MATCH = "normalized"
 #: Where those defaults come from (what a record's settings sources say).

@@ -6,13 +6,13 @@ predictions) are scored once on the first ``--limit`` dev questions (file order)
 (``k`` neighbours x ``exact`` / ``normalized`` / ``fuzzy`` matching) is scored leave-one-out over the
 exam's bank (its dev split, and train where the data folder has one: a question never finds its own
 row) and joins them as a part. Each set is judged by 5-fold cross-validation over those questions
-as ``scripts/ensemble_parts.py`` judges parts; the variant with the best mean held-out
+as ``scripts/studies/ensemble_parts.py`` judges parts; the variant with the best mean held-out
 log-likelihood wins (ties: the smaller k, then the stricter matching), and the bank is kept only
 if it beats the parts without it. Beside each variant: how many questions it votes on and how many
 milliseconds a question costs. No test question is read.
 
-    python scripts/bank_choice.py --dataset mainland --limit 1000 [--llm eval/results/llm-parts/NAME-mainland-dev.jsonl]
-    -> eval/results/bank-choice-mainland-dev.json (with --llm: bank-choice-llm-mainland-dev.json)
+    python scripts/studies/bank_choice.py --dataset mainland --limit 1000 [--llm eval/results/llm-parts/NAME-mainland-dev.jsonl]
+    -> eval/results/studies/bank-choice-mainland-dev.json (with --llm: bank-choice-llm-mainland-dev.json)
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
+
 import numpy as np
 from ensemble_parts import FOLDS, SEED, held_out
 
 from benchlib import command_line, data_dir, write_record
+from openqa import load_questions
 from openqa.config import Settings
-from openqa.data import load_questions
 from openqa.methods import DEFAULT_PARTS, ENSEMBLE_L2, Part, Request, ensemble_features, open_method
 from openqa.methods.bank import load_bank
 from openqa.scorers.bank import MATCHES, BankScorer
@@ -103,7 +105,7 @@ def main(argv: list[str]) -> None:
               "bank": {**bank.describe(), "build_seconds": round(build_seconds, 2)},
               "without_bank": without, "chosen": best, "keep_bank": keep, "variants": rows}
     name = f"bank-choice{'-llm' if args.llm else ''}-{args.dataset}-dev.json"
-    path = write_record(name, record, command_line("scripts/bank_choice.py", argv, ("--index-dir",)))
+    path = write_record(name, record, command_line("scripts/studies/bank_choice.py", argv, ("--index-dir",)))
     print(f"wrote {path}: {best}, keep the bank: {keep}")
 
 

@@ -7,7 +7,7 @@ split has 27,400) are built ``--rounds`` times each, alternating; the first ``--
 test questions are then scored against each (one neighbour, normalized matching: the bank part's
 defaults). Medians with the spread (min-max) of the rounds. The same for US (English) at its dev size.
 
-    python scripts/bench_bank.py [--rounds 3] [--questions 500]   # -> eval/results/bench-bank.json
+    python scripts/benchmarks/bench_bank.py [--rounds 3] [--questions 500]   # -> eval/results/benchmarks/bench-bank.json
 """
 
 from __future__ import annotations
@@ -17,9 +17,12 @@ import statistics
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import command_line, data_dir, write_record
-from openqa.data import load_questions
+from openqa import load_questions
 from openqa.methods.bank import BANK_K, BANK_MATCH
 from openqa.scorers.bank import BankScorer, QuestionBank
 
@@ -62,7 +65,7 @@ def main(argv: list[str]) -> None:
               "banks": {name: {"questions": len(banks[name][1]), "build_seconds": spread(build[name], 2),
                                "ms_per_question": spread(per_question[name], 2)} for name in banks},
               "targets": {"build_seconds_30000": 30, "ms_per_question": 5}}
-    path = write_record("bench-bank.json", record, command_line("scripts/bench_bank.py", argv))
+    path = write_record("bench-bank.json", record, command_line("scripts/benchmarks/bench_bank.py", argv))
     print(f"wrote {path}")
 
 
