@@ -79,7 +79,7 @@ class Part:
 #: The parts an ensemble combines unless ``--parts`` says otherwise, per language: training-free
 #: methods that need no download (IR-Custom at its dev-tuned depth and at other depths of the tuning
 #: grid, and PMI), the set with the best 5-fold cross-validated dev likelihood among those tried
-#: (``python scripts/ensemble_parts.py`` -> eval/results/ensemble-parts-dev.json; us dev for English,
+#: (``python scripts/studies/ensemble_parts.py`` -> eval/results/studies/ensemble-parts-dev.json; us dev for English,
 #: mainland dev for Chinese).
 DEFAULT_PARTS: dict[str, tuple[str, ...]] = {
     "en": ("ir-custom", "ir-custom:top_n=1", "ir-custom:top_n=50", "pmi"),
