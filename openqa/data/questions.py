@@ -245,7 +245,9 @@ def exam_dataset(lang: str, exam: str) -> str:
         if spec.lang == lang and spec.exam == exam and spec.n_options == 4:
             return spec.name
     exams = sorted({(s.exam, s.lang) for s in DATASETS.values()})
-    raise UsageError(f"no {lang} dataset for exam {exam!r}: choose one of " + ", ".join(f"{e} ({l})" for e, l in exams))
+    named = f" (--exam names an exam; dataset {exam} is scored as {DATASETS[exam].exam})" if exam in DATASETS else ""
+    raise UsageError(f"no {lang} dataset for exam {exam!r}{named}: choose one of "
+                     + ", ".join(f"{e} ({l})" for e, l in exams))
 
 
 def split_questions(
