@@ -44,6 +44,16 @@ def written_in(text: str) -> str:
     return next(code for code, lang in LANGUAGES.items() if lang.spaced != han)
 
 
+def language_note(result: OptionScores, lang: str) -> str:
+    """A word when the question looks written in another language than the index it was read with
+    (a confident answer from the wrong corpus otherwise says nothing); empty when it does not."""
+    question = result.question
+    looks = written_in(" ".join([question.question, *question.options.values()]))
+    if looks == lang:
+        return ""
+    return f"the question looks {language(looks).name} but was read as {language(lang).name}: try --lang {looks}"
+
+
 def tie_message(result: OptionScores, lang: str) -> str:
     """What a tied prediction means and what was assumed to reach it: the evidence in the ``lang``
     index does not tell the tied options apart, the prediction is a fixed tie-break, and the question
@@ -212,10 +222,16 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
     elif sure and sure["abstained"]:
         lines = [f"Prediction: none ({confidence_line(sure)})"]
     else:
-        lines = [f"Prediction: {data['prediction']}" + (f"  ({tie_message(result, engine.manifest['lang'])})" if data["tied"] else "")]
+        lang = engine.manifest["lang"]
+        note = f"  ({tie_message(result, lang)})" if data["tied"] else f"  ({language_note(result, lang)})" if language_note(result, lang) else ""
+        lines = [f"Prediction: {data['prediction']}" + note]
         if sure and sure["probability"] is not None:
             lines.append(f"  {confidence_line(sure)}")
-    lines += [printable(f"  {key}: {value}") for key, value in result.details.items()]  # a model's reply too
+    shown_apart = ("solved_questions", "part_logits")  # rendered below, or only in --json
+    lines += [printable(f"  {key}: {value}") for key, value in result.details.items() if key not in shown_apart]  # a model's reply too
+    for solved in result.details.get("solved_questions", []):
+        lines.append(printable(f"  solved question {solved['qid']} (similarity {solved['similarity']:.2f}): "
+                               f"{' '.join(solved['question'].split())[:SHOWN_CHARS]} -> {solved['answer_idx']}. {solved['answer']}"))
     for rank, opt in enumerate(data["options"]):
         score = "no evidence" if opt["score"] is None else f"score {opt['score']:.3f}"
         chance = f"p {opt['probability']:.2f}, " if "probability" in opt else ""
