@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from openqa.errors import OpenQAError
-from openqa.llm.backends import CHARS_PER_TOKEN, DEFAULT_CONTEXT, ChatBackend
+from openqa.llm.backends import CHARS_PER_TOKEN, DEFAULT_CONTEXT, ChatBackend, first_line
 from openqa.llm.prompts import Messages
 
 

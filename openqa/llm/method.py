@@ -43,8 +43,8 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
     """An LLM reader over the evidence of ``retriever`` (opened with ``retriever_settings``, their
     sources included; none for a closed book): its scorer, the index it reads, and its settings
     with their sources for the record."""
-    from openqa.llm.backends import open_backend
     from openqa.llm.cache import ReplyCache
+    from openqa.llm.registry import open_backend
     from openqa.llm.scorer import LLMScorer
 
     query, retrieval = "full", {}
