@@ -22,7 +22,7 @@ from urllib.request import urlopen
 import pytest
 
 from openqa.cli import main
-from openqa.llm import backends
+from openqa.llm import endpoint, llamacpp
 from openqa.llm.extract import cited_ids, extract_letter
 from tests.helpers import QUESTIONS, make_data_dir
 from tests.llm_fixtures import make_tiny_llm
@@ -469,7 +469,7 @@ def completion(text: str, request: dict) -> dict:
 
 @pytest.fixture
 def fake(monkeypatch):
-    monkeypatch.setattr(backends, "BACKOFF_SECONDS", 0.01)
+    monkeypatch.setattr(endpoint, "BACKOFF_SECONDS", 0.01)
     server = FakeServer()
     yield server
     server.server.shutdown()
@@ -614,7 +614,7 @@ def llama_server(root):
     released after the module."""
     gguf = packaged_gguf()
     port = free_port()
-    server = backends.serve_gguf(gguf, port, context=2048, alias="smollm2")
+    server = llamacpp.serve_gguf(gguf, port, context=2048, alias="smollm2")
     url = f"http://127.0.0.1:{port}"
     if not wait_for_models(url, lambda: True):
         pytest.fail("llama.cpp's server did not answer /v1/models")

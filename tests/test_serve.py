@@ -31,8 +31,9 @@ from openqa.methods import Request
 from openqa.pipeline import Context
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.registry import build_index
-from openqa.serve.app import MAX_BODY, create_app
+from openqa.serve.app import create_app
 from openqa.serve.engines import Engines
+from openqa.serve.guard import MAX_BODY
 from openqa.text.tokenize import DEFAULT_CONFIGS, make_tokenizer
 from tests.helpers import QUESTIONS, default_sigint, make_data_dir
 

@@ -31,8 +31,9 @@ from openqa.methods import Overrides, Request
 from openqa.pipeline import Context
 from openqa.retrieval.registry import build_index
 from openqa.serve import engines as engines_module
-from openqa.serve.app import create_app, header_timed
+from openqa.serve.app import create_app
 from openqa.serve.engines import Engines, Limits
+from openqa.serve.transport import header_timed
 from openqa.serve.workers import FairPool
 from tests.test_serve import EN, TOP1, ZH_BLOCK, ask, call, free_port, running, tiny_engines, tiny_site
 

@@ -25,10 +25,11 @@ import uvicorn
 from openqa.cancel import checkpoint
 from openqa.config import Settings
 from openqa.pipeline import Context
-from openqa.serve import app as app_module
 from openqa.serve import engines as engines_module
-from openqa.serve.app import admit, create_app, header_timed
+from openqa.serve import transport
+from openqa.serve.app import create_app
 from openqa.serve.engines import Engines, Limits
+from openqa.serve.transport import admit, header_timed
 from openqa.serve.workers import FairPool
 from tests.helpers import default_sigint
 from tests.test_serve import EN, TOP1, free_port, serving, tiny_site
@@ -261,7 +262,7 @@ def test_a_request_sent_on_an_idle_connection_as_the_server_stops_is_answered_no
     would meet a reset. The server's protocol waits ``IDLE_SECONDS`` (here long enough for any
     machine), answers what comes (a 503 saying it stops, with Connection: close), then closes."""
     engines = site[1]
-    monkeypatch.setattr(app_module, "IDLE_SECONDS", HANG_S)
+    monkeypatch.setattr(transport, "IDLE_SECONDS", HANG_S)
     with serving(create_app(engines), http=header_timed(HANG_S)) as (url, server, _):
         connection = HTTPConnection("127.0.0.1", int(url.rsplit(":", 1)[1]), timeout=HANG_S)
         connection.request("GET", "/v1/health")

@@ -46,8 +46,8 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
     sources included; none for a closed book), shown ``llm.demonstrations`` solved questions of the
     exam's bank (and ``banks``) first: its scorer, the index it reads, and its settings with their
     sources for the record."""
-    from openqa.llm.backends import open_backend
     from openqa.llm.cache import ReplyCache
+    from openqa.llm.registry import open_backend
     from openqa.llm.scorer import LLMScorer
 
     query, retrieval = "full", {}

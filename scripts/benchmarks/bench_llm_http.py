@@ -1,4 +1,4 @@
-"""The same GGUF model in process and behind llama.cpp's own HTTP server (``openqa.llm.backends.serve_gguf``,
+"""The same GGUF model in process and behind llama.cpp's own HTTP server (``openqa.llm.llamacpp.serve_gguf``,
 the same llama.cpp parameters): MedQA US test questions answered both ways, the two runs alternated
 and repeated (``--repeats``), each with an empty reply cache so that every question asks the model.
 
@@ -33,8 +33,8 @@ from bench_llm import packaged_gguf, shown_argv
 from benchlib import command_line, data_dir, write_record
 from openqa import OpenQAError
 from openqa.config import Settings
-from openqa.llm import backends
-from openqa.llm.backends import serve_gguf
+from openqa.llm import endpoint
+from openqa.llm.llamacpp import serve_gguf
 from openqa.llm.settings import LLMSettings
 from openqa.pipeline import EvalRequest, evaluate
 from openqa.workspace import Context
@@ -113,13 +113,13 @@ def main() -> None:
         first, served = rows(runs["in_process"][0]), rows(runs["http"][0])
         every = [rows(s) for way in runs for s in runs[way]]
         # once more over HTTP as llama.cpp's default leaves it: its prompt cache on (what openqa turns off)
-        original = backends.EndpointBackend.__init__
+        original = endpoint.EndpointBackend.__init__
 
-        def cache_left_on(self: backends.EndpointBackend, *a: Any, **k: Any) -> None:
+        def cache_left_on(self: endpoint.EndpointBackend, *a: Any, **k: Any) -> None:
             original(self, *a, **k)
             self.llama_cpp = False  # so no cache_prompt false is sent
 
-        with patch.object(backends.EndpointBackend, "__init__", cache_left_on):
+        with patch.object(endpoint.EndpointBackend, "__init__", cache_left_on):
             llm = LLMSettings(model=ALIAS, endpoint=url, evidence=args.evidence, scoring=args.scoring, context=args.context,
                               cache_dir=Path(scratch) / "cache-prompt-cache-on")
             here = replace(ctx, settings=replace(settings, results_dir=Path(scratch) / "results-prompt-cache-on"))

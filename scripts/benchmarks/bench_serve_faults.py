@@ -68,7 +68,8 @@ from bench_serve import OPENQA, busy, free_port, wait_until_up
 
 from benchlib import data_dir, record_path, write_record
 from openqa import Question, load_questions
-from openqa.serve.app import BODY_SECONDS, HEADER_SECONDS, MAX_BODY
+from openqa.serve.guard import BODY_SECONDS, MAX_BODY
+from openqa.serve.transport import HEADER_SECONDS
 
 RESULT = record_path("bench-serve-faults.json")
 TARGETS = {"unexpected_5xx": 0, "tracebacks": 0, "health_stall_s": 1.0, "answers_differing": 0,

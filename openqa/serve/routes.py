@@ -1,0 +1,158 @@
+"""The JSON API under ``/v1``: each endpoint parses a request, calls one function (``parse_block``,
+``make_question``, the ``Engines`` that hold the opened methods) and returns its record; parsing and
+scoring run in threads, so the event loop only moves bytes."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from concurrent.futures import Future
+from typing import Any, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+
+from openqa import __version__
+from openqa.data import Question
+from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
+from openqa.errors import OpenQAError
+from openqa.serve.engines import DEFAULT_LIMITS, Engines, RequestError, limits, overtime, size, stopping
+from openqa.serve.examples import examples
+from openqa.serve.guard import MAX_BODY
+from openqa.serve.schemas import (
+    ERRORS,
+    LETTERS,
+    MAX_EVIDENCE,
+    MAX_TOP_N,
+    Answer,
+    AnswerRequest,
+    ParsedQuestion,
+    ParseRequest,
+    SearchRequest,
+    SearchResponse,
+)
+
+#: How often a request waiting for its answer looks whether its client is still there (seconds).
+POLL_SECONDS = 0.2
+#: Wording of ``openqa answer``'s messages that names its flags, as a web client reads it.
+WEB_WORDS = {" (or --option A=text)": ""}
+
+
+def _checked(build: Callable[..., Question], *args: Any) -> Question:
+    """A question from ``make_question`` or ``parse_block``, whose refusals become request errors
+    worded for a web client."""
+    try:
+        return build(*args)
+    except OpenQAError as exc:
+        message = str(exc)
+        for cli, web in WEB_WORDS.items():
+            message = message.replace(cli, web)
+        raise RequestError(message, 413 if isinstance(exc, TooLongError) else 400) from None
+
+
+def _lettered(options: dict[str, str]) -> dict[str, str]:
+    """Option letters upper-cased, each one of A-J and given once (as ``openqa answer --option``)."""
+    out: dict[str, str] = {}
+    for key, text in options.items():
+        letter = key.strip().upper()
+        if len(letter) != 1 or letter not in LETTERS:
+            raise RequestError(f"option letters are A to {LETTERS[-1]}, not {key!r}")
+        if letter in out:
+            raise RequestError(f"option {letter} is given twice")
+        out[letter] = text
+    return out
+
+
+def peer(request: Request) -> str:
+    """Who sent ``request``, as the worker pool shares its threads among clients: the peer's address
+    (its port is left out: one client opening many connections is still one client)."""
+    return request.client.host if request.client else ""
+
+
+async def _answered(future: Future[dict[str, Any]], request: Request, deadline: float, what: str,
+                    stopped: threading.Event) -> dict[str, Any]:
+    """The result of a scoring job, waited for without blocking the event loop; a 503 past the
+    deadline or once the server stops (``stopped``), a 499 once the client has disconnected (the
+    job is then abandoned by the caller)."""
+    waiting = asyncio.wrap_future(future)
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=POLL_SECONDS)
+            if done:
+                return waiting.result()
+            if await request.is_disconnected():
+                raise RequestError("the client closed the connection", 499)
+            if stopped.is_set():
+                raise stopping()
+            if time.monotonic() > deadline:
+                raise overtime(what)
+    finally:
+        waiting.cancel()  # a job that ends later sets no result here
+
+
+def add_api(app: FastAPI, engines: Engines) -> None:
+    """The ``/v1`` endpoints over ``engines`` (opened methods) on ``app``: health, methods, examples,
+    parse, answer and search."""
+    @app.get("/v1/health", summary="Whether the server is up, how many methods it serves, and indexes changed on disk")
+    async def health() -> dict[str, Any]:
+        served = await run_in_threadpool(engines.describe)
+        changed = [f"{o['method']} ({o['lang']}): {o['changed']}" for o in served if "changed" in o]
+        return {"status": "ok" if not changed else "changed", "version": __version__,
+                "available": sum(offer["available"] for offer in served), "served": len(served),
+                "changed": changed, "reloads": engines.reloads[-5:]}
+
+    @app.get("/v1/methods", summary="Methods and languages served, each with its index, settings and limits or why it is not available")
+    async def methods() -> dict[str, Any]:
+        return {
+            "languages": engines.langs, "methods": engines.methods,
+            "default": {"method": engines.methods[0], "lang": engines.langs[0]},
+            "served": await run_in_threadpool(engines.describe),
+            "limits": {"max_chars": MAX_CHARS, "max_options": MAX_OPTIONS, "max_top_n": MAX_TOP_N,
+                       "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY},
+        }
+
+    @app.get("/v1/examples", summary="Real MedQA questions with their answer keys, chosen by a stated rule (none without a data folder)")
+    async def example_questions(lang: str | None = None) -> dict[str, Any]:
+        lang = lang or engines.langs[0]
+        if lang not in engines.langs:
+            raise RequestError(f"unknown language {lang!r}: choose one of {', '.join(engines.langs)}")
+        return await run_in_threadpool(examples, engines.ctx.settings.data_dir, lang)
+
+    @app.post("/v1/parse", response_model=ParsedQuestion, responses=ERRORS,
+              summary="Turn a pasted question (question lines, then option lines) into an answer request")
+    async def parse(body: ParseRequest) -> ParsedQuestion:
+        question = await run_in_threadpool(_checked, parse_block, body.text)
+        return ParsedQuestion(question=question.question, options=question.options)
+
+    @app.post("/v1/answer", response_model=Answer, responses=ERRORS,
+              summary="Rank a question's options, with evidence paragraphs and the spans of their matched words")
+    async def answer(body: AnswerRequest, request: Request) -> dict[str, Any]:
+        method, lang = engines.offer(body.method, body.lang)
+        limit = limits(method)
+        deadline = time.monotonic() + limit.seconds
+        question = await run_in_threadpool(_checked, make_question, body.question, _lettered(body.options))
+        if size(question) > limit.max_chars:
+            raise RequestError(f"question too long for {method}: {size(question)} characters with its options "
+                               f"(at most {limit.max_chars} per request)", 413)
+        abandoned = threading.Event()
+        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline, body.min_confidence,
+                                peer(request))
+        try:
+            return await _answered(future, request, deadline, f"{method} ({lang})", engines.stopping)
+        finally:
+            abandoned.set()  # a job still queued or waiting for its index never starts
+            future.cancel()
+
+    @app.post("/v1/search", response_model=SearchResponse, responses=ERRORS,
+              summary="Ranked paragraphs of a served index for a free-text query (retrieval alone)")
+    async def search(body: SearchRequest, request: Request) -> dict[str, Any]:
+        if len(body.query) > MAX_CHARS:
+            raise RequestError(f"query too long: {len(body.query)} characters (at most {MAX_CHARS})", 413)
+        deadline = time.monotonic() + DEFAULT_LIMITS.seconds
+        future = engines.search(body.query, body.lang, body.engine, body.k, peer(request))
+        try:
+            return await _answered(future, request, deadline, f"search ({body.engine})", engines.stopping)
+        finally:
+            future.cancel()
+

@@ -1,0 +1,152 @@
+"""The shapes of the HTTP API's requests and answers (pydantic models: strict, no extra fields),
+the limits a request may ask for, and the one-line error every refused request gets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS
+
+#: The most paragraphs per option a request may ask for, and the largest top-N it may set.
+MAX_EVIDENCE = 20
+MAX_TOP_N = 100
+#: The most paragraphs ``POST /v1/search`` returns.
+MAX_SEARCH_K = 100
+#: Option letters, as ``openqa answer`` takes them (A-J).
+LETTERS = "ABCDEFGHIJ"[:MAX_OPTIONS]
+
+
+class AnswerRequest(BaseModel):
+    """A question to solve: its text, its options, and optionally the method, language, top-N
+    and how many evidence paragraphs to return per option."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [{
+        "question": "A sexually active man has septic arthritis of the knee. Which drug blocks cell wall synthesis?",
+        "options": {"A": "Gentamicin", "B": "Ciprofloxacin", "C": "Ceftriaxone", "D": "Trimethoprim"},
+        "method": "ir-custom", "lang": "en", "evidence": 3,
+    }]})
+
+    question: str = Field(description=f"the question text (with the options: at most {MAX_CHARS} characters)")
+    options: dict[str, str] = Field(description=f"letter -> option text, 2 to {MAX_OPTIONS} (letters A-{LETTERS[-1]})")
+    method: str | None = Field(None, description="option scorer (default: the server's first; see GET /v1/methods)")
+    lang: str | None = Field(None, description="corpus language, en or zh (default: the server's first)")
+    top_n: int | None = Field(None, ge=1, le=MAX_TOP_N, description="paragraphs per option to aggregate (default: dev-tuned)")
+    evidence: int = Field(3, ge=0, le=MAX_EVIDENCE, description="evidence paragraphs returned per option (at most top-N)")
+    min_confidence: float | None = Field(None, ge=0, le=1, description="abstain (prediction null, with the best guess in "
+                                         "`confidence`) when the chosen option's probability is below this")
+
+
+class ParseRequest(BaseModel):
+    """A pasted block: the question, then its options one per line (``A: ...``, ``（A）...``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str = Field(description="question lines, then option lines A, B, ... last (as `openqa answer` reads them)")
+
+
+class ParsedQuestion(BaseModel):
+    """A pasted block as the question and options of an ``AnswerRequest``."""
+
+    question: str
+    options: dict[str, str]
+
+
+class Evidence(BaseModel):
+    """One evidence paragraph; ``spans`` are the ``[start, end)`` character spans of its words
+    that match the option's query (``text[start:end]``)."""
+
+    id: str
+    book: str
+    score: float
+    text: str
+    spans: list[tuple[int, int]]
+
+
+class RankedOption(BaseModel):
+    """An option with its score (null: no evidence), its probability (the method's calibration,
+    ``openqa tune``) and its best evidence paragraphs."""
+
+    letter: str
+    text: str
+    score: float | None
+    probability: float | None = None
+    evidence: list[Evidence]
+
+
+class Confidence(BaseModel):
+    """How sure the answer is: the chosen option's probability, what that meant on the exam's dev
+    split, which calibration gave it, and whether openqa abstained below ``min_confidence`` (then
+    ``best_guess`` is the option it would have chosen)."""
+
+    probability: float | None
+    meaning: str
+    calibration: str
+    min_confidence: float | None
+    abstained: bool
+    best_guess: str | None = None
+
+
+class Answer(BaseModel):
+    """The options best first, the prediction (null with a ``message`` when no word of the question
+    is in the index), the letters tied with it, and the settings used with each one's source; an
+    LLM reader adds its ``details``: the raw reply, the letter read from it, its letter probabilities
+    and the cited paragraph ids."""
+
+    question: str
+    prediction: str | None
+    tied: list[str]
+    matched: bool
+    message: str | None
+    method: str
+    lang: str
+    settings: dict[str, Any]
+    options: list[RankedOption]
+    confidence: Confidence | None = None
+    details: dict[str, Any] | None = None
+
+
+class SearchRequest(BaseModel):
+    """A free-text query for the paragraphs of one served index (as ``openqa search``)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"examples": [
+        {"query": "drug that blocks bacterial cell wall synthesis", "lang": "en", "engine": "custom", "k": 5}]})
+
+    query: str = Field(description=f"the text to search for (at most {MAX_CHARS} characters)")
+    lang: str | None = Field(None, description="corpus language, en or zh (default: the server's first)")
+    engine: str = Field("custom", description="index to search: one a served method reads (custom, lucene, elasticsearch, dense)")
+    k: int = Field(10, ge=1, le=MAX_SEARCH_K, description="paragraphs to return, best first")
+
+
+class SearchHit(BaseModel):
+    """A retrieved paragraph and its rank (1 = best)."""
+
+    id: str
+    book: str
+    score: float
+    text: str
+    rank: int
+
+
+class SearchResponse(BaseModel):
+    """The ranked paragraphs of a query, with the index they come from."""
+
+    query: str
+    lang: str
+    engine: str
+    hits: list[SearchHit]
+
+
+class Error(BaseModel):
+    """What every refused request gets: one line."""
+
+    error: str
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": Error} for code in (400, 403, 404, 408, 413, 422, 503)}
+
+
+def error_response(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": " ".join(message.split())}, status_code=status)
+

@@ -1,0 +1,185 @@
+"""The server under the app: uvicorn's, with a listening socket opened before any index, an HTTP
+protocol that cuts off a trickled request head, and a graceful stop on Ctrl-C, SIGTERM or SIGHUP
+that answers every request the server has received."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, Iterator, cast
+
+from fastapi import FastAPI
+
+from openqa.errors import OpenQAError
+
+if TYPE_CHECKING:
+    import uvicorn
+
+#: Seconds the server waits for requests still arriving after Ctrl-C, SIGTERM or SIGHUP before answering
+#: them with a 503 (requests being scored get theirs within ``POLL_SECONDS``): with ``FLUSH_SECONDS``
+#: and ``CLOSE_SECONDS`` for a job stuck between checkpoints, the server is gone within 4 s, leaving a
+#: loaded machine a second of the 5 s promised.
+GRACE_SECONDS = 2
+#: Seconds a stopping server keeps a connection between requests open for a request its client may be
+#: sending (answered with a 503, where closing the socket over its bytes would reset it): within the grace.
+IDLE_SECONDS = 1.0
+#: Seconds the requests a stopping server cut off after the grace period have to write their 503s.
+FLUSH_SECONDS = 0.2
+#: The signals that stop the server (SIGHUP: its terminal closed).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Seconds a client may take to send a request's line and headers (a trickle is cut off).
+HEADER_SECONDS = 10.0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``, or a one-line error when the port is taken (before any
+    index is opened or any address printed)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise OpenQAError(f"cannot listen on {host!r}: {exc.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port left in TIME_WAIT by a stopped server
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise OpenQAError(f"cannot listen on {host}:{port}: {exc.strerror} (another server there? "
+                          "stop it or choose another --port)") from None
+    return sock
+
+
+def header_timed(seconds: float) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol (h11) that closes a connection whose request line and headers have not
+    all arrived ``seconds`` after it opened or after the request's first byte (uvicorn times out an
+    idle kept-alive connection, not a trickled head, so each such client would hold a socket for ever).
+    When the server stops, a connection between requests is closed ``IDLE_SECONDS`` later, not at
+    once: a request its client has just sent (not read yet) is answered, where closing the socket
+    over its unread bytes would reset it."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimed(H11Protocol):
+        timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self.start_timer()
+
+        def start_timer(self) -> None:
+            if self.timer is None:
+                self.timer = self.loop.call_later(seconds, self.head_late)
+
+        def stop_timer(self) -> None:
+            if self.timer is not None:
+                self.timer.cancel()
+                self.timer = None
+
+        def data_received(self, data: bytes) -> None:
+            before = self.cycle
+            if before is None or before.response_complete:  # these bytes begin a request's head
+                self.start_timer()
+            super().data_received(data)
+            if self.cycle is not before:  # its head arrived in full
+                self.stop_timer()
+
+        def shutdown(self) -> None:
+            if self.cycle is None or self.cycle.response_complete:
+                self.loop.call_later(IDLE_SECONDS, self.stop_when_idle)
+            else:
+                super().shutdown()
+
+        def stop_when_idle(self) -> None:
+            """uvicorn's shutdown of this connection: closed if no request came meanwhile, else after
+            answering the one that came."""
+            if not self.transport.is_closing():
+                super().shutdown()
+
+        def head_late(self) -> None:
+            self.timer = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.stop_timer()
+            super().connection_lost(exc)
+
+    return HeaderTimed
+
+
+class GracefulServer:
+    """uvicorn's server whose first Ctrl-C, SIGTERM or SIGHUP stops it gracefully and whose second
+    one stops it at once; the signals are not raised again after the stop, so the caller decides the
+    exit status (``forced``). The first signal calls ``on_stop`` (the jobs in flight stop at their
+    next checkpoint and their requests get a 503 saying the server stops); a client still sending
+    its request after ``GRACE_SECONDS`` gets that 503 too.
+
+    Every request the server has received is answered: the connections still waiting in the
+    listening socket's queue are taken over before it closes (closing it would reset them), and
+    the 503s of the requests cut off after the grace period are written before the server returns."""
+
+    def __init__(self, app: FastAPI, on_stop: Callable[[], None]) -> None:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                originals = {sig: signal.signal(sig, self.handle_exit) for sig in STOP_SIGNALS}
+                try:
+                    yield
+                finally:
+                    for sig, handler in originals.items():
+                        signal.signal(sig, handler)
+
+            def handle_exit(self, sig: int, frame: Any) -> None:
+                self.force_exit = self.should_exit
+                self.should_exit = True
+                on_stop()
+
+            async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+                if not self.force_exit:
+                    await admit(self, sockets or [])
+                await super().shutdown(sockets)
+                if self.server_state.tasks and not self.force_exit:  # the cut-off requests write their 503s
+                    await asyncio.wait(set(self.server_state.tasks), timeout=FLUSH_SECONDS)
+
+        self.server = Server(uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS,
+                                            http=header_timed(HEADER_SECONDS)))
+
+    def run(self, sock: socket.socket) -> bool:
+        """Serve on ``sock`` until stopped; whether the stop was forced (a second signal)."""
+        self.server.run(sockets=[sock])
+        return self.server.force_exit
+
+
+async def admit(server: uvicorn.Server, sockets: list[socket.socket]) -> None:
+    """Stop listening on ``sockets`` (uvicorn's started ``server`` over them), first taking over the
+    connections still waiting in their queues (closing a listening socket resets those: their
+    clients, who had sent a request, would get no answer). The server's protocol
+    (``header_timed``) gives them a moment to send their requests before it closes them."""
+    loop = asyncio.get_running_loop()
+    waiting = []
+    for sock in sockets:
+        loop.remove_reader(sock.fileno())  # the loop accepts no more from it: what waits is taken here
+        waiting += _accepted(sock)
+    for listening in server.servers:
+        listening.close()
+    make = cast(Callable[..., asyncio.Protocol], server.config.http_protocol_class)  # as uvicorn makes its protocols
+    protocol = partial(make, config=server.config, server_state=server.server_state, app_state=server.lifespan.state)
+    for conn in waiting:
+        await loop.connect_accepted_socket(protocol, conn)
+
+
+def _accepted(sock: socket.socket) -> list[socket.socket]:
+    """The connections waiting in the queue of the listening ``sock`` (non-blocking), accepted."""
+    out: list[socket.socket] = []
+    while True:
+        try:
+            conn, _ = sock.accept()
+        except OSError:  # none left (BlockingIOError), or the socket is gone
+            return out
+        conn.setblocking(False)
+        out.append(conn)
