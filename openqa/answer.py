@@ -44,14 +44,14 @@ def written_in(text: str) -> str:
     return next(code for code, lang in LANGUAGES.items() if lang.spaced != han)
 
 
-def language_note(result: OptionScores, lang: str) -> str:
-    """A word when the question looks written in another language than the index it was read with
-    (a confident answer from the wrong corpus otherwise says nothing); empty when it does not."""
-    question = result.question
+def language_note(question: Question, lang: str, switch: str = "--lang {}") -> str:
+    """A word when ``question`` looks written in another language than the index it was read with
+    (a confident answer from the wrong corpus otherwise says nothing); empty when it does not.
+    ``switch`` spells how to choose the other language where the note is read (a flag, a JSON field)."""
     looks = written_in(" ".join([question.question, *question.options.values()]))
     if looks == lang:
         return ""
-    return f"the question looks {language(looks).name} but was read as {language(lang).name}: try --lang {looks}"
+    return f"the question looks {language(looks).name} but was read as {language(lang).name}: try {switch.format(looks)}"
 
 
 def tie_message(result: OptionScores, lang: str) -> str:
@@ -223,7 +223,7 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
         lines = [f"Prediction: none ({confidence_line(sure)})"]
     else:
         lang = engine.manifest["lang"]
-        note = f"  ({tie_message(result, lang)})" if data["tied"] else f"  ({language_note(result, lang)})" if language_note(result, lang) else ""
+        note = f"  ({tie_message(result, lang)})" if data["tied"] else f"  ({language_note(result.question, lang)})" if language_note(result.question, lang) else ""
         lines = [f"Prediction: {data['prediction']}" + note]
         if sure and sure["probability"] is not None:
             lines.append(f"  {confidence_line(sure)}")

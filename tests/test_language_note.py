@@ -14,8 +14,8 @@ def scored(text: str, options: dict[str, str], scores: dict[str, float]) -> Opti
 def test_a_chinese_question_read_as_english_is_told_so_without_a_tie():
     result = scored("患者男性，胸痛三小时，心电图示ST段抬高，最可能的诊断是什么药物", {"A": "Aspirin", "B": "Heparin"}, {"A": 2.0, "B": 1.0})
     assert result.tied_best() == ["A"]
-    assert language_note(result, "en") == "the question looks Chinese but was read as English: try --lang zh"
-    assert language_note(result, "zh") == ""
+    assert language_note(result.question, "en") == "the question looks Chinese but was read as English: try --lang zh"
+    assert language_note(result.question, "zh") == ""
 
 
 def test_an_english_question_read_as_english_gets_no_note(tmp_path):

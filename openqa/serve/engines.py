@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Hashable, TypeVar, cast
 
 import openqa
-from openqa.answer import no_match_message
+from openqa.answer import language_note, no_match_message
 from openqa.api import search_hits
 from openqa.cancel import cancellable
 from openqa.data import Question, load_questions
@@ -402,7 +402,8 @@ class Engines:
                     failed, failure = offer, self.public(str(exc))  # (a deletion may remove the manifest last)
                     continue
                 if not self.changed(offer):
-                    message = None if record["matched"] else no_match_message(lang, switch='"lang": "{}"')
+                    switch = '"lang": "{}"'
+                    message = (language_note(question, lang, switch) or None) if record["matched"] else no_match_message(lang, switch)
                     return {**record, "message": message, "method": method, "lang": lang,
                             "settings": self.public(relabel(record["settings"]))}
             raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "
