@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from openqa.data import Question
 from openqa.errors import OpenQAError
@@ -22,6 +22,66 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 
 #: A character span ``(start, end)`` of a text: ``text[start:end]`` is a matched word or term.
 Span = tuple[int, int]
+
+
+class EvidenceRecord(TypedDict):
+    """An evidence paragraph of an answer: its id, book, retrieval score, text and matched spans."""
+
+    id: str
+    book: str
+    score: float
+    text: str
+    spans: list[Span]
+
+
+class _Option(TypedDict):
+    letter: str
+    text: str
+    score: float | None
+    evidence: list[EvidenceRecord]
+
+
+class OptionRecord(_Option, total=False):
+    """An option of an answer, best first: its score (None: no evidence), probability, evidence."""
+
+    probability: float
+
+
+class _Confidence(TypedDict):
+    probability: float | None
+    meaning: str
+    calibration: str
+    min_confidence: float | None
+    abstained: bool
+
+
+class ConfidenceRecord(_Confidence, total=False):
+    """How sure an answer is (``assess`` without the per-option probabilities, which the options
+    carry); ``best_guess`` when openqa abstains below ``min_confidence``."""
+
+    best_guess: str | None
+
+
+class _Answer(TypedDict):
+    question: str
+    prediction: str | None
+    tied: list[str]
+    matched: bool
+    abstained: bool
+    options: list[OptionRecord]
+
+
+class AnswerRecord(_Answer, total=False):
+    """One solved question, as the API's ``Answer``, ``openqa answer --json`` and the HTTP API's
+    answer (which adds ``message``, ``method`` and ``lang``) all give it: the prediction (None when
+    no word of the question is in the index, or when openqa abstains), the letters tied with it,
+    whether no answer could be read from a model's reply (``abstained``; abstaining below a
+    ``min_confidence`` is said in ``confidence``), what a scorer adds (``details``: an LLM's reply,
+    the nearest solved questions), the options best first, and the settings with their sources."""
+
+    details: dict[str, Any]
+    confidence: ConfidenceRecord
+    settings: dict[str, Any]
 
 
 def no_match_message(lang: str, switch: str = "--lang {}") -> str:
@@ -165,7 +225,7 @@ def confidence_line(sure: dict[str, Any]) -> str:
     return said
 
 
-def as_dict(result: OptionScores, engine: SearchEngine, evidence: int, sure: dict[str, Any] | None = None) -> dict[str, Any]:
+def as_dict(result: OptionScores, engine: SearchEngine, evidence: int, sure: dict[str, Any] | None = None) -> AnswerRecord:
     """The ranked options with their probabilities and best evidence paragraphs, for ``--json`` and
     the HTTP API; each paragraph has ``spans``, the character spans of the words matching the
     option's query. ``sure`` (``assess``) adds how sure the answer is: ``prediction`` is None when
@@ -174,35 +234,36 @@ def as_dict(result: OptionScores, engine: SearchEngine, evidence: int, sure: dic
     question = result.question
     probabilities = sure["probabilities"] if sure else {}
 
-    def paragraphs(letter: str) -> list[dict[str, Any]]:
+    def paragraphs(letter: str) -> list[EvidenceRecord]:
         hits = result.evidence.get(letter, [])[:evidence]
         terms = query_terms(engine.tokenizer, question.question, question.options[letter]) if hits else frozenset()
         return [
-            {"id": p.pid, "book": p.book, "score": round(h.score, 4), "text": p.text,
-             "spans": term_spans(p.text, terms, engine.tokenizer)}
+            EvidenceRecord(id=p.pid, book=p.book, score=round(h.score, 4), text=p.text,
+                           spans=term_spans(p.text, terms, engine.tokenizer))
             for h in hits
             for p in [engine.paragraphs[h.index]]
         ]
 
-    return {
-        "question": question.question,
-        "prediction": result.prediction() if result.matched and not (sure and sure["abstained"]) else None,
-        "tied": result.tied_best() if len(result.tied_best()) > 1 and result.matched else [],
-        "matched": result.matched,
-        **({"abstained": True} if result.abstained else {}),
-        **({"details": result.details} if result.details else {}),
-        **({"confidence": {k: v for k, v in sure.items() if k != "probabilities"}} if sure else {}),
-        "options": [
-            {
-                "letter": letter,
-                "text": question.options[letter],
-                "score": round(score, 4) if math.isfinite(score) else None,
-                **({"probability": probabilities[letter]} if letter in probabilities else {}),
-                "evidence": paragraphs(letter),
-            }
-            for letter, score in ranked
-        ],
-    }
+    record = AnswerRecord(
+        question=question.question,
+        prediction=result.prediction() if result.matched and not (sure and sure["abstained"]) else None,
+        tied=result.tied_best() if len(result.tied_best()) > 1 and result.matched else [],
+        matched=result.matched,
+        abstained=result.abstained,
+        options=[],
+    )
+    if result.details:
+        record["details"] = result.details
+    if sure:
+        record["confidence"] = ConfidenceRecord(**{k: v for k, v in sure.items() if k != "probabilities"})  # type: ignore[typeddict-item]
+    for letter, score in ranked:
+        shown = {"probability": probabilities[letter]} if letter in probabilities else {}
+        record["options"].append(cast(OptionRecord, {
+            "letter": letter, "text": question.options[letter], "score": round(score, 4) if math.isfinite(score) else None,
+            **shown, "evidence": paragraphs(letter)}))
+    # the keys in the order the record has always had them
+    order = ("question", "prediction", "tied", "matched", "abstained", "details", "confidence", "options")
+    return cast(AnswerRecord, {key: record[key] for key in order if key in record})  # type: ignore[literal-required]
 
 
 #: Characters of each evidence paragraph printed by ``render``.

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, cast
 
-from openqa.answer import as_dict, assess, solve
+from openqa.answer import AnswerRecord, as_dict, assess, solve
 from openqa.config import Settings
 from openqa.corpus.sources import corpus_tag
 from openqa.data import Question, dataset_spec, load_questions, read_question_file_digest
@@ -354,7 +354,7 @@ def compare(settings: Settings, runs: list[Path]) -> tuple[dict[str, Any], str]:
     return record, compare_markdown(record)
 
 
-def answer_record(opened: Opened, question: Question, evidence: int, min_confidence: float | None = None) -> dict[str, Any]:
+def answer_record(opened: Opened, question: Question, evidence: int, min_confidence: float | None = None) -> AnswerRecord:
     """Solve one question with an opened method: the ranked options, each with its probability and
     best ``evidence`` paragraphs and the spans of their matched words (``openqa.answer.as_dict``),
     how sure the answer is (abstaining below ``min_confidence``), and the settings used with their
@@ -362,4 +362,6 @@ def answer_record(opened: Opened, question: Question, evidence: int, min_confide
     result = solve(opened.scorer, question)
     sure = assess(result, opened.probabilities(result), opened.calibration, min_confidence)
     # evidence hits are rows of a search engine's paragraph store (an index without one gives none)
-    return {**as_dict(result, cast(SearchEngine, opened.index), evidence, sure), "settings": opened.settings}
+    record = as_dict(result, cast(SearchEngine, opened.index), evidence, sure)
+    record["settings"] = opened.settings
+    return record

@@ -7,17 +7,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence, cast
 
 from openqa import arguments as arg
+from openqa.api.checks import bank_files, check_llm, lang_name, method_name, optional_engine, overrides_of
+from openqa.api.workspace import Workspace
 from openqa.errors import UsageError
 from openqa.progress import shown
 
 if TYPE_CHECKING:
-
     from openqa.llm.settings import LLMSettings
     from openqa.methods import Request
     from openqa.pipeline import EvalRequest
     from openqa.workspace import Context
-from openqa.api.checks import bank_files, check_llm, lang_name, method_name, optional_engine, overrides_of
-from openqa.api.workspace import Workspace
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Sequence, overload
 
 from openqa import arguments as arg
+from openqa.api.checks import DEFAULT_K, MAX_K, engine_name, lang_name
+from openqa.api.workspace import Workspace
 from openqa.errors import IndexDamagedError, UsageError
 from openqa.extras import needs
 from openqa.retrieval.base import SearchEngine
@@ -15,8 +17,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from openqa.retrieval.base import Index
-from openqa.api.checks import DEFAULT_K, MAX_K, engine_name, lang_name
-from openqa.api.workspace import Workspace
 
 
 class SearchHit(NamedTuple):

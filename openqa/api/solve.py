@@ -7,32 +7,33 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from openqa import arguments as arg
+from openqa.api.checks import bank_files, check_llm, lang_name, method_name, optional_engine, overrides_of
+from openqa.api.workspace import Workspace
 from openqa.errors import UsageError
 from openqa.retrieval.base import SearchEngine
 
 if TYPE_CHECKING:
-
+    from openqa.answer import AnswerRecord, EvidenceRecord
     from openqa.data import Question
     from openqa.llm.settings import LLMSettings
     from openqa.methods import Opened, Request
     from openqa.retrieval.base import Index
     from openqa.scorers.base import OptionScores
     from openqa.workspace import Context, Exam
-from openqa.api.checks import bank_files, check_llm, lang_name, method_name, optional_engine, overrides_of
-from openqa.api.workspace import Workspace
 
 
 @dataclass(frozen=True)
 class Answer:
     """One solved question: the prediction (None when no word of it is in the index), every option's
-    score and evidence, the settings used with their sources; ``record`` is the whole of what
-    ``openqa answer --json`` prints, and ``to_dict()`` returns it."""
+    score and evidence, the settings used with their sources; ``record`` (an ``AnswerRecord``, the
+    one shape of an answer) is the whole of what ``openqa answer --json`` prints and the HTTP API
+    answers with, and ``to_dict()`` returns it."""
 
-    record: dict[str, Any]
+    record: AnswerRecord
 
     @property
     def prediction(self) -> str | None:
-        return cast("str | None", self.record["prediction"])
+        return self.record["prediction"]
 
     @property
     def scores(self) -> dict[str, float | None]:
@@ -40,18 +41,18 @@ class Answer:
         return {o["letter"]: o["score"] for o in self.record["options"]}
 
     @property
-    def evidence(self) -> dict[str, list[dict[str, Any]]]:
+    def evidence(self) -> dict[str, list[EvidenceRecord]]:
         """Option letter -> its best evidence paragraphs (id, book, score, text, spans of matched words)."""
         return {o["letter"]: o["evidence"] for o in self.record["options"]}
 
     @property
     def settings(self) -> dict[str, Any]:
         """The settings used, with ``settings["sources"]`` saying where each came from."""
-        return cast(dict[str, Any], self.record["settings"])
+        return self.record.get("settings", {})
 
     @property
     def matched(self) -> bool:
-        return cast(bool, self.record["matched"])
+        return self.record["matched"]
 
     @property
     def probabilities(self) -> dict[str, float | None]:
@@ -62,7 +63,12 @@ class Answer:
     def confidence(self) -> dict[str, Any]:
         """How sure the answer is: the prediction's ``probability``, its ``meaning`` in words, the
         calibration's source, and whether it ``abstained`` below a ``min_confidence``."""
-        return cast(dict[str, Any], self.record.get("confidence", {}))
+        return dict(self.record.get("confidence", {}))
+
+    @property
+    def solved_questions(self) -> list[dict[str, Any]]:
+        """The nearest solved questions a bank part showed (question, options, answer, similarity)."""
+        return list(self.record.get("details", {}).get("solved_questions", []))
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.record)

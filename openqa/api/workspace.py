@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from openqa import arguments as arg
+from openqa.api.checks import engine_name, lang_name
 from openqa.corpus.sources import user_corpus
 from openqa.errors import UsageError
 from openqa.progress import shown
 
 if TYPE_CHECKING:
-
     from openqa.workspace import Context
-from openqa.api.checks import engine_name, lang_name
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,8 @@ class Confidence(BaseModel):
 
 
 class Answer(BaseModel):
-    """The options best first, the prediction (null with a ``message`` when no word of the question
+    """The answer record (``openqa.answer.AnswerRecord``, what the API and ``openqa answer --json``
+    give; a test keeps the two alike) with the server's ``message``, ``method`` and ``lang``: the options best first, the prediction (null with a ``message`` when no word of the question
     is in the index), the letters tied with it, and the settings used with each one's source; an
     LLM reader adds its ``details``: the raw reply, the letter read from it, its letter probabilities
     and the cited paragraph ids."""
@@ -98,6 +99,8 @@ class Answer(BaseModel):
     prediction: str | None
     tied: list[str]
     matched: bool
+    abstained: bool = Field(description="no answer could be read from a model's reply (counted wrong); abstaining below "
+                                        "min_confidence is said in confidence")
     message: str | None
     method: str
     lang: str
