@@ -1,6 +1,7 @@
-"""Second round of command-line faults: input that used to end in a traceback (deep JSON, huge
-numbers, endless files, a closed stdin, an ASCII-only stdout, a memory limit), interruptions and a
-full disk while result files are written, and what a tied prediction says it assumed."""
+"""Command-line input that used to end in a traceback: edited paragraph counts, question files
+JSON cannot decode (deep nesting, huge numbers), endless input under a memory limit, a closed stdin,
+an ASCII-only stdout, and what a tied prediction says it assumed. (Result files written whole:
+``test_outputs.py``; interruptions: ``test_interrupts.py``.)"""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""Third round of command-line faults: questions normalised the way the corpus is, question files
-read once (pipes, FIFOs), corpus text escaped on the terminal, result temporaries of concurrent
-runs, a Ctrl-C inside an index swap, a memory limit, and the smaller refusals of issue 32."""
+"""Hostile input on the command line: questions mangled the way PDFs and web pages mangle them
+read as their plain form, question files read once (pipes, FIFOs), corpus text escaped on the
+terminal, lone surrogates, a deeply nested manifest, a memory limit, and the smaller refusals
+(repeated keys, a file at an index's name, an eleventh option, impossible ensemble parts, messages
+that name what is wrong)."""
 
 from __future__ import annotations
 
