@@ -87,7 +87,7 @@ window.answersRead = 0;
 const realFetch = window.fetch;
 window.fetch = async (...args) => {
   const response = await realFetch(...args);
-  if (String(args[0]).includes("/v1/answer")) {
+  if (String(args[0]).includes("v1/answer")) {
     const json = response.json.bind(response);
     response.json = async () => {
       try { return await json(); } finally { setTimeout(() => { window.answersRead += 1; }, 0); }
