@@ -1,4 +1,8 @@
-"""Tiny fixture builders shared by the tests: a MedQA-shaped data folder written to tmp_path."""
+"""What the tests share that is not a fixture: a MedQA-shaped data folder written to tmp_path, the
+console script run as a user runs it, a free loopback port, waits that poll until a condition holds
+(with generous deadlines, so a loaded machine only makes them slower), threads started at once, and
+a pseudo-terminal. Fixtures built on these live in ``tests/conftest.py``; the HTTP server helpers
+in ``tests/servers.py``."""
 
 from __future__ import annotations
 
@@ -7,10 +11,24 @@ import os
 import pty
 import select
 import signal
+import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Callable
+
+#: The console script installed beside this Python.
+OPENQA = str(Path(sys.executable).with_name("openqa"))
+#: Seconds any wait of the tests may take before it fails (a hang guard, not a measure).
+HANG_S = 120.0
+#: On six paragraphs a sum over many hits mostly counts question words: judge by the best hit.
+TOP1 = ["--top-n", "1"]
+#: Two paragraphs per option: no tie in the test data (with one, the second question's options all
+#: rank the same paragraph first, and its prediction is the tie rule's).
+TOP2 = ["--top-n", "2"]
 
 BOOKS = {
     "Micro": [
@@ -150,3 +168,77 @@ def site_env(root: Path) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")} | {
         "OPENQA_DATA": str(make_data_dir(root)), "OPENQA_INDEXES": str(root / "indexes"),
         "OPENQA_SETTINGS": str(root / "tuned"), "OPENQA_RESULTS": str(root / "results")}
+
+
+def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+        timeout: float = 600) -> subprocess.CompletedProcess:
+    """The console script run in an empty folder (so no tuned settings or results of the repo leak
+    in), with ``env`` as its whole environment when given."""
+    with tempfile.TemporaryDirectory() as cwd:
+        return subprocess.run([OPENQA, *args], capture_output=True, text=True, input=stdin, cwd=cwd, env=env,
+                              timeout=timeout)
+
+
+def loc(built: tuple[Path, Path, Path]) -> list[str]:
+    """The location flags of the ``built`` fixture's site: its data and index folders."""
+    _, data, indexes = built
+    return ["--data-dir", str(data), "--index-dir", str(indexes)]
+
+
+def one_line_error(result: subprocess.CompletedProcess, code: int = 2) -> str:
+    """The standard error of a command that must have failed with ``code`` in one line, no traceback."""
+    assert result.returncode == code, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    return result.stderr
+
+
+def free_port() -> int:
+    """A loopback port free at the time of asking."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], object], what: str, seconds: float = HANG_S, every: float = 0.05,
+               alive: Callable[[], bool] = lambda: True) -> None:
+    """Poll ``condition`` until it is true; fail naming ``what`` after ``seconds`` or once ``alive()``
+    is false (a process that exited: it will never come true)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert alive(), f"gave up waiting: {what} (what it waited on has ended)"
+        assert time.monotonic() < deadline, f"gave up waiting {seconds:.0f} s: {what}"
+        time.sleep(every)
+
+
+class Started:
+    """Names of the jobs begun so far, and a way to wait until one has begun."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.changed = threading.Condition()
+
+    def add(self, name: str) -> None:
+        with self.changed:
+            self.names.append(name)
+            self.changed.notify_all()
+
+    def wait_for(self, name: str) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: name in self.names, HANG_S), f"{name} never started: {self.names}"
+
+    def wait_count(self, count: int) -> None:
+        """Wait until ``count`` jobs have begun."""
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.names) >= count, HANG_S), f"not {count} started: {self.names}"
+
+
+def gated(started: Started, gates: dict[str, threading.Event], name: str) -> Callable[[], str]:
+    """A job that records that it began, then waits until its gate is opened."""
+    gates[name] = threading.Event()
+
+    def run() -> str:
+        started.add(name)
+        assert gates[name].wait(HANG_S)
+        return name
+
+    return run

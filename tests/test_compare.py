@@ -12,7 +12,7 @@ import pytest
 from openqa.errors import UsageError
 from openqa.evaluate.compare import compare_runs, mcnemar_exact
 from openqa.evaluate.metrics import wilson_interval
-from tests.test_cli import run
+from tests.helpers import run
 
 
 def write_run(folder, name, right, dataset="us", order_seed=None, n=10, confidence=0.5):
@@ -61,6 +61,7 @@ def test_runs_are_compared_on_their_common_questions_by_content(tmp_path):
         compare_runs([first, other], no_lookup)
 
 
+@pytest.mark.spawns
 def test_the_command_prints_tables_json_and_writes_markdown(tmp_path):
     first, second = write_run(tmp_path, "a", {0, 1, 2}), write_run(tmp_path, "b", {0, 1, 2, 3, 4, 5, 6})
     done = run("compare", str(first), str(tmp_path / "b.predictions.jsonl"), "--output", str(tmp_path / "cmp.md"))

@@ -21,8 +21,7 @@ from openqa.retrieval.manifest import FILES, MANIFEST, write_manifest
 from openqa.retrieval.registry import build_index, index_folder, open_index
 from openqa.text.tokenize import EnglishTokenizer
 from openqa.tuning import resolve_settings, save_tuned
-from tests.helpers import BOOKS, make_data_dir
-from tests.test_cli import TOP1, TOP2, run
+from tests.helpers import BOOKS, TOP1, TOP2, make_data_dir, run
 
 QUESTION = ["--question", "Which drug blocks bacterial cell wall synthesis?", "--option", "A=Gentamicin", "--option", "B=Ceftriaxone"]
 
@@ -55,6 +54,7 @@ def corpora(tmp_path_factory):
     return root, data, indexes
 
 
+@pytest.mark.spawns
 def test_folder_corpus_is_indexed_under_its_name_and_evaluated_with_corpus(corpora, tmp_path):
     root, data, indexes = corpora
     manifest = json.loads((indexes / "my-books-en-custom" / MANIFEST).read_text())
@@ -70,6 +70,7 @@ def test_folder_corpus_is_indexed_under_its_name_and_evaluated_with_corpus(corpo
     assert not (indexes / "en-custom").exists()  # the textbooks were not built on the way
 
 
+@pytest.mark.spawns
 def test_jsonl_corpus_is_answered_with_its_own_ids(corpora):
     _, _, indexes = corpora
     result = run("answer", *QUESTION, "--corpus", "pm", "--json", *TOP1, "--index-dir", str(indexes))
@@ -79,6 +80,7 @@ def test_jsonl_corpus_is_answered_with_its_own_ids(corpora):
     assert out["options"][0]["evidence"][0]["id"] == "m1" and out["options"][0]["evidence"][0]["book"] == "Micro"
 
 
+@pytest.mark.spawns
 def test_another_corpus_or_the_textbooks_index_is_refused(corpora, tmp_path):
     _, data, indexes = corpora
     copy = Path(shutil.copytree(indexes, tmp_path / "indexes"))
@@ -94,6 +96,7 @@ def test_another_corpus_or_the_textbooks_index_is_refused(corpora, tmp_path):
         open_index(copy, "en", "custom", data_dir=data)
 
 
+@pytest.mark.spawns
 def test_a_missing_index_of_a_named_corpus_names_the_command_that_builds_it(corpora):
     root, data, indexes = corpora
     result = run("answer", *QUESTION, "--corpus", "pm", "--method", "pmi", "--data-dir", str(data), "--index-dir", str(indexes))
@@ -121,6 +124,7 @@ def test_bad_jsonl_lines_are_refused_with_file_and_line(tmp_path, line, message)
         user_corpus(path, "en").identity()
 
 
+@pytest.mark.spawns
 def test_undecodable_and_empty_jsonl_and_clashing_books_are_refused(tmp_path, corpora):
     path = tmp_path / "c.jsonl"
     path.write_bytes(b'{"id": "a", "title": "T", "text": "caf\xe9"}\n')
@@ -225,6 +229,7 @@ def test_an_unknown_format_is_refused_with_the_rebuild_command(tmp_path):
         CustomBM25.load(tmp_path / "ix", {}, "hint")
 
 
+@pytest.mark.spawns
 def test_every_engine_reads_a_named_corpus_from_the_same_stream(corpora, tmp_path):
     root, _, _ = corpora
     corpus = user_corpus(root / "passages.jsonl", "en", "pm")
@@ -235,6 +240,7 @@ def test_every_engine_reads_a_named_corpus_from_the_same_stream(corpora, tmp_pat
     assert custom["corpus_kind"] == "jsonl" and "books" not in custom
 
 
+@pytest.mark.spawns
 def test_serve_opens_the_named_corpus(corpora):
     from openqa.config import Settings
     from openqa.data.pasted import make_question
@@ -257,6 +263,7 @@ def test_serve_opens_the_named_corpus(corpora):
     assert not (indexes / "en-custom").exists()
 
 
+@pytest.mark.spawns
 def test_corpus_stats_of_a_jsonl_corpus(corpora):
     root, _, _ = corpora
     result = run("corpus", "stats", "--lang", "en", "--corpus", str(root / "passages.jsonl"), "--json")

@@ -2,49 +2,20 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 
 import numpy as np
 import pytest
 
-from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import IndexMismatchError, OpenQAError
 from openqa.retrieval import dense
 from openqa.retrieval.base import EngineOptions, Hit
 from openqa.retrieval.custom_bm25 import CustomBM25
 from openqa.retrieval.dense import DenseIndex, shard_folder
-from openqa.retrieval.encoders import Encoder, resolve_model
+from openqa.retrieval.encoders import resolve_model
 from openqa.retrieval.hybrid import FusedEngine, Fusion, fuse, rrf, weighted
 from openqa.text.tokenize import EnglishTokenizer
-from tests.helpers import BOOKS
-
-PARAGRAPHS = [Paragraph(f"{book}:{i}", book, t) for book, texts in BOOKS.items() for i, t in enumerate(texts)]
-CORPUS = {"lang": "en", "corpus_checksum": "abc"}
-
-
-class BagOfWordsEncoder(Encoder):
-    """Deterministic: each word hashes to one of ``dim`` buckets; vectors are unit-normalised."""
-
-    def __init__(self, dim: int = 64) -> None:
-        self.dim = dim
-        self.calls = 0
-
-    def _vec(self, text: str) -> np.ndarray:
-        v = np.zeros(self.dim, np.float32)
-        for w in EnglishTokenizer().tokenize(text):
-            v[int(hashlib.md5(w.encode()).hexdigest(), 16) % self.dim] += 1
-        return v / max(np.linalg.norm(v), 1e-9)
-
-    def encode_queries(self, texts):
-        return np.stack([self._vec(t) for t in texts])
-
-    def encode_passages(self, texts, batch_size=64):
-        self.calls += 1
-        return np.stack([self._vec(t) for t in texts])
-
-    def config(self):
-        return {"backend": "fake", "model": "bag-of-words", "dim": self.dim}
+from tests.fakes import CORPUS, PARAGRAPHS, BagOfWordsEncoder
 
 
 def build(folder, encoder=None, kind="flat"):

@@ -14,10 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "openqa"
 
 
+@pytest.mark.spawns
 def test_the_site_builds_strictly(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
@@ -28,6 +31,7 @@ def test_the_site_builds_strictly(tmp_path):
     assert "batch_search" in (tmp_path / "site" / "reference" / "index.html").read_text()  # from the docstrings
 
 
+@pytest.mark.spawns
 def test_results_and_the_readme_table_are_what_the_records_make():
     code = ("import json, results_md; print(json.dumps([results_md.results_text(), results_md.headline_table(), "
             "list(results_md.README_MARKS)]))")

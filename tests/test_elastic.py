@@ -5,15 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import socket
-import subprocess
-import time
 
 import pytest
 
-from openqa.corpus.paragraphs import Paragraph
 from openqa.corpus.sources import user_corpus
 from openqa.errors import IndexMissingError, OpenQAError
 from openqa.retrieval.base import PARAGRAPHS as STORE_FILE
@@ -22,43 +16,8 @@ from openqa.retrieval.elastic import ElasticBM25, check_url, connect, index_body
 from openqa.retrieval.lucene import LuceneParams
 from openqa.retrieval.registry import build_index, open_index
 from openqa.text.tokenize import EnglishTokenizer
-from tests.helpers import BOOKS
-
-PARAGRAPHS = [Paragraph(f"{book}:{i}", book, t) for book, texts in BOOKS.items() for i, t in enumerate(texts)]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_emulator(data_dir) -> tuple[subprocess.Popen, str]:
-    """Start a noida-db server on a free loopback port and wait until it answers (skips when absent)."""
-    exe = shutil.which("noida-db") or os.path.join(os.path.dirname(os.sys.executable), "noida-db")
-    if not os.path.exists(exe):
-        pytest.skip("noida-db (ES emulator) not installed")
-    port = free_port()
-    proc = subprocess.Popen(
-        [exe, "start", "--only", "elasticsearch", "--elasticsearch-port", str(port), "--data-dir", str(data_dir)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,  # its own process group
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            connect(url)
-            return proc, url
-        except OpenQAError:
-            time.sleep(0.3)
-    stop_emulator(proc, signal.SIGKILL)
-    pytest.skip("noida-db did not start")
-
-
-def stop_emulator(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
-    """Stop the launcher and the server it started (its own process group)."""
-    os.killpg(proc.pid, sig)
-    proc.wait(timeout=10)
+from tests.fakes import PARAGRAPHS, roundtrip, start_emulator, stop_emulator
+from tests.helpers import free_port
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +28,6 @@ def emulator(tmp_path_factory):
     stop_emulator(proc)
 
 
-def roundtrip(url: str, folder) -> ElasticBM25:
-    ElasticBM25.build(folder, PARAGRAPHS, EnglishTokenizer(), {"lang": "en", "corpus_checksum": "abc"}, EngineOptions(connection=url))
-    return ElasticBM25.load(folder, {"corpus_checksum": "abc"}, "hint")
-
-
 def check_search(engine: ElasticBM25) -> None:
     hits = engine.search(["gentamicin ribosomal subunit", "aspirin cyclooxygenase"], k=2)
     assert engine.paragraphs[hits[0][0].index].pid == "Micro:2"
@@ -81,6 +35,7 @@ def check_search(engine: ElasticBM25) -> None:
     assert hits[0][0].score >= hits[0][-1].score
 
 
+@pytest.mark.spawns
 def test_build_search_and_settings_on_emulator(emulator, tmp_path):
     engine = roundtrip(emulator, tmp_path / "en-es")
     check_search(engine)
@@ -89,6 +44,7 @@ def test_build_search_and_settings_on_emulator(emulator, tmp_path):
     assert engine.client.count(index=engine.index_name)["count"] == len(PARAGRAPHS)
 
 
+@pytest.mark.spawns
 def test_a_named_corpus_streams_into_the_server_in_bulk(emulator, tmp_path):
     """A JSONL corpus of more passages than one bulk request holds, loaded as `openqa index --corpus` does."""
     path = tmp_path / "passages.jsonl"
@@ -103,6 +59,7 @@ def test_a_named_corpus_streams_into_the_server_in_bulk(emulator, tmp_path):
     assert [engine.paragraphs[h[0].index].pid for h in hits] == ["p1234", "p7"]
 
 
+@pytest.mark.spawns
 def test_rebuild_replaces_and_drops_the_old_server_index(emulator, tmp_path):
     first = roundtrip(emulator, tmp_path / "en-es")
     second = roundtrip(emulator, tmp_path / "en-es")
@@ -110,6 +67,7 @@ def test_rebuild_replaces_and_drops_the_old_server_index(emulator, tmp_path):
     assert not second.client.indices.exists(index=first.index_name)
 
 
+@pytest.mark.spawns
 def test_failed_load_keeps_previous_index(emulator, tmp_path, monkeypatch):
     folder = tmp_path / "en-es"
     first = roundtrip(emulator, folder)
@@ -126,6 +84,7 @@ def test_failed_load_keeps_previous_index(emulator, tmp_path, monkeypatch):
     assert set(first.client.indices.get(index="openqa-*")) == before  # the half-loaded one is gone
 
 
+@pytest.mark.spawns
 @pytest.mark.skipif(not os.environ.get("OPENQA_ES_URL"), reason="set OPENQA_ES_URL to test a real cluster")
 def test_real_cluster(tmp_path):
     engine = roundtrip(os.environ["OPENQA_ES_URL"], tmp_path / "en-es")

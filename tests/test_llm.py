@@ -9,7 +9,6 @@ import json
 import math
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -24,8 +23,9 @@ import pytest
 from openqa.cli import main
 from openqa.llm import endpoint, llamacpp
 from openqa.llm.extract import cited_ids, extract_letter
-from tests.helpers import QUESTIONS, make_data_dir
+from tests.helpers import QUESTIONS, free_port, make_data_dir, wait_until
 from tests.llm_fixtures import make_tiny_llm
+from tests.servers import call, running
 
 pytest.importorskip("transformers")
 
@@ -270,7 +270,6 @@ def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
     from openqa.serve.app import create_app
     from openqa.serve.engines import Engines
     from openqa.workspace import Context
-    from tests.test_serve import call, running
 
     settings = Settings.resolve(data_dir=root / "data_clean", index_dir=root / "indexes", settings_dir=root / "tuned")
     llm = LLMSettings(model=str(root / "tiny"), evidence=evidence, cache_dir=root / f"cache-serve-{evidence}")
@@ -337,23 +336,20 @@ def test_serve_opens_the_model_once_and_queues_its_requests_off_the_pool(root, m
 
 # --- a real OpenAI-compatible server: transformers serve ------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def wait_for_models(url: str, alive) -> bool:
     """Whether a server at ``url`` answers ``/v1/models`` before ``SERVE_START`` seconds pass (while ``alive()``)."""
-    deadline = time.monotonic() + SERVE_START
-    while alive() and time.monotonic() < deadline:
+    def answers() -> bool:
         try:
             with urlopen(f"{url}/v1/models", timeout=5) as response:
-                if response.status == 200:
-                    return True
+                return response.status == 200
         except OSError:
-            time.sleep(0.5)
-    return False
+            return False
+
+    try:
+        wait_until(answers, "transformers serve answered /v1/models", seconds=SERVE_START, every=0.5, alive=alive)
+    except AssertionError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -383,6 +379,7 @@ def served(root):
     log.close()
 
 
+@pytest.mark.spawns
 def test_endpoint_generate_over_transformers_serve(root, capsys, served):
     args = ["--endpoint", served, "--scoring", "generate", "--max-tokens", "4", "--cache-dir", str(root / "cache-ep")]
     summary = eval_llm(root, capsys, *args, model=str(root / "tiny"))
@@ -392,12 +389,14 @@ def test_endpoint_generate_over_transformers_serve(root, capsys, served):
     assert eval_llm(root, capsys, *args, model=str(root / "tiny"))["model_calls"] == 0
 
 
+@pytest.mark.spawns
 def test_letters_against_a_server_without_logprobs_names_generate(root, capsys, served):
     code, _, err = run(root, capsys, "--dataset", "us", "--method", "llm", "--model", str(root / "tiny"),
                        "--endpoint", served, "--evidence", "none", "--cache-dir", str(root / "cache-ep2"))
     assert code == 2 and one_line_error(err, "returned no logprobs") and "--scoring generate" in err
 
 
+@pytest.mark.spawns
 def test_unknown_model_at_a_server(root, capsys, served):
     code, _, err = run(root, capsys, "--dataset", "us", "--method", "llm", "--model", "no-such-model",
                        "--endpoint", served, "--scoring", "generate", "--cache-dir", str(root / "cache-ep3"))
@@ -667,6 +666,7 @@ def test_llama_cpp_over_http_agrees_on_twenty_questions(root, capsys, llama_serv
     agree(*runs)
 
 
+@pytest.mark.spawns
 def test_ctrl_c_keeps_the_replies_cached_so_far(root, capsys, fake, tmp_path):
     """Ctrl-C in the middle of a run: exit 130 and no result files; the replies already received stay
     in the cache, and the rerun asks the model only for the rest."""
@@ -679,9 +679,7 @@ def test_ctrl_c_keeps_the_replies_cached_so_far(root, capsys, fake, tmp_path):
     proc = subprocess.Popen([str(openqa), *args, "--output", str(out)], stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 120
-    while len(fake.requests) < 3 and time.monotonic() < deadline and proc.poll() is None:
-        time.sleep(0.05)
+    wait_until(lambda: len(fake.requests) >= 3, "three requests reached the fake model", alive=lambda: proc.poll() is None)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and err.strip().endswith("openqa: interrupted"), err

@@ -12,8 +12,7 @@ import pytest
 from openqa.data import Question
 from openqa.errors import DataError
 from openqa.scorers.precomputed import PrecomputedScorer
-from tests.helpers import site_env
-from tests.test_calibration import run
+from tests.helpers import run, site_env
 
 
 @pytest.fixture(scope="module")
@@ -34,6 +33,7 @@ def shuffled_copy(source, target, seed=0):
     return target
 
 
+@pytest.mark.spawns
 def test_a_part_read_from_predictions_gives_the_figures_of_running_it(site):
     root, env = site
     dev = shuffled_copy(root / "results" / "us-dev-pmi.predictions.jsonl", root / "pmi-dev.jsonl")
@@ -57,6 +57,7 @@ def test_a_part_read_from_predictions_gives_the_figures_of_running_it(site):
     assert all(json.loads(r)["digest"] and json.loads(r)["scale"] == "logits" for r in rows)
 
 
+@pytest.mark.spawns
 def test_what_a_predictions_file_lacks_is_said_in_one_line(site, tmp_path):
     root, env = site
     source = root / "results" / "us-dev-pmi.predictions.jsonl"

@@ -16,9 +16,9 @@ import pytest
 from openqa import DataError, UsageError, browse_results, result_curves
 from openqa.evaluate.calibration import curves
 from openqa.serve.app import create_app
+from tests.helpers import run as run_env
 from tests.helpers import site_env
-from tests.test_calibration import run as run_env
-from tests.test_serve import call, running, tiny_engines
+from tests.servers import call, running, tiny_engines
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +36,7 @@ def folder(tmp_path_factory):
     return root, results
 
 
+@pytest.mark.spawns
 def test_the_runs_their_questions_and_nothing_outside(folder):
     _, results = folder
     runs = browse_results(results)
@@ -51,6 +52,7 @@ def test_the_runs_their_questions_and_nothing_outside(folder):
             browse_results(results, bad)
 
 
+@pytest.mark.spawns
 def test_a_run_with_a_malformed_confidence_is_refused_in_one_line(folder, tmp_path):
     _, results = folder
     shutil.copy(results / "us-dev-pmi.json", tmp_path / "bad.json")
@@ -77,6 +79,7 @@ def test_curves_by_hand():
     assert curves(np.array([]), np.array([]))["coverage"] == []
 
 
+@pytest.mark.spawns
 def test_the_server_gives_them_only_when_asked(folder, tmp_path):
     root, results = folder
     engines = tiny_engines(tmp_path, ["ir-custom"])
@@ -103,6 +106,7 @@ def test_the_server_gives_them_only_when_asked(folder, tmp_path):
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 
+@pytest.mark.spawns
 @pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Chromium not installed (bash scripts/install_dev.sh installs it)")
 def test_the_page_lists_filters_opens_and_compares_runs(folder, tmp_path):
     from selenium import webdriver

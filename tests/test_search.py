@@ -9,12 +9,12 @@ import pytest
 
 from openqa import DataError, Searcher, build_index
 from openqa.corpus.sources import user_corpus
-from tests.helpers import BOOKS
-from tests.test_cli import built, loc, run  # noqa: F401  (the tiny site's fixture)
-from tests.test_serve import call, running, tiny_engines
+from tests.helpers import BOOKS, loc, make_data_dir, run
+from tests.servers import call, running, tiny_engines
 
 
-def test_search_prints_ranked_paragraphs_and_json(built):  # noqa: F811
+@pytest.mark.spawns
+def test_search_prints_ranked_paragraphs_and_json(built):
     text = run("search", "ceftriaxone cell wall synthesis gentamicin", "-k", "2", *loc(built))
     assert text.returncode == 0, text.stderr
     assert text.stdout.splitlines()[0].startswith("  1. [Micro Micro:1, ")
@@ -25,7 +25,8 @@ def test_search_prints_ranked_paragraphs_and_json(built):  # noqa: F811
     assert json.loads(index.stdout)["hits"] == data["hits"]
 
 
-def test_topics_give_a_trec_run_file(built, tmp_path):  # noqa: F811
+@pytest.mark.spawns
+def test_topics_give_a_trec_run_file(built, tmp_path):
     topics = tmp_path / "topics.tsv"
     topics.write_text("q1\tceftriaxone cell wall synthesis\n\nq2\taspirin cyclooxygenase\n")
     run_file = tmp_path / "run.trec"
@@ -42,20 +43,22 @@ def test_topics_give_a_trec_run_file(built, tmp_path):  # noqa: F811
     assert again.stdout == run_file.read_text()
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("content, message", [
     ("q1 no tab here\n", "topics.tsv:1: expected 'id<TAB>query' or a JSON object"),
     ("q1\tfine\nq1\tagain\n", "topics.tsv:2: topic id 'q1' was already used on an earlier line"),
     ("q1\t   \n", "topics.tsv:1: topic 'q1' has an empty query"),
     ("", "topics.tsv: no topics (expected 'id<TAB>query' lines or JSON lines with an id and a text)"),
 ])
-def test_bad_topics_files_are_file_line_errors(built, tmp_path, content, message):  # noqa: F811
+def test_bad_topics_files_are_file_line_errors(built, tmp_path, content, message):
     topics = tmp_path / "topics.tsv"
     topics.write_text(content)
     result = run("search", "--topics", str(topics), *loc(built))
     assert result.returncode == 2 and result.stderr == f"openqa: error: {topics.parent}/{message}\n"
 
 
-def test_a_query_and_topics_together_or_an_empty_query_are_refused(built, tmp_path):  # noqa: F811
+@pytest.mark.spawns
+def test_a_query_and_topics_together_or_an_empty_query_are_refused(built, tmp_path):
     both = run("search", "aspirin", "--topics", str(tmp_path / "t.tsv"), *loc(built))
     assert both.stderr == "openqa: error: give a query or --topics FILE (one of them)\n"
     empty = run("search", "  ", *loc(built))
@@ -106,6 +109,7 @@ def test_medrag_beir_and_pyserini_corpora_are_read_by_their_keys(tmp_path):
     assert next(user_corpus(tmp_path / "pyserini.jsonl", "en").paragraphs()).pid == "0"
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("second, message", [
     ({"_id": "b", "title": "T", "text": "x"}, ":2: a BEIR corpus.jsonl record in a file of openqa passages: one format per file"),
     ({"id": "b", "title": "T", "body": "x"}, ":2: the record has no text field: 'text' \\(openqa, BEIR\\), 'content' \\(MedRAG\\) "
@@ -122,6 +126,7 @@ def test_a_file_that_mixes_formats_or_lacks_a_text_field_is_a_file_line_error(tm
     assert len(result.stderr.splitlines()) == 1 and not (tmp_path / "ix").exists()
 
 
+@pytest.mark.spawns
 def test_batch_search_with_ids_and_threads_equals_search_alone_and_writes_runs_ir_tools_load(tmp_path):
     """``batch_search`` (ids, threads, the engine's batched path) gives each query exactly the hits
     ``search`` gives it alone, under any query-side parameters set as Pyserini's ``set_bm25``; its
@@ -129,7 +134,6 @@ def test_batch_search_with_ids_and_threads_equals_search_alone_and_writes_runs_i
     import pytrec_eval
 
     from openqa import UsageError
-    from tests.helpers import make_data_dir
 
     where = {"data_dir": make_data_dir(tmp_path), "index_dir": tmp_path / "indexes"}
     searcher = Searcher.open("en", **where)
@@ -175,3 +179,22 @@ def test_corpus_ids_a_trec_run_cannot_carry_are_refused_at_index_time(tmp_path, 
     (books / "My Book.txt").write_text("cell wall synthesis\n")
     with pytest.raises(DataError, match="My Book.txt: a book's name makes its paragraph ids"):
         build_index("en", "custom", corpus=books, index_dir=tmp_path / "ix")
+
+
+@pytest.mark.spawns
+@pytest.mark.parametrize("content, outcome", [
+    ("\ufeffq1\taspirin\n", {"q1"}),  # a byte-order mark is not part of the first id
+    ("qid\tquery\nq1\taspirin\n", {"q1"}),  # a header line is not a topic
+    ('{"id": "q1", "text": "aspirin"}\nq2\tcell wall\n', "a line that is not a JSON object in a JSON-lines topics file"),
+    ('{"id": "q1", "text": 5}\n', "the query of topic 'q1' is a JSON int, not text"),
+    ('{"id": 1.5, "text": "aspirin"}\n', "the topic id 1.5 is a JSON float"),
+    ('{"id": "q\\ud800", "text": "aspirin"}\n', "lone surrogate"),
+])
+def test_topics_files_as_people_write_them(built, tmp_path, content, outcome):
+    topics = tmp_path / "topics.tsv"
+    topics.write_text(content, encoding="utf-8")
+    done = run("search", "--topics", str(topics), "-k", "1", *loc(built))
+    if isinstance(outcome, set):
+        assert done.returncode == 0 and {line.split()[0] for line in done.stdout.splitlines()} == outcome, done.stderr
+    else:
+        assert done.returncode == 2 and outcome in done.stderr and done.stderr.count("\n") == 1, done.stderr

@@ -8,106 +8,24 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
-import sys
-import threading
-import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from http.client import HTTPConnection
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
-import uvicorn
 
-from openqa.config import Settings
 from openqa.data.pasted import MAX_CHARS, parse_block
 from openqa.errors import OpenQAError
-from openqa.methods import Request
-from openqa.pipeline import Context
 from openqa.retrieval.custom_bm25 import CustomBM25
-from openqa.retrieval.registry import build_index
 from openqa.serve.app import create_app
 from openqa.serve.engines import Engines
 from openqa.serve.guard import MAX_BODY
 from openqa.text.tokenize import DEFAULT_CONFIGS, make_tokenizer
-from tests.helpers import QUESTIONS, default_sigint, make_data_dir
-
-#: A tiny Chinese book (the zh corpus folder), one paragraph a line.
-ZH_BOOK = [
-    "阿司匹林不可逆地抑制环氧合酶，减少心肌梗死后的死亡率。",
-    "头孢曲松抑制细菌细胞壁合成，用于治疗淋球菌性关节炎。",
-    "庆大霉素是一种氨基糖苷类抗生素，抑制细菌核糖体亚基。",
-]
-ZH_BLOCK = "哪种药物抑制细菌细胞壁合成？\nA、阿司匹林\nB、头孢曲松\nC、庆大霉素\n"
-EN = QUESTIONS[0]
-#: On six paragraphs a sum over many hits mostly counts question words: judge by the best hit.
-TOP1 = {"top_n": 1}
-#: How long a server may take to start before the test fails (it takes well under a second here).
-START_TIMEOUT = 20.0
-
-
-def tiny_site(root: Path) -> tuple[Path, Path]:
-    """A MedQA-shaped data folder with two English books and one Chinese book, and their custom indexes."""
-    data = make_data_dir(root)
-    zh = data / "textbooks" / "zh_paragraph"
-    zh.mkdir(parents=True)
-    (zh / "药理学.txt").write_text("\n".join(ZH_BOOK) + "\n", encoding="utf-8")
-    indexes = root / "indexes"
-    for lang in ("en", "zh"):
-        build_index(data, indexes, lang, "custom")
-    return data, indexes
-
-
-def tiny_engines(root: Path, methods: list[str], request: Request = Request()) -> Engines:
-    """English and Chinese engines over the tiny site (your tuned settings and results of the repo
-    never leak in; the shipped ones do)."""
-    data, indexes = tiny_site(root)
-    settings = Settings.resolve(data_dir=data, index_dir=indexes, settings_dir=root / "tuned", results_dir=root / "results")
-    return Engines(Context(settings), ["en", "zh"], methods, request)
-
-
-@contextmanager
-def serving(app: Any, http: Any = "auto") -> Iterator[tuple[str, uvicorn.Server, socket.socket]]:
-    """``app`` served by uvicorn (its HTTP protocol ``http``) in a thread on a free loopback port: its
-    URL, server and listening socket; stopped after."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False, http=http))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + START_TIMEOUT
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", server, sock
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
-        sock.close()
-
-
-@contextmanager
-def running(app: Any, http: Any = "auto") -> Iterator[str]:
-    """Serve ``app`` as ``serving`` does; yield its base URL."""
-    with serving(app, http) as (url, _, _):
-        yield url
-
-
-def call(url: str, path: str, body: Any = None, raw: bytes | None = None) -> tuple[int, dict[str, Any]]:
-    """The status and JSON of a GET (no body) or a POST of ``body`` as JSON (or ``raw`` bytes)."""
-    data = raw if raw is not None else None if body is None else json.dumps(body, ensure_ascii=False).encode()
-    request = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+from tests.helpers import OPENQA, QUESTIONS
+from tests.servers import EN, TOP1, ZH_BLOCK, ask, call, running, tiny_engines, tiny_site
 
 
 @pytest.fixture(scope="module")
@@ -122,12 +40,6 @@ def engines(tmp_path_factory) -> Iterator[Engines]:
 def url(engines) -> Iterator[str]:
     with running(create_app(engines)) as base:
         yield base
-
-
-def ask(url: str, question: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    status, data = call(url, "/v1/answer", {"question": question["question"], "options": question["options"], **extra})
-    assert status == 200, data
-    return data
 
 
 def test_answer_ranks_options_with_evidence_and_settings(url):
@@ -322,37 +234,21 @@ def test_the_page_and_the_api_docs_work_offline(url):
     assert {"/v1/answer", "/v1/parse", "/v1/methods", "/v1/health"} <= set(spec["paths"])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def test_openqa_serve_starts_answers_and_stops_on_ctrl_c(tmp_path):
+@pytest.mark.spawns
+def test_openqa_serve_starts_answers_and_stops_on_ctrl_c(tmp_path, openqa_serve):
     data, indexes = tiny_site(tmp_path)
-    port = free_port()
-    openqa = str(Path(sys.executable).with_name("openqa"))
-    process = subprocess.Popen(
-        [openqa, "serve", "--lang", "en", "--port", str(port), "--data-dir", str(data), "--index-dir", str(indexes)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=default_sigint,
-    )
+    process, url = openqa_serve("--lang", "en", "--data-dir", str(data), "--index-dir", str(indexes), cwd=tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None and time.monotonic() < deadline, "openqa serve did not start"
-            try:
-                assert call(f"http://127.0.0.1:{port}", "/v1/health")[1]["available"] == 1
-                break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.1)
-        assert ask(f"http://127.0.0.1:{port}", EN, **TOP1)["prediction"] == "C"
+        assert call(url, "/v1/health")[1]["available"] == 1
+        assert ask(url, EN, **TOP1)["prediction"] == "C"
     finally:
         process.send_signal(signal.SIGINT)
         out, err = process.communicate(timeout=30)
     assert process.returncode == 0, err
-    assert "ir-custom (en) ready" in err and f"http://127.0.0.1:{port}/docs" in err
+    assert "ir-custom (en) ready" in err and f"{url}/docs" in err
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("args, message", [
     (["--lang", "fr"], "unknown language 'fr'"),
     (["--method", "magic"], "unknown method 'magic'"),
@@ -361,7 +257,6 @@ def test_openqa_serve_starts_answers_and_stops_on_ctrl_c(tmp_path):
     (["--port", "0"], "--port must be between 1 and 65535"),
 ])
 def test_openqa_serve_refuses_bad_flags_in_one_line(tmp_path, args, message):
-    openqa = str(Path(sys.executable).with_name("openqa"))
-    result = subprocess.run([openqa, "serve", *args, "--index-dir", str(tmp_path)], capture_output=True, text=True,
+    result = subprocess.run([OPENQA, "serve", *args, "--index-dir", str(tmp_path)], capture_output=True, text=True,
                             timeout=60, env={**os.environ, "OPENQA_DATA": str(tmp_path)})
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0 and message in result.stderr

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
+import threading
 from typing import Iterator
 
 import pytest
@@ -24,10 +24,9 @@ from openqa.evaluate.calibration import Calibration
 from openqa.llm.settings import LLMSettings
 from openqa.methods import Request
 from openqa.serve.app import create_app
-from tests.helpers import QUESTIONS
+from tests.helpers import QUESTIONS, Started
 from tests.llm_fixtures import make_tiny_llm
-from tests.test_serve import running, tiny_engines
-from tests.test_serve_faults import slow_scoring
+from tests.servers import gated_scoring, running, tiny_engines
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -81,9 +80,33 @@ def browser() -> Iterator[webdriver.Chrome]:
     driver.quit()
 
 
+#: Counts in ``window.answersRead`` the replies of /v1/answer the page has read and acted on: the count
+#: goes up in a task of its own, after the page's handling of the reply (microtasks) is done.
+COUNT_ANSWERS = """
+window.answersRead = 0;
+const realFetch = window.fetch;
+window.fetch = async (...args) => {
+  const response = await realFetch(...args);
+  if (String(args[0]).includes("v1/answer")) {
+    const json = response.json.bind(response);
+    response.json = async () => {
+      try { return await json(); } finally { setTimeout(() => { window.answersRead += 1; }, 0); }
+    };
+  }
+  return response;
+};
+"""
+
+
 def open_page(browser, url: str) -> None:
     browser.get(url + "/")
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, "#method option"))
+    browser.execute_script(COUNT_ANSWERS)
+
+
+def answers_read(browser, count: int) -> None:
+    """Wait until the page has read and acted on ``count`` replies of /v1/answer since it opened."""
+    WebDriverWait(browser, WAIT).until(lambda b: b.execute_script("return window.answersRead") >= count)
 
 
 def paste(browser, text: str) -> None:
@@ -116,6 +139,7 @@ def ranking(browser) -> list[dict[str, str]]:
         badges: [...b.querySelectorAll('.badge')].map(x => x.textContent).join(','), width: b.querySelector('.fill').style.width}))""")
 
 
+@pytest.mark.spawns
 def test_pasted_question_is_ranked_with_highlighted_evidence(browser, url, tmp_path):
     solve(browser, url, PASTED)
     assert shown(browser).startswith("Prediction: C. Ceftriaxone")
@@ -140,6 +164,7 @@ def test_pasted_question_is_ranked_with_highlighted_evidence(browser, url, tmp_p
     assert [entry["message"] for entry in browser.get_log("browser") if entry["level"] != "INFO"] == []
 
 
+@pytest.mark.spawns
 def test_results_are_announced_and_focused_with_the_measured_accuracy(browser, url):
     solve(browser, url, PASTED)
     heading = shown(browser)
@@ -151,6 +176,7 @@ def test_results_are_announced_and_focused_with_the_measured_accuracy(browser, u
     assert "not medical advice" in accuracy and "eval/results/us-test-ir-custom.json" in accuracy
 
 
+@pytest.mark.spawns
 def test_below_the_minimum_confidence_the_page_abstains_with_its_best_guess(browser, url):
     open_page(browser, url)
     browser.find_element(By.ID, "min-confidence").send_keys("0.99")
@@ -162,6 +188,7 @@ def test_below_the_minimum_confidence_the_page_abstains_with_its_best_guess(brow
     assert browser.find_element(By.ID, "confidence").text.startswith("Probability of the best guess: ")
 
 
+@pytest.mark.spawns
 def test_a_minimum_confidence_that_is_no_probability_is_said_not_ignored(browser, url):
     open_page(browser, url)
     for bad in ("1.5", "e", "-0.5"):  # Chromium lets only number-like keys into the field: "e" alone is no number
@@ -174,6 +201,7 @@ def test_a_minimum_confidence_that_is_no_probability_is_said_not_ignored(browser
         assert "Minimum confidence must be a probability from 0 to 1" in browser.find_element(By.ID, "error").text
 
 
+@pytest.mark.spawns
 def test_examples_are_real_test_questions_with_their_answer_key(browser, url):
     open_page(browser, url)
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".example"))
@@ -191,6 +219,7 @@ def test_examples_are_real_test_questions_with_their_answer_key(browser, url):
     assert "correct answer" in keyed["badges"]
 
 
+@pytest.mark.spawns
 def test_a_given_correct_answer_is_marked_and_judged(browser, url):
     solve(browser, url, PASTED, key="A")
     shown(browser)
@@ -198,6 +227,7 @@ def test_a_given_correct_answer_is_marked_and_judged(browser, url):
     assert [r["letter"] for r in ranking(browser) if "correct answer" in r["badges"]] == ["A"]
 
 
+@pytest.mark.spawns
 def test_tied_options_are_shown_as_tied(browser, url):
     solve(browser, url, "Which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone\nC: Ceftriaxone")
     assert "tied with" in shown(browser)
@@ -206,6 +236,7 @@ def test_tied_options_are_shown_as_tied(browser, url):
     assert rows[0]["score"] == rows[1]["score"] and {rows[0]["letter"], rows[1]["letter"]} == {"B", "C"}
 
 
+@pytest.mark.spawns
 def test_pmi_explains_options_without_evidence(browser, url):
     solve(browser, url, "Which drug blocks cell wall synthesis?\nA: Ceftriaxone\nB: Zyxqvor", method="pmi")
     shown(browser)
@@ -215,35 +246,48 @@ def test_pmi_explains_options_without_evidence(browser, url):
     assert "its PMI is undefined" in browser.find_element(By.ID, "evidence-note").text
 
 
+@pytest.mark.spawns
 def test_long_options_wrap(browser, url):
     solve(browser, url, "Which drug blocks cell wall synthesis?\nA: Ceftriaxone" + "x" * 400 + "\nB: Aspirin " * 1)
     shown(browser)
     assert browser.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
 
 
+@pytest.mark.spawns
 def test_ctrl_enter_cannot_bypass_a_disabled_solve_and_the_page_shows_it_is_busy(browser, url, monkeypatch):
-    calls: list[str] = []
-    slow_scoring(monkeypatch, 1.5, calls, only="SLOW")
-    solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
-    WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
-    assert browser.find_element(By.ID, "ask").get_attribute("aria-busy") == "true"
-    assert browser.find_element(By.ID, "status").text.startswith("Solving with ir-custom (en)")
-    browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
+    started, gate = Started(), threading.Event()
+    gated_scoring(monkeypatch, started, gate, only="SLOW")
+    try:
+        solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
+        WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
+        assert browser.find_element(By.ID, "ask").get_attribute("aria-busy") == "true"
+        assert browser.find_element(By.ID, "status").text.startswith("Solving with ir-custom (en)")
+        browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
+    finally:
+        gate.set()
     shown(browser)
-    assert len(calls) == 1 and browser.find_element(By.ID, "status").text == ""
+    answers_read(browser, 1)
+    assert len(started.names) == 1 and browser.execute_script("return window.answersRead") == 1
+    assert browser.find_element(By.ID, "status").text == ""
 
 
+@pytest.mark.spawns
 def test_a_late_reply_never_replaces_a_newer_one(browser, url, monkeypatch):
-    slow_scoring(monkeypatch, 2.0, only="SLOW")
-    solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
-    WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
-    browser.find_elements(By.CSS_SELECTOR, ".example")[0].click()  # a newer request while the first is out
-    WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "verdict").text.startswith("Answer key (us-test-1)"))
-    time.sleep(3)  # the slow reply arrives now, and must be dropped
+    started, gate = Started(), threading.Event()
+    gated_scoring(monkeypatch, started, gate, only="SLOW")
+    try:
+        solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
+        WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
+        browser.find_elements(By.CSS_SELECTOR, ".example")[0].click()  # a newer request while the first is out
+        WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "verdict").text.startswith("Answer key (us-test-1)"))
+    finally:
+        gate.set()  # the slow reply arrives now, and must be dropped
+    answers_read(browser, 2)
     assert browser.find_element(By.ID, "prediction").text.startswith("Prediction: C. Ceftriaxone")
     assert browser.find_element(By.ID, "verdict").text.startswith("Answer key (us-test-1)")
 
 
+@pytest.mark.spawns
 def test_an_error_clears_the_old_result_and_speaks_web(browser, url):
     solve(browser, url, PASTED)
     shown(browser)
@@ -254,6 +298,7 @@ def test_an_error_clears_the_old_result_and_speaks_web(browser, url):
     assert not browser.find_element(By.ID, "result").is_displayed()
 
 
+@pytest.mark.spawns
 def test_copy_json_and_keyboard_help(browser, url):
     solve(browser, url, PASTED)
     shown(browser)
@@ -285,6 +330,7 @@ return worst.sort((a, b) => a[0] - b[0]).slice(0, 3);
 """
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_text_contrast_is_at_least_4_5_to_1(browser, url, scheme):
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
@@ -298,6 +344,7 @@ def test_text_contrast_is_at_least_4_5_to_1(browser, url, scheme):
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
 
 
+@pytest.mark.spawns
 def test_the_page_fits_a_phone(browser, url):
     browser.set_window_size(390, 844)
     try:
@@ -308,6 +355,7 @@ def test_the_page_fits_a_phone(browser, url):
         browser.set_window_size(1000, 1100)
 
 
+@pytest.mark.spawns
 def test_the_api_docs_render_without_a_network(browser, url):
     browser.get(url + "/docs")
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".opblock"))
@@ -315,6 +363,7 @@ def test_the_api_docs_render_without_a_network(browser, url):
     assert {"/v1/answer", "/v1/parse", "/v1/methods", "/v1/health", "/v1/examples"} <= paths
 
 
+@pytest.mark.spawns
 def test_an_llm_answer_shows_the_model_reply_and_its_probabilities(browser, url):
     solve(browser, url, PASTED, method="llm")
     assert shown(browser).startswith("Prediction: ")
@@ -327,27 +376,35 @@ def test_an_llm_answer_shows_the_model_reply_and_its_probabilities(browser, url)
     assert not browser.find_element(By.ID, "reply").is_displayed()
 
 
-def edit_while_solving(browser, url, monkeypatch) -> None:
-    """Solve a slow question, then paste another in its place (as a paste does, with an input event) while it is out."""
-    slow_scoring(monkeypatch, 2.0, only="SLOW")
+def edit_while_solving(browser, url, monkeypatch) -> threading.Event:
+    """Solve a slow question, then paste another in its place (as a paste does, with an input event)
+    while it is out: the gate that releases the slow question's reply."""
+    started, gate = Started(), threading.Event()
+    gated_scoring(monkeypatch, started, gate, only="SLOW")
     solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
     WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
     paste(browser, "Which drug blocks cell wall synthesis?\nA: Ceftriaxone\nB: Aspirin")
     browser.execute_script("document.getElementById('text').dispatchEvent(new Event('input', {bubbles: true}))")
+    return gate
 
 
+@pytest.mark.spawns
 def test_a_question_edited_while_solved_is_solved_again_and_shown_alone(browser, url, monkeypatch):
-    edit_while_solving(browser, url, monkeypatch)
-    assert browser.find_element(By.ID, "solve").is_enabled()  # the new text may be solved at once
-    browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
-    assert shown(browser) == "Prediction: A. Ceftriaxone"
-    time.sleep(3)  # the first question's reply arrives now, and must be dropped
+    gate = edit_while_solving(browser, url, monkeypatch)
+    try:
+        assert browser.find_element(By.ID, "solve").is_enabled()  # the new text may be solved at once
+        browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
+        assert shown(browser) == "Prediction: A. Ceftriaxone"
+    finally:
+        gate.set()  # the first question's reply arrives now, and must be dropped
+    answers_read(browser, 2)
     assert browser.find_element(By.ID, "prediction").text == "Prediction: A. Ceftriaxone"
     assert browser.find_element(By.ID, "status").text == ""
 
 
+@pytest.mark.spawns
 def test_a_reply_to_a_question_edited_since_says_so(browser, url, monkeypatch):
-    edit_while_solving(browser, url, monkeypatch)
+    edit_while_solving(browser, url, monkeypatch).set()
     assert shown(browser) == "Prediction: B. Ceftriaxone"  # not solved again: the reply is the old text's, and says so
     assert "it has been edited since: Solve again" in browser.find_element(By.ID, "status").text
     assert "stale" in browser.find_element(By.ID, "result").get_attribute("class")

@@ -10,11 +10,9 @@ import asyncio
 import json
 import signal
 import socket
-import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from http.client import HTTPConnection
 from typing import Any
@@ -31,40 +29,8 @@ from openqa.serve.app import create_app
 from openqa.serve.engines import Engines, Limits
 from openqa.serve.transport import admit, header_timed
 from openqa.serve.workers import FairPool
-from tests.helpers import default_sigint
-from tests.test_serve import EN, TOP1, free_port, serving, tiny_site
-
-#: Seconds any wait of these tests may take before it fails (a hang guard, not a measure).
-HANG_S = 60.0
-
-
-class Started:
-    """Names of the jobs begun so far, and a way to wait until one has begun."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-        self.changed = threading.Condition()
-
-    def add(self, name: str) -> None:
-        with self.changed:
-            self.names.append(name)
-            self.changed.notify_all()
-
-    def wait_for(self, name: str) -> None:
-        with self.changed:
-            assert self.changed.wait_for(lambda: name in self.names, HANG_S), f"{name} never started: {self.names}"
-
-
-def gated(started: Started, gates: dict[str, threading.Event], name: str) -> Callable[[], str]:
-    """A job that records that it began, then waits until its gate is opened."""
-    gates[name] = threading.Event()
-
-    def run() -> str:
-        started.add(name)
-        assert gates[name].wait(HANG_S)
-        return name
-
-    return run
+from tests.helpers import HANG_S, Started, gated, wait_until
+from tests.servers import EN, TOP1, port_of, read_by_server, serving, tiny_site
 
 
 def test_one_client_leaves_a_heavy_worker_to_the_others_and_short_jobs_never_wait():
@@ -111,6 +77,27 @@ def test_a_pool_of_one_worker_runs_heavy_jobs_one_client_after_another():
         started.wait_for("b0")
         gates["b0"].set()
         assert [f.result(HANG_S) for f in (*first, second)] == ["a0", "a1", "b0"]
+    finally:
+        for gate in gates.values():
+            gate.set()
+        pool.shutdown(1.0)
+
+
+def test_the_pool_serves_lanes_in_turn_and_drops_cancelled_jobs():
+    pool = FairPool(2, "test", heavy_share=1)
+    started, gates = Started(), {}
+    try:
+        first = [pool.submit("a", "en", True, gated(started, gates, f"a{n}")) for n in range(3)]
+        started.wait_for("a0")
+        gone = pool.submit("b", "en", False, gated(started, gates, "b-gone"))
+        gone.cancel()
+        light = pool.submit("b", "en", False, gated(started, gates, "b1"))
+        started.wait_for("b1")  # one heavy job at a time: the other worker took the light lane's next live job
+        assert started.names == ["a0", "b1"] and gone.cancelled()
+        for gate in gates.values():
+            gate.set()
+        assert [f.result(HANG_S) for f in first] == ["a0", "a1", "a2"] and light.result(HANG_S) == "b1"
+        assert "b-gone" not in started.names
     finally:
         for gate in gates.values():
             gate.set()
@@ -309,46 +296,35 @@ sys.exit(main())
 """
 
 
+@pytest.mark.spawns
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_under_load_answers_every_request_in_flight_and_resets_none(tmp_path, sig):
+def test_a_stop_under_load_answers_every_request_in_flight_and_resets_none(tmp_path, sig, openqa_serve):
     data, indexes = tiny_site(tmp_path)
-    port, marks = free_port(), tmp_path / "begun.txt"
-    server = subprocess.Popen(
-        [sys.executable, "-c", SLOW_SERVE, str(marks), "serve", "--lang", "en", "--port", str(port),
-         "--data-dir", str(data), "--index-dir", str(indexes)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, preexec_fn=default_sigint)
-    try:
-        wait_listening(server, port)
-        slow_body = socket.create_connection(("127.0.0.1", port), timeout=HANG_S)  # a request still arriving
-        slow_body.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
-        pool = ThreadPoolExecutor(4)
-        clients = [pool.submit(two_requests_on_one_connection, port, n) for n in range(4)]
-        while len(marks.read_text().splitlines() if marks.exists() else []) < 4:  # every one is being scored
-            assert server.poll() is None and not any(c.done() for c in clients), "a slow request ended early"
-            time.sleep(0.05)
-        server.send_signal(sig)
-        out, err = server.communicate(timeout=HANG_S)
-        reply = slow_body.recv(200)
-        slow_body.close()
-    finally:
-        server.kill()
+    marks = tmp_path / "begun.txt"
+    server, url = openqa_serve("--lang", "en", "--data-dir", str(data), "--index-dir", str(indexes), cwd=tmp_path,
+                               command=(sys.executable, "-c", SLOW_SERVE, str(marks)))
+    port = port_of(url)
+    slow_body = socket.create_connection(("127.0.0.1", port), timeout=HANG_S)  # a request still arriving
+    slow_body.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
+    pool = ThreadPoolExecutor(4)
+    clients = [pool.submit(two_requests_on_one_connection, port, n) for n in range(4)]
+
+    def all_scoring() -> bool:
+        assert not any(c.done() for c in clients), "a slow request ended early"
+        return len(marks.read_text().splitlines() if marks.exists() else []) >= 4
+
+    wait_until(all_scoring, "every slow request is being scored", alive=lambda: server.poll() is None)
+    wait_until(lambda: read_by_server(slow_body), "the server read the request still arriving")
+    server.send_signal(sig)
+    out, err = server.communicate(timeout=HANG_S)
+    reply = slow_body.recv(200)
+    slow_body.close()
     assert server.returncode == 0 and "Traceback" not in err, err
     assert reply.startswith(b"HTTP/1.1 503 ") and b"the server is stopping" in reply
     for client in clients:
         (status, error, closing), after = client.result(HANG_S)
         assert status == 503 and "the server is stopping" in error["error"] and closing == "close"
         assert after in ("503", "ConnectionRefusedError")  # on a new connection: answered, or refused once not listening
-
-
-def wait_listening(server: subprocess.Popen, port: int) -> None:
-    deadline = time.monotonic() + HANG_S
-    while True:
-        assert server.poll() is None and time.monotonic() < deadline, "openqa serve did not start"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=HANG_S).close()
-            return
-        except ConnectionRefusedError:
-            time.sleep(0.1)
 
 
 def two_requests_on_one_connection(port: int, n: int) -> tuple[tuple[int, dict[str, Any], str | None], str]:

@@ -108,6 +108,7 @@ def fixture_data(tmp_path_factory) -> Path:
     return make_data_dir(tmp_path_factory.mktemp("settings"))
 
 
+@pytest.mark.spawns
 def test_answer_uses_the_exams_tuned_settings(fixture_data, tmp_path):
     zh_books = fixture_data / "textbooks" / "zh_paragraph"
     zh_books.mkdir(exist_ok=True)
@@ -126,6 +127,7 @@ def test_answer_uses_the_exams_tuned_settings(fixture_data, tmp_path):
         assert f"(shipped with openqa: openqa/tuned/ir-custom-{dataset}.json)" in result.stderr  # the one settings line
 
 
+@pytest.mark.spawns
 def test_your_tune_overrides_the_shipped_choice_and_results_go_where_asked(fixture_data, tmp_path):
     loc = ["--data-dir", str(fixture_data), "--index-dir", str(tmp_path / "indexes")]
     tuned = run("tune", "--dataset", "us", *loc)
@@ -144,6 +146,7 @@ def test_your_tune_overrides_the_shipped_choice_and_results_go_where_asked(fixtu
     assert (tmp_path / "o" / "us-test-ir-custom.json").is_file()
 
 
+@pytest.mark.spawns
 def test_a_settings_folder_asked_for_must_be_a_folder(fixture_data, tmp_path):
     """An explicit --settings-dir or $OPENQA_SETTINGS that is missing or a file would silently drop
     the user's tuned choices: a one-line error instead. Nothing asked for: the shipped choice."""
@@ -156,6 +159,7 @@ def test_a_settings_folder_asked_for_must_be_a_folder(fixture_data, tmp_path):
         assert ("not found" if flag else "is not a folder") in result.stderr
 
 
+@pytest.mark.spawns
 def test_ir_evaluation_does_not_import_torch(fixture_data, tmp_path):
     code = (
         "import sys\n"
@@ -171,6 +175,7 @@ def test_ir_evaluation_does_not_import_torch(fixture_data, tmp_path):
     assert result.stdout.strip() == "False"
 
 
+@pytest.mark.spawns
 @pytest.mark.slow
 def test_same_settings_and_accuracy_from_an_empty_folder_as_from_the_repo(medqa_dir, tmp_path):
     """The installed script gives exactly the shipped tuned settings and the same accuracy anywhere."""

@@ -7,11 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).with_name("typing") / "user_script.py"
 #: The repository's mypy settings (the overrides for untyped libraries), read whatever folder the suite starts in.
 CONFIG = Path(__file__).parents[1] / "pyproject.toml"
 
 
+@pytest.mark.spawns
 def test_mypy_strict_accepts_the_package_and_a_script_using_every_public_name(tmp_path):
     import openqa
 

@@ -1,7 +1,7 @@
 """Fault suite: the ``openqa`` console script against hostile input and interruptions, with figures.
 
 It builds a synthetic corpus (seeded), then runs the hostile cases (scripts/benchmarks/faultsuite/cases.py,
-third.py and fourth.py), the keys typed at a terminal (typed.py) and the interruptions of ``index``,
+text.py, files.py, limits.py and refusals.py), the keys typed at a terminal (typed.py) and the interruptions of ``index``,
 ``eval`` and ``tune --method ensemble`` (interruptions.py), each judged by tally.py, and writes eval/results/benchmarks/bench-faults.json: cases
 tried, clean errors, right answers, clean stops, and every bad outcome (tracebacks, hangs, wrong
 exits, indexes lost or served half-written, scratch folders, crash logs, inconsistent result sets,

@@ -36,7 +36,7 @@ from benchlib import REPO, command_line, data_dir, write_record
 sys.path.insert(0, str(REPO))  # the test suite's wheel and environment builders
 
 from openqa import run_eval  # noqa: E402
-from tests.test_install import HEAVY, build_wheel, fresh_env  # noqa: E402
+from tests.install_helpers import HEAVY, build_wheel, fresh_env  # noqa: E402
 
 #: The datasets whose IR-Custom test accuracy the API must reproduce.
 DATASETS = ("us", "mainland", "tw-en")

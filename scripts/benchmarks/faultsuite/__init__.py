@@ -5,7 +5,11 @@ input and interruptions, counted into one record.
 * ``cases``: hostile cases (bad files and flags, corrupted indexes, unreachable servers, wrong
   languages, messy pastes, a hostile environment, a full disk, a held lock);
 * ``typed``: keys at a (pseudo-)terminal: Ctrl-C and Ctrl-D at the moments that used to lose them;
-* ``third``, ``fourth``: the cases of the third and fourth rounds of fault reports (issues 32, 37);
+* ``text``: mangled and hostile text (Unicode manglings, lone surrogates, escape sequences shown);
+* ``files``: pipes and FIFOs as question files, output paths that are not plain files, topics files
+  as people write them, links and files where indexes and corpora are named;
+* ``limits``: concurrent writers of one result set, a small address space, undecodable JSON;
+* ``refusals``: the smaller refusals, option letters, ensemble parts and messages;
 * ``interruptions``: SIGINT and SIGKILL of ``openqa index`` (every engine), ``openqa eval`` and
   ``openqa tune --method ensemble``;
 * ``tally``: how each run ended (clean error, answer, traceback, hang, wrong exit) and the figures;

@@ -15,9 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from faultsuite.fourth import fourth_round_cases
+from faultsuite.files import naming_cases, output_cases, pipe_cases, topics_cases
+from faultsuite.limits import concurrency_cases, memory_cases
+from faultsuite.refusals import ensemble_cases, message_cases, option_cases, smaller_cases
 from faultsuite.tally import OPENQA, Case
-from faultsuite.third import third_round_cases
+from faultsuite.text import search_output_cases, surrogate_cases, terminal_cases, unicode_cases
 
 #: Hostile cases of each category in the quick run (each also has its own test).
 QUICK_PER_CATEGORY = 1
@@ -189,8 +191,12 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool, tiny: Pa
         *hostile_input(qfile, loc, root),
         *hostile_environment(qfile, loc, an, out),
         *edited_manifests(root, data, custom, pmi),
-        *third_round_cases(qfile, loc, root, data),
-        *fourth_round_cases(qfile, loc, root, data),
+        # (the cases of issues 32 and 37, grouped by subject in text, files, limits and refusals; run in this order)
+        *unicode_cases(qfile, loc), *pipe_cases(qfile, loc, root), *terminal_cases(qfile, root),
+        *concurrency_cases(loc, root), *memory_cases(loc, root, data), *smaller_cases(qfile, loc, root, data),
+        *output_cases(qfile, loc, root), *topics_cases(qfile, loc), *surrogate_cases(qfile, loc, root),
+        *search_output_cases(qfile, root), *ensemble_cases(loc, root), *naming_cases(qfile, loc, root, data),
+        *option_cases(loc), *message_cases(qfile, loc, root),
         *([full_disk_case(loc, tiny)] if tiny else []),
         lock_case(root, data),
     ]

@@ -154,3 +154,8 @@ def run_case(case: Case, cwd: Path) -> Outcome:
             stdin.close()
     return judge(case, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"),
                  time.perf_counter() - start)
+
+
+def said(text: str) -> Callable[[str, str], bool]:
+    """A check: standard error says ``text``."""
+    return lambda out, err: text in err

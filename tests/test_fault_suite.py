@@ -14,6 +14,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "benchmarks" / "bench_faults.py"
 
 
+@pytest.mark.spawns
 @pytest.mark.slow
 def test_quick_fault_suite_has_no_bad_outcome(tmp_path):
     output = tmp_path / "bench-faults.json"

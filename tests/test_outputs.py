@@ -1,0 +1,163 @@
+"""What commands write: result files and settings land whole or not at all (a failed or interrupted
+write leaves the old files and no temporary, concurrent writers never share one, a full disk leaves
+nothing), a tune's settings and calibration stay a matching pair, a slice of a split is written
+under its own name, and an output path that is a FIFO, a device or a symbolic link is written
+through, never replaced."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import threading
+from pathlib import Path
+
+import pytest
+
+from openqa.cli import main
+from openqa.evaluate import results as results_module
+from openqa.evaluate.results import write_all_or_none
+from tests.helpers import failures_in_threads, loc, run, site_env
+
+TOPICS = "q1\tceftriaxone cell wall synthesis\nq2\taspirin cyclooxygenase\n"
+
+
+def result_set(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_write_that_fails_leaves_the_old_files_and_no_temporary(tmp_path, monkeypatch):
+    old = {tmp_path / "a.json": "old a", tmp_path / "b.md": "old b"}
+    write_all_or_none(old)
+    before = result_set(tmp_path)
+    write_text = Path.write_text
+    for failure in (KeyboardInterrupt(), OSError(errno.ENOSPC, "No space left on device")):
+        calls = []
+
+        def second_write_fails(self, *args, failure=failure, calls=calls, **kwargs):
+            calls.append(self)
+            if len(calls) == 2:
+                write_text(self, "half")  # the disk took part of it
+                raise failure
+            return write_text(self, *args, **kwargs)
+
+        monkeypatch.setattr(Path, "write_text", second_write_fails)
+        with pytest.raises(type(failure)):
+            write_all_or_none({path: "new" for path in old})
+        monkeypatch.undo()
+        assert result_set(tmp_path) == before  # nothing new, no hidden .tmp
+
+
+def test_concurrent_writers_of_one_result_set_never_share_a_temporary(tmp_path):
+    """Runs writing the same result names at once (5 of 180 failed after scoring) each have their own."""
+    files = {tmp_path / name: "" for name in ("r.predictions.jsonl", "r.md", "r.json")}
+
+    def writer(n: int) -> None:
+        for i in range(30):
+            write_all_or_none({path: f"{n}-{i}\n" * 200 for path in files})
+
+    assert failures_in_threads(writer, 6) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in files)  # no temporary left
+
+
+def test_a_full_disk_leaves_no_temporary_file(indexed, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    write_text = Path.write_text
+
+    def disk_full(self, *args, **kwargs):
+        if self.name.endswith(".tmp") and self.parent == out:
+            write_text(self, "x")
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return write_text(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", disk_full)
+    assert main(["eval", "--dataset", "us", "--split", "dev", "--output", str(out), *indexed]) == 1
+    assert list(out.iterdir()) == []
+
+
+def test_results_module_holds_no_signal_outside_the_main_thread(tmp_path):
+    """In a worker thread (the server) the renames cannot hold signals, and need not: none runs there."""
+    errors = []
+    thread = threading.Thread(target=lambda: errors.append(results_module.write_atomic(tmp_path / "r.json", "{}")))
+    thread.start()
+    thread.join()
+    assert errors == [None] and (tmp_path / "r.json").read_text() == "{}"
+
+
+@pytest.mark.spawns
+def test_an_output_that_is_a_fifo_a_device_or_a_link_is_written_through(built, tmp_path):
+    topics = tmp_path / "topics.tsv"
+    topics.write_text(TOPICS)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so writing through does not wait
+    done = run("search", "--topics", str(topics), "--output", str(fifo), "-k", "2", *loc(built))
+    assert done.returncode == 0, done.stderr
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and b"q1 Q0 Micro:1 1 " in os.read(reader, 1 << 16)
+    os.close(reader)
+    device = tmp_path / "null"  # a character device made in the scratch folder: /dev/null's numbers
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    done = run("search", "--topics", str(topics), "--output", str(device), *loc(built))
+    assert done.returncode == 0 and stat.S_ISCHR(os.stat(device).st_mode), done.stderr
+    target, link = tmp_path / "real.trec", tmp_path / "link.trec"
+    link.symlink_to(target)
+    done = run("search", "--topics", str(topics), "--output", str(link), "-k", "1", *loc(built))
+    assert done.returncode == 0 and link.is_symlink() and target.read_text().startswith("q1 Q0 Micro:1 1 ")
+    assert json.loads((tmp_path / "real.trec.json").read_text())["params"]["kq"] == 0.4  # the settings beside the run
+    for output, message in ((tmp_path, "is a folder: name a file to write"), (topics, "is the topics file itself")):
+        done = run("search", "--topics", str(topics), "--output", str(output), *loc(built))
+        assert done.returncode == 2 and message in done.stderr and done.stderr.count("\n") == 1
+    done = run("search", "--topics", str(topics), "--output", "-", "-k", "1", *loc(built))
+    assert done.returncode == 0 and done.stdout.startswith("q1 Q0 Micro:1 1 ")
+    done = run("search", "--topics", str(topics), "--json", *loc(built))
+    assert done.returncode == 2 and "--topics writes a TREC run (leave out --json)" in done.stderr
+
+
+@pytest.mark.spawns
+def test_offset_and_limit_score_a_slice_under_its_own_name(built, tmp_path):
+    whole = run("eval", "--dataset", "us", "--split", "dev", "--output", str(tmp_path), "--json", *loc(built))
+    second = run("eval", "--dataset", "us", "--split", "dev", "--offset", "1", "--limit", "1", "--output", str(tmp_path), "--json",
+                 *loc(built))
+    assert whole.returncode == 0 and second.returncode == 0, second.stderr
+    rows = (tmp_path / "us-dev-ir-custom.predictions.jsonl").read_text().splitlines()
+    assert json.loads(second.stdout)["n"] == 1 and json.loads(second.stdout)["variant"] == "from1"
+    assert (tmp_path / "us-dev-ir-custom-from1-limit1.predictions.jsonl").read_text().splitlines() == rows[1:2]
+    bad = run("eval", "--dataset", "us", "--offset", "-1", *loc(built))
+    assert bad.returncode == 2 and "--offset must be 0 or more" in bad.stderr
+
+
+@pytest.mark.spawns
+def test_a_failed_tune_leaves_its_old_settings_and_a_mismatched_pair_is_refused(tmp_path):
+    env = site_env(tmp_path)
+    assert run("tune", "--method", "ir-custom", "--dataset", "us", env=env).returncode == 0
+    settings, calibration = tmp_path / "tuned" / "ir-custom-us.json", tmp_path / "tuned" / "ir-custom-us.calibration.json"
+    before = settings.read_bytes(), calibration.read_bytes()
+    calibration.chmod(0o444)  # the calibration cannot be replaced: the tune fails after writing its settings
+    (tmp_path / "tuned").chmod(0o555)
+    try:
+        failed = run("tune", "--method", "ir-custom", "--dataset", "us", env=env)
+    finally:
+        (tmp_path / "tuned").chmod(0o755)
+    if os.geteuid() != 0:  # root writes through permissions: the failure cannot be provoked this way
+        assert failed.returncode != 0 and (settings.read_bytes(), calibration.read_bytes()) == before
+    record = json.loads(settings.read_text())
+    record["chosen"]["top_n"] = 3  # the settings changed after their calibration was fitted
+    settings.write_text(json.dumps(record))
+    done = run("eval", "--dataset", "us", "--split", "dev", env=env)
+    assert done.returncode == 2 and "ir-custom-us.calibration.json was fitted with other settings than ir-custom-us.json" in done.stderr
+
+
+@pytest.mark.spawns
+def test_a_second_tune_replaces_the_pair_the_first_wrote(tmp_path):
+    """Tuning again into the same settings folder (other settings: here a --limit) used to fail after
+    its work, opening the method with the calibration it was replacing, which no longer matched."""
+    env = site_env(tmp_path)
+    for method in ("ir-custom", "ensemble"):
+        tune = ["tune", "--method", method, "--dataset", "us", *(["--parts", "ir-custom,ir-custom:top_n=1"] if method == "ensemble" else [])]
+        assert run(*tune, env=env).returncode == 0
+        again = run(*tune, "--limit", "1", env=env)
+        assert again.returncode == 0, again.stderr
+        assert json.loads((tmp_path / "tuned" / f"{method}-us.calibration.json").read_text())["dev"]["n"] == 1
+        done = run("eval", "--method", method, "--dataset", "us", "--split", "dev", env=env)
+        assert done.returncode == 0, done.stderr
