@@ -77,13 +77,15 @@ def figure(match: re.Match[str]) -> str:
 
     file, key, spec = match.groups()
     value: Any = json.loads(find_record(FIGURES, file).read_text(encoding="utf-8"))
-    for part in key.split("."):  # a dict's key, or a list's index (ci95.0: an interval's low end)
-        if isinstance(value, list) and part.isdigit() and int(part) < len(value):
-            value = value[int(part)]
-        elif isinstance(value, dict) and part in value:
-            value = value[part]
-        else:
+    parts = key.split(".")
+    while parts:  # a dict's key (the longest that matches: "0.7" too), or a list's index (ci95.0: an interval's low end)
+        if isinstance(value, list) and parts[0].isdigit() and int(parts[0]) < len(value):
+            value, parts = value[int(parts[0])], parts[1:]
+            continue
+        taken = next((n for n in range(len(parts), 0, -1) if isinstance(value, dict) and ".".join(parts[:n]) in value), 0)
+        if not taken:
             raise ValueError(f"{file} has no {key} (a figure of the documentation)")
+        value, parts = value[".".join(parts[:taken])], parts[taken:]
     return format(value, spec) if spec else str(value)
 
 

@@ -45,9 +45,9 @@ def main(argv: list[str]) -> None:
     zh_dev, zh_test = load_questions("mainland", "dev", data), load_questions("mainland", "test", data)
     pool = zh_dev + zh_test
     large = [replace(pool[i % len(pool)], qid=f"bank-{i}") for i in range(LARGE)]
-    banks["mainland dev (zh)"] = ("zh", zh_dev, zh_test[: args.questions])
-    banks[f"{LARGE:,} questions (zh)"] = ("zh", large, zh_test[: args.questions])
-    banks["us dev (en)"] = ("en", load_questions("us", "dev", data), load_questions("us", "test", data)[: args.questions])
+    banks["mainland_dev"] = ("zh", zh_dev, zh_test[: args.questions])
+    banks[f"zh_{LARGE}"] = ("zh", large, zh_test[: args.questions])
+    banks["us_dev"] = ("en", load_questions("us", "dev", data), load_questions("us", "test", data)[: args.questions])
     build: dict[str, list[float]] = {name: [] for name in banks}
     per_question: dict[str, list[float]] = {name: [] for name in banks}
     for _ in range(args.rounds):

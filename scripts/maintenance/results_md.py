@@ -81,7 +81,11 @@ def interval(ci95: list[float]) -> str:
 
 def books(dataset: str) -> str:
     """The textbooks behind a dataset's figures: this copy of MedQA has 11 of the 18 English books, all 33 Chinese."""
-    return "33 books" if dataset == "mainland" else "11 books"
+    return "33 books" if dataset in CHINESE else "11 books"
+
+
+#: The datasets whose questions are read against the Chinese books.
+CHINESE = ("mainland", "mainland5", "tw", "tw-zh")
 
 
 def accuracy_table() -> list[str]:
@@ -126,6 +130,8 @@ def confidence_table() -> list[str]:
 
 #: The README's headline rows: each main exam's test split, by each training-free method and the ensemble.
 HEADLINE = (("us", "US"), ("mainland", "MCMLE"), ("tw-en", "TW-en"))
+#: Names of the other datasets named ensembles are measured on.
+NAMES = {**dict(HEADLINE), "tw-zh": "TW-zh", "tw": "TW"}
 HEADLINE_METHODS = ("ir-custom", "pmi", "ensemble")
 #: The README lines between which ``headline_table`` is written.
 README_MARKS = ("<!-- results: written by scripts/maintenance/results_md.py -->", "<!-- results: end -->")
@@ -153,11 +159,15 @@ def headline_table() -> list[str]:
                         f"| `{where_is(f'{dataset}-test-{method}.json')}` |")
     named = named_ensembles()
     if named:
-        rows += ["", "With a small LLM beside the textbooks (ensembles fitted on dev with an LLM's letter probabilities as a part, "
-                 "[LLM readers](docs/llm.md)), on part of a test split, against the exam's own ensemble on the same questions:", ""]
+        rows += ["", "Named ensembles, fitted on dev with a small LLM's letter probabilities as a part ([LLM readers](docs/llm.md)), "
+                 "the nearest solved questions as a part (`bank`, [solved questions](docs/bank.md)), or both, against the exam's "
+                 "own ensemble on the same questions:", ""]
         for file, r in named:
-            where = f"first {r['n']:,}" if not r.get("offset") else f"{r['offset'] + 1:,}-{r['offset'] + r['n']:,}"
-            name = dict(HEADLINE).get(r["dataset"], r["dataset"])
+            if r.get("offset"):
+                where = f"{r['offset'] + 1:,}-{r['offset'] + r['n']:,}"
+            else:
+                where = f"first {r['n']:,}" if r.get("limit") else f"all {r['n']:,}"
+            name = NAMES.get(r["dataset"], r["dataset"])
             rows.append(f"- {name} test ({books(r['dataset'])}), {where} questions: `{r['variant']}` {r['accuracy']:.2f} ({interval(r['ci95'])}), "
                         f"ECE {r['confidence']['ece']:.3f}; the exam's own ensemble {r['versus_baseline']['accuracy']:.2f} "
                         f"(`{where_is(file)}`)")
