@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Hashable, TypeVar
 
 from openqa.config import Settings
-from openqa.data import DEFAULT_EXAMS, dataset_spec, exam_dataset
+from openqa.data import DATASETS, DEFAULT_EXAMS, dataset_spec, exam_dataset
 from openqa.errors import IndexMissingError
 from openqa.languages import DEFAULT_LANG
 from openqa.retrieval.base import EngineOptions, Index
@@ -95,10 +95,14 @@ class Exam:
 
     @classmethod
     def resolve(cls, dataset: str | None = None, lang: str | None = None, exam: str | None = None) -> "Exam":
-        """A named dataset's own exam; else ``exam`` (default by language: usmle for en, mcmle for zh)."""
+        """A named dataset's own exam; else ``exam`` (default by language: usmle for en, mcmle for zh),
+        which may also be a dataset's name (``mainland``: mcmle, with mainland's dev-tuned settings)."""
         if dataset:
             spec = dataset_spec(dataset)
-            return cls(spec.lang, exam or spec.exam, dataset, "--exam" if exam else f"dataset {dataset}")
+            named = DATASETS[exam].exam if exam in DATASETS else exam  # --exam mainland: mcmle
+            return cls(spec.lang, named or spec.exam, dataset, "--exam" if exam else f"dataset {dataset}")
         lang = lang or DEFAULT_LANG
+        if exam in DATASETS and DATASETS[exam].lang == lang:  # a dataset's name: its exam, with that dataset's settings
+            return cls(lang, DATASETS[exam].exam, exam, f"--exam {exam}")
         chosen = exam or DEFAULT_EXAMS[lang]
         return cls(lang, chosen, exam_dataset(lang, chosen), "--exam" if exam else f"default for --lang {lang}")

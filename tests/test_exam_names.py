@@ -1,4 +1,5 @@
-"""A dataset name given where an exam is asked for is told apart in the one-line error."""
+"""``--exam`` takes a dataset's name as well (its exam, with that dataset's settings); one of the
+other language is told apart in the one-line error."""
 
 from __future__ import annotations
 
@@ -15,3 +16,14 @@ def test_a_dataset_given_as_the_exam_names_its_exam():
     with pytest.raises(UsageError, match=r"^no en dataset for exam 'boards': choose one of "):
         exam_dataset("en", "boards")
     assert exam_dataset("zh", "mcmle") == "mainland"
+
+
+def test_a_dataset_name_is_taken_as_its_exam():
+    from openqa.workspace import Exam
+
+    exam = Exam.resolve(lang="zh", exam="mainland")
+    assert (exam.exam, exam.dataset, exam.source) == ("mcmle", "mainland", "--exam mainland")
+    tw = Exam.resolve(lang="en", exam="tw-en")
+    assert (tw.exam, tw.dataset) == ("twmle", "tw-en")
+    with pytest.raises(UsageError, match="dataset mainland is scored as mcmle"):
+        Exam.resolve(lang="en", exam="mainland")

@@ -9,6 +9,7 @@ import zipfile
 
 import pytest
 
+import openqa
 from tests.helpers import QUESTIONS, make_data_dir
 from tests.install_helpers import HEAVY, build_wheel, fresh_env, run_readme, sh
 
@@ -62,6 +63,10 @@ def test_the_core_install_indexes_answers_and_evaluates_without_the_extras(core)
     assert dense.stderr.endswith("which the 'dense' extra installs: pip install 'openqa-medqa[dense]'\n")
     serve = sh(bin_dir / "openqa", "serve", *where, cwd=root)
     assert serve.returncode == 2 and serve.stderr.endswith("which the 'serve' extra installs: pip install 'openqa-medqa[serve]'\n")
+    helped = sh(bin_dir / "openqa", "--help", cwd=root)
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: openqa")
+    version = sh(bin_dir / "openqa", "--version", cwd=root)
+    assert version.returncode == 0 and version.stdout.strip() == f"openqa {openqa.__version__}"
     readme = run_readme(str(bin_dir / "python"), root, data)
     assert readme.returncode == 0, readme.stderr
     assert readme.stdout.splitlines()[0].startswith("B {'B': ")

@@ -157,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--subset", help="with a MIRAGE --questions file: which of its datasets (e.g. medqa, mmlu, pubmedqa)")
     ev.add_argument("--split", help="with --dataset: train, dev or test (default: test)")
     ev.add_argument("--lang", choices=LANGS, help="with --questions: their language, which picks the corpus (default: en)")
-    ev.add_argument("--exam", help="what --questions are scored as: usmle, mcmle, twmle: the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
+    ev.add_argument("--exam", help="what --questions are scored as: usmle, mcmle, twmle (or a dataset's name, e.g. mainland): the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
     ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
     ev.add_argument("--offset", type=int, default=0, help="skip the first N questions (with --limit: a slice, e.g. for "
                     "two processes over disjoint ranges sharing one reply cache; default: 0)")
@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     an = sub.add_parser("answer", help="solve questions interactively, with evidence")
     an.add_argument("--lang", choices=LANGS, default=DEFAULT_LANG, help=f"corpus language (default: {DEFAULT_LANG})")
-    an.add_argument("--exam", help="what the question is scored as: usmle, mcmle, twmle: the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
+    an.add_argument("--exam", help="what the question is scored as: usmle, mcmle, twmle (or a dataset's name, e.g. mainland): the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
     an.add_argument("--question", help="one-shot: the question text (with --option)")
     an.add_argument("--option", action="append", default=[], help="one-shot: an option as 'A=text' (repeat)")
     an.add_argument("--json", action="store_true", help="one-shot: print the ranking and evidence as JSON")
