@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import Future
+from dataclasses import replace
 from http.client import HTTPConnection
 from pathlib import Path
 from typing import Any, Callable
@@ -29,12 +30,12 @@ from openqa.cancel import cancellable, checkpoint
 from openqa.config import Settings
 from openqa.data.pasted import make_question
 from openqa.errors import IndexDamagedError
-from openqa.methods import Overrides, Request
+from openqa.methods import METHODS, Limits, Overrides, Request
 from openqa.pipeline import Context
 from openqa.retrieval.registry import build_index
 from openqa.serve import engines as engines_module
 from openqa.serve.app import create_app
-from openqa.serve.engines import Engines, Limits
+from openqa.serve.engines import Engines
 from openqa.serve.transport import header_timed
 from tests.helpers import HANG_S, OPENQA, Started, wait_until
 from tests.servers import (
@@ -85,7 +86,7 @@ def test_each_method_has_a_size_limit_named_in_a_413(site):
 
 def test_a_slow_request_gets_a_503_naming_its_time_limit_while_others_are_answered(site, monkeypatch):
     url = site[0]
-    monkeypatch.setitem(engines_module.LIMITS, "ir-custom", Limits(20_000, 1.0))
+    monkeypatch.setitem(METHODS, "ir-custom", replace(METHODS["ir-custom"], limits=Limits(20_000, 1.0)))
     started, gate = Started(), threading.Event()
     gated_scoring(monkeypatch, started, gate, only="SLOW")
     slow = {"question": "SLOW which drug?", "options": EN["options"]}
@@ -462,7 +463,7 @@ def test_a_checkpoint_stops_a_scorer_and_does_nothing_outside_a_cancellable_bloc
 
 def test_a_job_over_its_time_stops_scoring_at_its_next_checkpoint(site, monkeypatch):
     url = site[0]
-    monkeypatch.setitem(engines_module.LIMITS, "ir-custom", Limits(20_000, 1.0))
+    monkeypatch.setitem(METHODS, "ir-custom", replace(METHODS["ir-custom"], limits=Limits(20_000, 1.0)))
     scoring = Checkpointed(monkeypatch, HANG_S, only="LONG")
     status, error = call(url, "/v1/answer", {"question": "LONG which drug?", "options": EN["options"]})
     assert status == 503 and "within its limit of 1 s" in error["error"]
@@ -479,7 +480,7 @@ def test_a_job_whose_client_left_stops_scoring(site, monkeypatch):
 
 def test_short_requests_never_wait_behind_heavy_ones(site, monkeypatch):
     url, engines = site[0], site[1]
-    monkeypatch.setitem(engines_module.LIMITS, "ir-custom", Limits(20_000, HANG_S, heavy_chars=300))
+    monkeypatch.setitem(METHODS, "ir-custom", replace(METHODS["ir-custom"], limits=Limits(20_000, HANG_S, heavy_chars=300)))
     scoring = Checkpointed(monkeypatch, HANG_S, only="HEAVY")
     heavy = {"question": "HEAVY which drug? " + "cell wall " * 40, "options": EN["options"], "lang": "en"}
     clients = [threading.Thread(target=call, args=(url, "/v1/answer", heavy)) for _ in range(2 * engines_module.WORKERS)]
@@ -589,7 +590,7 @@ def test_the_accuracy_line_is_left_out_when_the_operator_changed_the_settings(tm
     tuned = tiny_engines(tmp_path / "tuned", ["ir-custom"])
     own = tiny_engines(tmp_path / "own", ["ir-custom"], Request(Overrides(top_n=3)))
     try:
-        assert tuned.accuracy["en", "ir-custom"]["record"] == "eval/results/us-test-ir-custom.json"
+        assert tuned.accuracy["en", "ir-custom"]["record"] == "eval/results/runs/us/us-test-ir-custom.json"
         assert own.accuracy["en", "ir-custom"] is None  # measured with top_n 10, served with 3
     finally:
         tuned.close(0)

@@ -14,6 +14,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from http.client import HTTPConnection
 from typing import Any
 
@@ -22,11 +23,12 @@ import uvicorn
 
 from openqa.cancel import checkpoint
 from openqa.config import Settings
+from openqa.methods import METHODS, Limits
 from openqa.pipeline import Context
 from openqa.serve import engines as engines_module
 from openqa.serve import transport
 from openqa.serve.app import create_app
-from openqa.serve.engines import Engines, Limits
+from openqa.serve.engines import Engines
 from openqa.serve.transport import admit, header_timed
 from openqa.serve.workers import FairPool
 from tests.helpers import HANG_S, Started, gated, wait_until
@@ -197,8 +199,8 @@ def test_a_heavy_request_waits_behind_a_looping_client_when_it_is_the_same_clien
 
 def test_heavy_searches_share_as_heavy_answers_do_and_short_answers_pass_them(site, monkeypatch):
     url, engines = site
-    monkeypatch.setitem(engines_module.LIMITS, "ir-custom", Limits(20_000, 15.0, heavy_chars=300))
-    monkeypatch.setattr(engines_module, "DEFAULT_LIMITS", Limits(20_000, 15.0, heavy_chars=300))
+    monkeypatch.setitem(METHODS, "ir-custom", replace(METHODS["ir-custom"], limits=Limits(20_000, 15.0, heavy_chars=300)))
+    monkeypatch.setattr(engines_module, "SEARCH_LIMITS", Limits(20_000, 15.0, heavy_chars=300))
     started, release = Started(), threading.Event()
     held(monkeypatch, "search_hits", "LONG", started, release)
     query = "LONG cell wall synthesis " * 20

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
 from openqa.methods.bank import BankMethod
-from openqa.methods.base import FIRST_PART_KEYS, Method, Opened, Overrides, Request
+from openqa.methods.base import FIRST_PART_KEYS, PMI_LIMITS, Limits, Method, Opened, Overrides, Request
 from openqa.methods.ensemble import (
     DEFAULT_PARTS,
     ENSEMBLE_L2,
@@ -44,13 +44,17 @@ from openqa.tuning import tune_ir, tune_query_mode
 
 register(
     IndexMethod(name="ir-custom", summary="the paper's re-weighted BM25 (Appendix B)", engine="custom",
-                make=ir_custom_scorer, tuner=tune_ir, fixed=paper_query_params, uses=("top_n", "aggregate", "query", "avg_ql")),
+                make=ir_custom_scorer, tuner=tune_ir, fixed=paper_query_params, uses=("top_n", "aggregate", "query", "avg_ql"),
+                display_name="IR-Custom"),
     IndexMethod(name="ir-es", summary="off-the-shelf BM25 (Lucene, or --engine elasticsearch)", engine="lucene",
-                make=ir_es_scorer, tuner=tune_ir),
+                make=ir_es_scorer, tuner=tune_ir, display_name="IR-ES"),
     IndexMethod(name="pmi", summary="PMI of question and option n-grams", engine="pmi",
-                make=pmi_scorer, tuner=tune_query_mode, retrieves=False, uses=("query",)),
-    IndexMethod(name="dense", summary="sentence-embedding search (FAISS)", engine="dense", make=dense_scorer, tuner=tune_ir),
-    FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense"), extra="dense"),
+                make=pmi_scorer, tuner=tune_query_mode, retrieves=False, uses=("query",), limits=PMI_LIMITS,
+                display_name="PMI"),
+    IndexMethod(name="dense", summary="sentence-embedding search (FAISS)", engine="dense", make=dense_scorer, tuner=tune_ir,
+                display_name="Dense"),
+    FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense"), extra="dense",
+                display_name="Hybrid"),
     ReaderMethod(name="reader", summary="a reader trained by openqa train (with --model CHECKPOINT)", extra="readers"),
     LLMMethod(name="llm", summary="an instruction model reading the evidence (with --model; see --evidence, --scoring)",
               extra="llm"),
@@ -58,6 +62,6 @@ register(
     EnsembleMethod(name="ensemble", summary="training-free methods (or --parts) combined by weights fitted on dev"),
 )
 
-__all__ = ["DEFAULT_METHOD", "DEFAULT_PARTS", "ENSEMBLE_L2", "FIRST_PART_KEYS", "METHODS", "EnsembleMethod", "EnsembleSettings",
+__all__ = ["DEFAULT_METHOD", "DEFAULT_PARTS", "ENSEMBLE_L2", "FIRST_PART_KEYS", "METHODS", "Limits", "EnsembleMethod", "EnsembleSettings",
            "BankMethod", "FusedMethod", "IndexMethod", "LLMMethod", "Method", "Opened", "Overrides", "Part", "ReaderMethod", "Request",
            "calibration_key", "ensemble_features", "method", "open_method", "open_retriever", "open_retrieving"]

@@ -56,6 +56,7 @@ class BankMethod(Method):
 
     name: str
     summary: str
+    display_name: str = "Solved questions"
 
     def takes(self, setting: str) -> bool:
         return setting == "top_n"

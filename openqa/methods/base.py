@@ -37,6 +37,27 @@ FIRST_PART_KEYS = ("top_n", "aggregate", "query")
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one request to a method may ask of a server: characters of question and options together,
+    and seconds from arriving to answered (queueing included); a request over ``heavy_chars``
+    characters is heavy (it waits in a queue of its own and shares half the workers with other heavy ones)."""
+
+    max_chars: int
+    seconds: float
+    heavy_chars: int = 4_000
+
+
+#: The limits of a method that searches an inverted or vector index once per option (under half a
+#: second at 20,000 characters); heavy above MedQA's longest question with its options (3,637 characters).
+SEARCH_LIMITS = Limits(20_000, 15.0)
+#: PMI counts co-occurrences of every question term with every option term in windows of the positional
+#: index: 4 Chinese options of 4,000 characters took 2.9 s here; heavy from 2,000 characters. An
+#: ensemble runs PMI among its parts (every language's default parts), so it takes these limits: a
+#: request that could never finish in its time is refused at once.
+PMI_LIMITS = Limits(6_000, 15.0, 2_000)
+
+
+@dataclass(frozen=True)
 class Overrides:
     """Settings given on the command line; each replaces its tuned value."""
 
@@ -106,6 +127,15 @@ class Method(ABC):
     extra: str | None = None
     #: Whether the method takes parts from predictions files and a name for its fit (an ensemble).
     fuses_parts: bool = False
+    #: What one request to the method may ask of a server (``openqa serve``).
+    limits: Limits = SEARCH_LIMITS
+    #: How pages name the method for a person (default: its name).
+    display_name: str = ""
+
+    @property
+    def shown_name(self) -> str:
+        """The method's name for a person."""
+        return self.display_name or self.name
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:

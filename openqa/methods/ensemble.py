@@ -18,7 +18,7 @@ from openqa.evaluate.calibration import (
     fit_conditional_logit,
 )
 from openqa.evaluate.metrics import summarise
-from openqa.methods.base import FIRST_PART_KEYS, Method, Opened, Overrides, Request
+from openqa.methods.base import FIRST_PART_KEYS, PMI_LIMITS, Limits, Method, Opened, Overrides, Request
 from openqa.methods.registry import calibration_key, method, open_method
 from openqa.retrieval.base import Index
 from openqa.scorers.base import OptionScores
@@ -112,6 +112,8 @@ class EnsembleMethod(Method):
     summary: str
     tunes: bool = True
     fuses_parts: bool = True
+    limits: Limits = PMI_LIMITS
+    display_name: str = "Ensemble"
 
     def takes_llm(self, model_given: bool) -> bool:
         """When a model is named: for an ``llm`` part (``--parts ...,llm``, or weights fitted with one)."""

@@ -11,7 +11,7 @@ from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method
 from openqa.data import Question
 from openqa.errors import OpenQAError, UsageError
 from openqa.languages import language
-from openqa.methods.base import FIRST_PART_KEYS, IndexT, Method, Opened, Request, ScorerT, Tuner
+from openqa.methods.base import FIRST_PART_KEYS, SEARCH_LIMITS, IndexT, Limits, Method, Opened, Request, ScorerT, Tuner
 from openqa.methods.registry import method, open_method, open_retriever, open_retrieving
 from openqa.retrieval.base import Index, SearchEngine
 from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25, QueryParams
@@ -46,6 +46,8 @@ class IndexMethod(Method, Generic[ScorerT]):
     tunes: bool = True
     #: The settings its scorer reads (PMI reads only the query mode), which its records show.
     uses: tuple[str, ...] = ("top_n", "aggregate", "query")
+    limits: Limits = SEARCH_LIMITS
+    display_name: str = ""
 
     def takes(self, setting: str) -> bool:
         return setting in self.uses
@@ -80,6 +82,7 @@ class FusedMethod(Method):
     retrieves: bool = True
     tunes: bool = True
     extra: str | None = None
+    display_name: str = ""
 
     def takes(self, setting: str) -> bool:
         return any(method(part).takes(setting) for part in self.parts)
@@ -153,6 +156,9 @@ class LLMMethod(Method):
     summary: str
     needs: str = "--model: a local folder, hub id or .gguf file (or, with --endpoint, the server's model name)"
     extra: str | None = None
+    #: One prompt per order of the options: a 1.5B GGUF model on one CPU thread takes 10-30 s a prompt with
+    #: evidence (requests queue behind each other there), a GPU server about a second.
+    limits: Limits = Limits(20_000, 600.0)
 
     def ready(self, request: Request) -> bool:
         return request.llm is not None

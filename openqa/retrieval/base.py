@@ -177,6 +177,8 @@ class Index(ABC):
     name: ClassVar[str]
     #: The install extra whose packages the engine needs (None: the core has them; ``openqa.extras``).
     extra: ClassVar[str | None] = None
+    #: Whether it calls into a JVM (a server runs the methods over it on one long-lived thread).
+    in_jvm: ClassVar[bool] = False
     #: One line for ``--help``.
     summary: ClassVar[str] = ""
     #: Tokenizer settings per language when the user changes none.

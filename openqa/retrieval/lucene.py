@@ -54,6 +54,7 @@ class LuceneBM25(SearchEngine):
 
     name = "lucene"
     extra = "lucene"
+    in_jvm = True
     summary = "Lucene through Pyserini, for ir-es"
 
     def __init__(self, folder: Path, manifest: dict[str, Any], paragraphs: ParagraphStore) -> None:

@@ -43,11 +43,12 @@ from openqa.data import Question, load_questions
 from openqa.data.pasted import clean_text
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
 from openqa.languages import LANGS
-from openqa.methods import METHODS, Opened, Overrides, Request, open_method
+from openqa.methods import METHODS, Limits, Opened, Overrides, Request, open_method
+from openqa.methods.base import SEARCH_LIMITS
 from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index
 from openqa.retrieval.manifest import MANIFEST
-from openqa.retrieval.registry import ENGINES, index_folder, open_index
+from openqa.retrieval.registry import ENGINES, engine_class, index_folder, open_index
 from openqa.serve.examples import measured_accuracy
 from openqa.serve.workers import FairPool
 from openqa.workspace import Context, Exam, OpenOnce
@@ -70,37 +71,11 @@ HEAVY_SHARE = WORKERS // 2
 HEAVY_TOP_N = 20
 #: Seconds ``Engines.close`` waits for the jobs in flight to reach a checkpoint and stop.
 CLOSE_SECONDS = 1.0
-#: Engines that call into a JVM: the methods over them run on one long-lived thread.
-JVM_ENGINES = frozenset({"lucene"})
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one request to a method may ask for: characters of question and options together, and
-    seconds from arriving to answered (queueing included); a request over ``heavy_chars`` characters
-    is heavy (it waits in a queue of its own and shares ``HEAVY_SHARE`` workers with other heavy ones)."""
-
-    max_chars: int
-    seconds: float
-    heavy_chars: int = 4_000
-
-
-#: Limits per method. PMI counts co-occurrences of every question term with every option term in
-#: windows of the positional index: 4 Chinese options of 4,000 characters took 2.9 s here (MedQA's
-#: longest question with its options has 3,637 characters, US test). An LLM reads one prompt per
-#: order of the options: a 1.5B GGUF model on one CPU thread takes 10-30 s a prompt with evidence
-#: (requests queue behind each other there), a GPU server about a second. The others search an
-#: inverted or vector index once per option and stay under half a second at 20,000 characters.
-#: Heavy: above MedQA's longest question with its options (3,637 characters); PMI from 2,000. The
-#: ensemble runs PMI among its parts (every language's default parts), so it takes PMI's limits: a
-#: request that could never finish in its time is refused at once.
-LIMITS = {"pmi": Limits(6_000, 15.0, 2_000), "ensemble": Limits(6_000, 15.0, 2_000), "llm": Limits(20_000, 600.0)}
-DEFAULT_LIMITS = Limits(20_000, 15.0)
 
 
 def limits(method: str) -> Limits:
-    """The per-request limits of ``method``."""
-    return LIMITS.get(method, DEFAULT_LIMITS)
+    """The per-request limits of ``method`` (``Method.limits``)."""
+    return METHODS[method].limits
 
 
 def size(question: Question) -> int:
@@ -270,7 +245,7 @@ class Engines:
         (its requests wait there, never on the pool's threads, and one whose client left never
         starts); else the pool."""
         m = METHODS[method]
-        if any(engine in JVM_ENGINES for _, engine in m.reads(lang, self.request)):
+        if any(engine_class(engine).in_jvm for _, engine in m.reads(lang, self.request)):  # on one long-lived thread
             return self.jvm
         return self.alone if m.one_at_a_time(self.request) else self.pool
 
@@ -434,7 +409,7 @@ class Engines:
             hits = search_hits(self.ctx.opened[lang, engine], [query], k)[0]
             return {"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]}
 
-        heavy = len(query) > DEFAULT_LIMITS.heavy_chars  # a long query is weighed as a long question is
+        heavy = len(query) > SEARCH_LIMITS.heavy_chars  # a long query is weighed as a long question is
         return self._worker(reading[0], lang).submit(client, lang, heavy, work)
 
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:

@@ -26,6 +26,7 @@ from openqa.config import Settings
 from openqa.data import load_questions
 from openqa.errors import OpenQAError
 from openqa.evaluate.results import find_record
+from openqa.methods import METHODS
 from openqa.workspace import Exam
 
 #: How many example questions per language.
@@ -34,7 +35,6 @@ EXAMPLES = 5
 SHIPPED_RESULTS = Path(openqa.__file__).resolve().parents[1] / "eval" / "results"
 #: How the page names datasets and methods.
 DATASET_NAMES = {"us": "MedQA US", "mainland": "MedQA Mainland (MCMLE)"}
-METHOD_NAMES = {"ir-custom": "IR-Custom", "ir-es": "IR-ES", "pmi": "PMI", "dense": "Dense", "hybrid": "Hybrid"}
 
 
 def rule(lang: str) -> str:
@@ -95,6 +95,6 @@ def measured_accuracy(settings: Settings, method: str, lang: str, corpus: str | 
         where = f"{n:,} questions" + (f", {books.group(1)} books" if books else "")
         return {"dataset": dataset, "split": "test", "n": n, "accuracy": accuracy, "record": f"eval/results/{path.relative_to(folder).as_posix()}",
                 "books": int(books.group(1)) if books else None,
-                "sentence": f"{METHOD_NAMES.get(method, method)}: {accuracy:.1f}% on {DATASET_NAMES.get(dataset, dataset)} "
+                "sentence": f"{METHODS[method].shown_name}: {accuracy:.1f}% on {DATASET_NAMES.get(dataset, dataset)} "
                             f"test ({where}); a baseline, not medical advice."}
     return None

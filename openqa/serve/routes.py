@@ -17,7 +17,8 @@ from openqa import __version__
 from openqa.data import Question
 from openqa.data.pasted import MAX_CHARS, MAX_OPTIONS, TooLongError, make_question, parse_block
 from openqa.errors import OpenQAError
-from openqa.serve.engines import DEFAULT_LIMITS, Engines, RequestError, limits, overtime, size, stopping
+from openqa.methods.base import SEARCH_LIMITS
+from openqa.serve.engines import Engines, RequestError, limits, overtime, size, stopping
 from openqa.serve.examples import examples
 from openqa.serve.guard import MAX_BODY
 from openqa.serve.schemas import (
@@ -149,7 +150,7 @@ def add_api(app: FastAPI, engines: Engines) -> None:
     async def search(body: SearchRequest, request: Request) -> dict[str, Any]:
         if len(body.query) > MAX_CHARS:
             raise RequestError(f"query too long: {len(body.query)} characters (at most {MAX_CHARS})", 413)
-        deadline = time.monotonic() + DEFAULT_LIMITS.seconds
+        deadline = time.monotonic() + SEARCH_LIMITS.seconds
         future = engines.search(body.query, body.lang, body.engine, body.k, peer(request))
         try:
             return await _answered(future, request, deadline, f"search ({body.engine})", engines.stopping)
