@@ -50,8 +50,29 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
              subset: str | None = None, progress: bool = False, workspace: Workspace | None = None,
              banks: Sequence[str | Path] = (), **where: Any) -> Evaluation:
     """Accuracy of ``method`` on a ``dataset`` split (default test) or a ``questions`` file, with the
-    result files written under ``results_dir`` as ``openqa eval`` writes them (``banks``: files of
-    solved questions added to the bank method's bank)."""
+    result files written under ``results_dir`` as ``openqa eval`` writes them.
+
+    :param method: the method's name (``ir-custom``, ``pmi``, ``bank``, ``ensemble``, ``llm``...).
+    :param dataset: a named dataset (``us``, ``mainland``, ``tw-en``...); or give ``questions``.
+    :param split: ``train``, ``dev`` or ``test`` (default: test).
+    :param questions: a question file (MedQA JSON lines, MIRAGE, MedMCQA, MMLU CSV).
+    :param lang: the language of ``questions`` (default: en).
+    :param exam: what ``questions`` are scored as (``usmle``, ``mcmle``, ``twmle``, or a dataset's name).
+    :param limit: only the first ``limit`` questions.
+    :param top_n: paragraphs per option (default: dev-tuned).
+    :param aggregate: how top-N scores combine (default: dev-tuned).
+    :param query: the question part of queries (default: dev-tuned).
+    :param engine: another engine's index for the method.
+    :param model: a reader's checkpoint, or the LLM's model.
+    :param llm: the LLM reader's settings (``LLMSettings``).
+    :param subset: the dataset of a MIRAGE file.
+    :param progress: show progress bars.
+    :param banks: files of solved questions added to the bank method's bank.
+    :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
+    also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
+    environment variable.
+    :returns: the evaluation (``record``: accuracy, interval, ties, confidence, settings and sources).
+    :raises OpenQAError: on bad arguments, missing data or indexes (one line); nothing is written then."""
     from openqa.data.questions import DATASETS, SPLITS
     from openqa.pipeline import EvalRequest
 
@@ -92,7 +113,18 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
          calibrate_only: bool = False, progress: bool = False, workspace: Workspace | None = None, **where: Any) -> Tuning:
     """Grid-search ``method``'s settings on ``dataset`` dev (an ensemble: fit its weights over
     ``parts``) and fit its probabilities there; record both in ``settings_dir``, where ``Solver`` and
-    ``run_eval`` then find them."""
+    ``run_eval`` then find them.
+
+    :param method: the method whose settings are searched.
+    :param dataset: the dataset whose dev split is searched.
+    :param engine: another engine's index for the method.
+    :param parts: with ``ensemble``: the methods it combines (``METHOD`` or ``METHOD:top_n=N``).
+    :param calibrate_only: keep the settings and fit only the probabilities.
+    :param progress: show progress bars.
+    :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
+    also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
+    environment variable.
+    :returns: the tuning (``record``: the grid, the chosen settings, the calibration, their files)."""
     from openqa.data.questions import DATASETS
     from openqa.methods import Request
 

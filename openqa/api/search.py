@@ -163,8 +163,16 @@ class Searcher:
     def open(cls, lang: str = "en", engine: str = "custom", *, corpus: str | None = None,
              workspace: Workspace | None = None, **where: Any) -> Searcher:
         """The ``lang`` index of ``engine`` over the MedQA textbooks, or over a corpus indexed with
-        ``build_index(..., corpus=PATH, name=corpus)``; ``where`` are ``Workspace`` fields. A missing
-        custom index of the textbooks is built first when ``data_dir`` holds them (seconds)."""
+        ``build_index(..., corpus=PATH, name=corpus)``. A missing custom index of the textbooks is
+        built first when ``data_dir`` holds them (seconds).
+
+        :param lang: the corpus language, ``en`` or ``zh``.
+        :param engine: ``custom``, ``pmi``, ``lucene``, ``elasticsearch`` or ``dense``.
+        :param corpus: a corpus indexed with ``build_index(corpus=..., name=...)``.
+        :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
+        also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
+        environment variable.
+        :returns: the searcher over that index."""
         ctx = Workspace.of(workspace, corpus=corpus, **where).context()
         return cls(ctx.open(lang_name(lang), engine_name(engine)))
 
@@ -199,7 +207,11 @@ class Searcher:
     def search(self, query: Sequence[str], k: int = DEFAULT_K) -> list[list[SearchHit]]: ...
 
     def search(self, query: str | Sequence[str], k: int = DEFAULT_K) -> list[SearchHit] | list[list[SearchHit]]:
-        """The top ``k`` paragraphs for ``query``, best first; for a list of queries, one list each."""
+        """The top ``k`` paragraphs for ``query``, best first; for a list of queries, one list each.
+
+        :param query: a query, or a list of queries.
+        :param k: paragraphs per query (at most ``MAX_K``).
+        :returns: ``SearchHit``s (paragraph id, book, score, text), one list per query for a list."""
         if isinstance(query, str):
             return search_hits(self.engine, [query], k, self._params)[0]
         return search_hits(self.engine, arg.texts("query", query), k, self._params)

@@ -91,8 +91,24 @@ class Solver:
         """The method ``method`` for ``lang`` questions scored as ``exam`` (default: usmle for en,
         mcmle for zh), with its dev-tuned settings (yours, else shipped) replaced by ``top_n``,
         ``aggregate``, ``query`` where given; ``engine`` another index, ``model`` a reader's
-        checkpoint, ``llm`` the LLM reader's settings (``LLMSettings(model=...)``); ``where`` are
-        ``Workspace`` fields; ``banks`` files of solved questions added to the bank method's bank."""
+        checkpoint, ``llm`` the LLM reader's settings (``LLMSettings(model=...)``).
+
+        :param method: the method's name (``ir-custom``, ``pmi``, ``bank``, ``ensemble``, ``llm``...).
+        :param lang: the corpus language, ``en`` or ``zh``.
+        :param exam: ``usmle``, ``mcmle``, ``twmle`` or a dataset's name (default: by language).
+        :param top_n: paragraphs per option (default: dev-tuned).
+        :param aggregate: how top-N scores combine (default: dev-tuned).
+        :param query: the question part of queries (default: dev-tuned).
+        :param engine: another engine's index for the method.
+        :param model: a reader's checkpoint, or the LLM's model.
+        :param llm: the LLM reader's settings.
+        :param corpus: a corpus indexed with ``build_index(corpus=..., name=...)``.
+        :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
+        also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
+        environment variable.
+        :param banks: files of solved questions added to the bank method's bank.
+        :returns: the opened method, ready to ``answer``.
+        :raises OpenQAError: on bad arguments or a missing index, model or extra (one line)."""
         from openqa.methods import Request
         from openqa.workspace import Exam
 
@@ -146,7 +162,13 @@ class Solver:
                evidence: int = 2, min_confidence: float | None = None) -> Answer:
         """Solve one question: ``options`` as letter -> text (or a list, lettered A, B, ...); or a
         ``Question`` alone. ``evidence`` paragraphs are kept per option (``--paragraphs``); below
-        ``min_confidence`` (a probability) the answer abstains (``prediction`` None, with its best guess)."""
+        ``min_confidence`` (a probability) the answer abstains (``prediction`` None, with its best guess).
+
+        :param question: the question's text, or a ``Question``.
+        :param options: letter -> option text, or a list of texts.
+        :param evidence: paragraphs kept per option.
+        :param min_confidence: abstain below this probability of the chosen option.
+        :returns: the ``Answer`` (its ``record`` is an ``AnswerRecord``)."""
         from openqa.pipeline import answer_record
 
         asked = self._asked(question, options, evidence)

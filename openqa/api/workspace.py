@@ -91,7 +91,18 @@ def build_index(lang: str = "en", engine: str = "custom", *, corpus: str | Path 
                 progress: bool = False, workspace: Workspace | None = None, **where: Any) -> Built:
     """Index the ``lang`` MedQA textbooks of ``data_dir`` with ``engine`` (``openqa index``), or your
     own ``corpus`` (a folder of .txt/.md books, or a JSON-lines file of passages in openqa's, MedRAG's,
-    BEIR's or Pyserini's format), which other calls then open by ``name`` (default: its file name)."""
+    BEIR's or Pyserini's format), which other calls then open by ``name`` (default: its file name).
+
+    :param lang: the corpus language, ``en`` or ``zh``.
+    :param engine: what to build: ``custom`` (IR-Custom), ``pmi``, ``lucene``, ``elasticsearch`` or ``dense``.
+    :param corpus: your own corpus instead of the textbooks (a folder or a JSON-lines file).
+    :param name: the name other calls open ``corpus`` by.
+    :param progress: show progress bars.
+    :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
+    also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
+    environment variable.
+    :returns: the index folder, how long the build took and its manifest.
+    :raises OpenQAError: on a missing data folder, a bad corpus or a missing extra (one line)."""
     from openqa.retrieval.manifest import read_manifest
     from openqa.retrieval.registry import build_index as build
 
