@@ -167,3 +167,15 @@ def test_a_bank_file_without_answers_is_refused_in_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (f"openqa: error: --bank {tmp_path / 'missing.jsonl'}: no such file "
                                                "(give a question file with answers)")
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").glob("*.json"))
+
+
+def test_eval_reads_a_train_split_where_the_data_folder_has_one(tmp_path):
+    from openqa.api import run_eval
+
+    data = make_data_dir(tmp_path)
+    where = {"data_dir": data, "index_dir": tmp_path / "indexes", "results_dir": tmp_path / "results"}
+    with pytest.raises(OpenQAError, match="your data folder has no us train split"):
+        run_eval("ir-custom", "us", split="train", **where)
+    _train_fixture(data)
+    record = run_eval("ir-custom", "us", split="train", **where).record
+    assert (record["split"], record["n"]) == ("train", 1)

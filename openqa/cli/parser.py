@@ -225,7 +225,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--reader", required=True, choices=("bert", "t5", "maxout"), help="reader kind")
     tr.add_argument("--model", help="bert/t5: model name (looked up in --models-dir, installed packages, then the hub) or folder; maxout: unused (word2vec index)")
     tr.add_argument("--dataset", required=True, help="dataset whose questions train the reader")
-    tr.add_argument("--train-split", help="train on a seeded split of another split, e.g. dev:0.8 (80%% train, 20%% selection; see TRAIN.md); default: the official train split, selection on dev")
+    tr.add_argument("--train-split", help="train on a seeded split of another split, e.g. dev:0.8 (80%% train, 20%% selection, a seeded shuffle of questions); default: the official train split, selection on dev")
     tr.add_argument("--retriever", default="ir-custom", help="method whose retrieval gives the evidence (default: ir-custom)")
     tr.add_argument("--top-n", type=int, default=3, help="evidence paragraphs per option (default: 3)")
     tr.add_argument("--query", choices=QUERY_MODES, help="evidence query: question part (phrases, filter, full) + option, "

@@ -65,7 +65,7 @@ def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
     path = data_dir / "questions" / spec.files[split]
     if split == "train" and not path.is_file():
         raise DataError(
-            f"{path}: file not found; the official {dataset} train split is not in this copy of MedQA, "
-            f"so train on a seeded split of dev instead, e.g. --train-split dev:0.8 (see TRAIN.md)"
+            f"{path}: file not found: your data folder has no {dataset} train split (the full MedQA release "
+            f"has one); train on a seeded split of dev instead, e.g. --train-split dev:0.8"
         )
     return read_question_file(path, qid_prefix=f"{dataset}-{split}", n_options=spec.n_options)

@@ -14,7 +14,7 @@ from openqa.text.unicode import normalize
 #: Split names a dataset can be asked for, in the order of the original release.
 SPLITS = ("train", "dev", "test")
 
-#: Splits that may be cut into training and selection parts (test never is; see TRAIN.md).
+#: Splits that may be cut into training and selection parts (test never is).
 TRAINABLE_SPLITS = ("train", "dev")
 
 
@@ -253,7 +253,7 @@ def exam_dataset(lang: str, exam: str) -> str:
 def split_questions(
     questions: Sequence[Question], fraction: float = 0.8, seed: int = 13
 ) -> tuple[list[Question], list[Question]]:
-    """Cut questions by a seeded shuffle into training and selection parts, as TRAIN.md prescribes.
+    """Cut questions by a seeded shuffle into training and selection parts (for a data folder without a train split).
 
     The first part holds ``round(fraction * len(questions))`` questions; both parts keep the
     shuffled order. US dev (1272) gives 1018 / 254, Mainland (3425) 2740 / 685, Taiwan (1412) 1130 / 282.
