@@ -55,7 +55,9 @@ class Workspace:
                              check_settings=check_settings)
         options = EngineOptions(connection=s.es_url, encoder=self.encoder, models_dir=s.models_dir,
                                 faiss_index=self.faiss_index or "flat")
-        return Context(s, options, self.ngram, self.zh_mode, corpus=self.corpus, **({"notify": notify} if notify else {}))
+        if notify is None:
+            return Context(s, options, self.ngram, self.zh_mode, corpus=self.corpus)
+        return Context(s, options, self.ngram, self.zh_mode, notify, corpus=self.corpus)
 
     @classmethod
     def of(cls, workspace: Workspace | None = None, **given: Any) -> Workspace:
