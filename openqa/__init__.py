@@ -21,7 +21,8 @@ single_blas_thread_under_memory_limit()  # before any module of the package impo
 #: What ``from openqa import ...`` offers, and the module each comes from.
 _EXPORTS = {
     **dict.fromkeys(("Answer", "BatchHits", "Built", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning",
-                     "Workspace", "browse_results", "build_index", "result_curves", "run_eval", "tune"), "openqa.api"),
+                     "Workspace", "browse_results", "build_index", "corpus_fingerprint", "result_curves", "run_eval", "tune"),
+                   "openqa.api"),
     **dict.fromkeys(("OpenQAError", "MissingExtraError", "DataError", "UsageError"), "openqa.errors"),
     **dict.fromkeys(("Question", "load_questions"), "openqa.data"),
     **dict.fromkeys(("record_folder", "run_record"), "openqa.evaluate.results"),
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-ex
     from openqa.api import Workspace as Workspace
     from openqa.api import browse_results as browse_results
     from openqa.api import build_index as build_index
+    from openqa.api import corpus_fingerprint as corpus_fingerprint
     from openqa.api import result_curves as result_curves
     from openqa.api import run_eval as run_eval
     from openqa.api import tune as tune
@@ -54,7 +56,7 @@ if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-ex
 #: Written out (not computed) so that type checkers read it.
 __all__ = [
     "__version__", "Answer", "BatchHits", "Built", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning", "Workspace",
-    "browse_results", "build_index", "result_curves", "run_eval", "tune", "OpenQAError", "MissingExtraError", "DataError", "UsageError",
+    "browse_results", "build_index", "corpus_fingerprint", "result_curves", "run_eval", "tune", "OpenQAError", "MissingExtraError", "DataError", "UsageError",
     "Question", "load_questions", "record_folder", "run_record",
 ]
 

@@ -33,7 +33,8 @@ from openqa.methods import (
     open_retriever,
 )
 from openqa.retrieval.base import Index, SearchEngine
-from openqa.tuning import calibrate, save_tuned, tuned_file
+from openqa.retrieval.manifest import corpus_fingerprint
+from openqa.tuning import FINGERPRINT, calibrate, save_tuned, tuned_file
 from openqa.workspace import Context, Exam
 
 if TYPE_CHECKING:
@@ -48,6 +49,12 @@ PROVENANCE_KEYS = ("engine", "scoring", "tokenizer", "doc_params", "corpus", "co
 def provenance(index: Index) -> dict[str, Any]:
     """The manifest entries that identify how ``index`` was built, for result, tune and train records."""
     return {k: index.manifest[k] for k in PROVENANCE_KEYS if k in index.manifest}
+
+
+def fingerprint_of(index: Index) -> dict[str, Any]:
+    """The record entry of the corpus fingerprint of ``index`` (none for an index of no corpus)."""
+    fingerprint = corpus_fingerprint(index.manifest)
+    return {FINGERPRINT: fingerprint} if fingerprint else {}
 
 
 @dataclass(frozen=True)
@@ -175,6 +182,7 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
         "settings": opened.settings,
         "data": data,
         "corpus": corpus_line(m),
+        **fingerprint_of(opened.index),
         "index": provenance(opened.index),
         **run_record(command),
     }
@@ -270,6 +278,7 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
                 "dev_accuracy": max(row["accuracy"] for row in table if row.get("part", "ensemble") == "ensemble"),
                 "grid": [{k: row[k] for k in GRID_KEYS if k in row} for row in table],
                 "index": provenance(index),
+                **fingerprint_of(index),
                 **run_record(),
             })
             files["settings"] = save_tuned(record, ctx.settings.settings_dir)
@@ -278,7 +287,8 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
         fit_on, fitted_on = m.calibration_scores(opened, results, parts)
         used, _ = tuned_file(key, dataset, ctx.settings.settings_dir, ctx.corpus)
         calibration, files["calibration"] = calibrate(fit_on, opened.scorer.scale, key, dataset, ctx.corpus, opened.settings,
-                                                      ctx.settings.settings_dir, fitted_on, used)
+                                                      ctx.settings.settings_dir, fitted_on, used,
+                                                      corpus_fingerprint(opened.index.manifest))
     except BaseException:  # Ctrl-C or a failure after the settings were written: they land with their calibration or not at all
         if "settings" in files:
             if previous is None:

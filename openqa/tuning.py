@@ -195,6 +195,42 @@ def load_calibration(key: str, dataset: str, settings_dir: Path, corpus: str | N
         raise OpenQAError(f"{path}: {exc}; rerun `openqa tune`") from None
 
 
+#: Record key of the corpus fingerprint (``retrieval.manifest.corpus_fingerprint``) of the index a
+#: settings, calibration or result record was made over.
+FINGERPRINT = "corpus_fingerprint"
+
+
+def recorded_corpus(path: Path) -> dict[str, Any] | None:
+    """The corpus fingerprint a settings or calibration record carries (None: made before
+    fingerprints were recorded, or unreadable here: reading the record itself says so)."""
+    try:
+        fingerprint = read_json_record(path, "tuning record").get(FINGERPRINT)
+    except OpenQAError:
+        return None
+    return fingerprint if isinstance(fingerprint, dict) else None
+
+
+def _count(books: dict[str, Any]) -> str:
+    return f"{len(books)} book{'s' if len(books) != 1 else ''}"
+
+
+def corpus_difference(tuned: dict[str, Any] | None, here: dict[str, Any] | None) -> str | None:
+    """How the corpus settings were tuned on differs from the one an index holds, in words
+    ("tuned on 11 books; this corpus has 12"), or None when they are the same or either is unknown."""
+    if not tuned or not here or tuned.get("checksum") == here.get("checksum"):
+        return None
+    before, now = tuned.get("books"), here.get("books")
+    if not isinstance(before, dict) or not isinstance(now, dict):
+        what = f"corpus {here['corpus']!r}" if here.get("corpus") else "another corpus"
+        return f"tuned on {_count(before) if isinstance(before, dict) else 'another corpus'}; this index holds {what}"
+    if len(before) != len(now):
+        return f"tuned on {_count(before)}; this corpus has {len(now)}"
+    other = sum(1 for name, digest in now.items()
+                if name not in before or (digest and before[name] and digest != before[name]))
+    return (f"tuned on {_count(before)}; this corpus has {len(now)}, "
+            + (f"{other} of them different" if other else "with other contents"))
+
+
 def file_digest(path: Path) -> str:
     """The SHA-256 of a settings record's bytes (what its calibration was fitted with)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -202,14 +238,15 @@ def file_digest(path: Path) -> str:
 
 def calibrate(results: Sequence[OptionScores], scale: str, key: str, dataset: str, corpus: str | None,
               settings: dict[str, Any], settings_dir: Path, fitted_on: str = IN_SAMPLE,
-              settings_file: Path | None = None) -> tuple[Calibration, Path]:
+              settings_file: Path | None = None, fingerprint: dict[str, Any] | None = None) -> tuple[Calibration, Path]:
     """Fit the probabilities of the method ``key`` on its ``dataset`` dev ``results`` (which ones
     ``fitted_on`` says) and record them, with how well they rank those answers and the digest of the
-    ``settings_file`` they were fitted with (a pair that no longer matches is refused when read),
-    where ``load_calibration`` finds them first."""
+    ``settings_file`` they were fitted with (a pair that no longer matches is refused when read)
+    and the ``fingerprint`` of the corpus they were fitted over, where ``load_calibration`` finds them first."""
     calibration = Calibration.fit(results, scale, dataset, {k: v for k, v in settings.items() if k != "sources"}, fitted_on)
     record = {"method": key, "dataset": dataset, "split": "dev", "corpus": corpus, "calibration": calibration.to_dict(),
               "dev": {"n": len(results), **confidence_report(results, [calibration.probabilities(r) for r in results])},
               **({"settings_sha256": file_digest(settings_file)} if settings_file else {}),
+              **({FINGERPRINT: fingerprint} if fingerprint else {}),
               **run_record()}
     return calibration, save_tuned(record, settings_dir, kind="calibration")

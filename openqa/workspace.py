@@ -23,7 +23,8 @@ def _silent(message: str) -> None:
 @dataclass(frozen=True)
 class Context:
     """Where things are and how indexes were built, as the user gave them; ``notify`` receives
-    one-line notes about work done on the user's behalf (a missing quick index being built);
+    one-line notes about work done on the user's behalf (a missing quick index being built) or
+    what the user should know (settings tuned on another corpus);
     ``corpus`` names the corpus whose indexes every command opens (None: the MedQA textbooks)."""
 
     settings: Settings
@@ -32,6 +33,15 @@ class Context:
     zh_mode: str | None = None
     notify: Callable[[str], None] = _silent
     corpus: str | None = None
+    #: The notes said once (``notify_once``), shared by the contexts ``sharing`` makes.
+    said: set[str] = field(default_factory=set, compare=False, repr=False)
+
+    def notify_once(self, message: str) -> None:
+        """``notify`` a note not yet said through this context (a command opening several
+        methods, or one twice, says it once)."""
+        if message not in self.said:
+            self.said.add(message)
+            self.notify(message)
 
     def tokenizer(self, lang: str, engine: str) -> dict[str, Any]:
         """Index terms for ``lang``/``engine`` with this command's tokenizer flags (``--zh-mode``

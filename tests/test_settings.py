@@ -122,9 +122,12 @@ def test_answer_uses_the_exams_tuned_settings(fixture_data, tmp_path):
         settings = json.loads(result.stdout)["settings"]
         chosen = shipped("ir-custom", dataset)
         assert {k: settings[k] for k in ("top_n", "aggregate", "query")} == {k: chosen[k] for k in ("top_n", "aggregate", "query")}
-        assert settings["sources"]["top_n"] == f"shipped with openqa: openqa/tuned/ir-custom-{dataset}.json"
+        tuned_on = len(json.loads((shipped_folder() / f"ir-custom-{dataset}.json").read_text())["corpus_fingerprint"]["books"])
+        where = f"shipped with openqa: openqa/tuned/ir-custom-{dataset}.json, tuned on {tuned_on} books; this corpus has {dict(zh=1, en=2)[lang]}"
+        assert settings["sources"]["top_n"] == where  # the fixture's books are not the corpus the shipped choice was made on
         assert settings["exam"] == {"zh": "mcmle", "en": "usmle"}[lang]
-        assert f"(shipped with openqa: openqa/tuned/ir-custom-{dataset}.json)" in result.stderr  # the one settings line
+        assert f"({where})" in result.stderr  # the one settings line
+        assert result.stderr.count(f"openqa: settings tuned on {tuned_on} books") == 1  # and one note
 
 
 @pytest.mark.spawns
@@ -193,3 +196,48 @@ def test_same_settings_and_accuracy_from_an_empty_folder_as_from_the_repo(medqa_
     assert (empty["accuracy"], empty["correct"], empty["n"]) == (repo["accuracy"], repo["correct"], repo["n"]) and repo["n"] == 1272
     shipped_record = json.loads((shipped_folder() / "ir-custom-us.json").read_text())
     assert repo["accuracy"] == shipped_record["dev_accuracy"]  # the figure tuning recorded, reproduced
+
+
+@pytest.mark.spawns
+def test_settings_tuned_on_other_books_say_so_once(tmp_path):
+    """Settings, calibrations and results carry the fingerprint of the corpus they were made on;
+    with a book more in the data folder, eval, answer and the Python API say in one line that the
+    settings were tuned on fewer books, and their sources say it too. Without it: not a word."""
+    from openqa import Solver, Workspace, corpus_fingerprint
+
+    data = make_data_dir(tmp_path)
+    loc = ["--data-dir", str(data), "--index-dir", str(tmp_path / "indexes")]
+    tuned = run("tune", "--dataset", "us", *loc)
+    assert tuned.returncode == 0, tuned.stderr
+    made_on = corpus_fingerprint("en", data_dir=data)
+    assert set(made_on["books"]) == {"Cardio", "Micro"} and len(made_on["checksum"]) == 64
+    for name in ("ir-custom-us.json", "ir-custom-us.calibration.json"):
+        assert json.loads((tmp_path / "tuned" / name).read_text())["corpus_fingerprint"] == made_on
+    question = ["--question", "Which drug inhibits cyclooxygenase?", "--option", "A=Aspirin", "--option", "B=Gentamicin"]
+    notice = "openqa: settings tuned on 2 books; this corpus has 3: run openqa tune --method ir-custom --dataset us to retune"
+
+    def commands() -> list[subprocess.CompletedProcess]:
+        results = [run("eval", "--dataset", "us", "--split", "dev", "--output", str(tmp_path / "results"), "--json", *loc),
+                   run("answer", *question, "--json", *loc)]
+        assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+        return results
+
+    def api_sources() -> dict[str, str]:
+        solver = Solver.open("ir-custom", "en", workspace=Workspace(data_dir=data, index_dir=tmp_path / "indexes"))
+        return solver.settings["sources"]
+
+    for result in commands():
+        assert "openqa: settings tuned" not in result.stderr and "tuned on" not in result.stdout
+    assert not any("tuned on" in s for s in api_sources().values())
+    evaluated = json.loads(commands()[0].stdout)
+    assert evaluated["corpus_fingerprint"] == made_on
+
+    (data / "textbooks" / "en" / "Extra.txt").write_text("Heparin activates antithrombin III.\n")
+    assert run("index", "--lang", "en", *loc).returncode == 0
+    for result in commands():
+        assert result.stderr.count("openqa: settings tuned") == 1 and notice in result.stderr.splitlines(), result.stderr
+        sources = json.loads(result.stdout)["settings"]["sources"]
+        assert sources["top_n"] == "your openqa tune: tuned/ir-custom-us.json, tuned on 2 books; this corpus has 3"
+        assert sources["probabilities"].endswith("tuned/ir-custom-us.calibration.json, tuned on 2 books; this corpus has 3")
+    assert api_sources()["top_n"].endswith("tuned on 2 books; this corpus has 3")
+    assert json.loads(commands()[0].stdout)["corpus_fingerprint"]["books"].keys() == {"Cardio", "Extra", "Micro"}

@@ -14,7 +14,8 @@ a few lines, with the same results as the commands (which are written over these
   ``openqa.pipeline.answer_record``, the function the HTTP server answers with too; fields that
   later versions add to it appear here unchanged).
 - ``build_index``, ``run_eval``, ``tune``: the records ``openqa index``, ``eval`` and ``tune``
-  write, typed (``to_dict()`` gives the record).
+  write, typed (``to_dict()`` gives the record); ``corpus_fingerprint``: the books and checksums
+  of a corpus, as those records carry them.
 
 Where things are (data, indexes, your tuned settings) is a ``Workspace``; every function also
 takes its fields as keywords, each falling back to its environment variable (``OPENQA_DATA``,
@@ -29,8 +30,8 @@ from openqa.api.checks import DEFAULT_K, MAX_K
 from openqa.api.runs import Evaluation, Tuning, browse_results, evaluate_request, result_curves, run_eval, tune, tune_in
 from openqa.api.search import BatchHits, Searcher, SearchHit, check_queries, open_folder, search_hits
 from openqa.api.solve import Answer, Solver
-from openqa.api.workspace import Built, Workspace, build_index
+from openqa.api.workspace import Built, Workspace, build_index, corpus_fingerprint
 
 __all__ = ["DEFAULT_K", "MAX_K", "Answer", "BatchHits", "Built", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning",
-           "Workspace", "browse_results", "build_index", "check_queries", "evaluate_request", "open_folder", "result_curves",
+           "Workspace", "browse_results", "build_index", "check_queries", "corpus_fingerprint", "evaluate_request", "open_folder", "result_curves",
            "run_eval", "search_hits", "tune", "tune_in"]

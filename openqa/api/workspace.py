@@ -55,7 +55,9 @@ class Workspace:
                              check_settings=check_settings)
         options = EngineOptions(connection=s.es_url, encoder=self.encoder, models_dir=s.models_dir,
                                 faiss_index=self.faiss_index or "flat")
-        return Context(s, options, self.ngram, self.zh_mode, corpus=self.corpus, **({"notify": notify} if notify else {}))
+        if notify is None:
+            return Context(s, options, self.ngram, self.zh_mode, corpus=self.corpus)
+        return Context(s, options, self.ngram, self.zh_mode, notify, corpus=self.corpus)
 
     @classmethod
     def of(cls, workspace: Workspace | None = None, **given: Any) -> Workspace:
@@ -118,3 +120,20 @@ def build_index(lang: str = "en", engine: str = "custom", *, corpus: str | Path 
                        ctx.tokenizer(lang, engine), ctx.options, source)
     return Built(folder, round(time.perf_counter() - start, 3), read_manifest(folder, "openqa index"))
 
+
+
+def corpus_fingerprint(lang: str = "en", *, corpus: str | Path | None = None, workspace: Workspace | None = None,
+                       **where: Any) -> dict[str, Any]:
+    """The fingerprint of the ``lang`` MedQA textbooks of ``data_dir`` (or of your own ``corpus``, a
+    folder of books or a JSON-lines file): its language, books (name -> SHA-256; None for passages)
+    and whole-corpus checksum, exactly as an index built from it, and the settings, calibrations and
+    results made over that index, record it (``corpus_fingerprint``)."""
+    from openqa.corpus.sources import textbooks
+    from openqa.retrieval.manifest import corpus_fingerprint as fingerprint
+
+    lang, corpus = lang_name(lang), arg.path("corpus", corpus)
+    ctx = Workspace.of(workspace, **where).context()
+    source = user_corpus(corpus, lang) if corpus is not None else textbooks(ctx.settings.require_data_dir(), lang)
+    found = fingerprint(source.identity())
+    assert found is not None  # a corpus always has a checksum
+    return found

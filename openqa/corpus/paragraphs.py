@@ -41,11 +41,21 @@ def book_files(data_dir: Path, lang: str) -> list[Path]:
 
 def corpus_checksum(files: list[Path]) -> str:
     """SHA-256 over book names and bytes, plus the segmentation version: an index's identity."""
+    return corpus_checksums(files)[0]
+
+
+def corpus_checksums(files: list[Path]) -> tuple[str, dict[str, str]]:
+    """The corpus checksum (``corpus_checksum``) and each book's own SHA-256 by name (file stem),
+    from one read of each book: with the book names, the corpus fingerprint an index's manifest,
+    and every record made over it, carry."""
     digest = hashlib.sha256(f"segmentation-v{SEGMENTATION_VERSION}".encode())
+    books = {}
     for path in files:
+        data = path.read_bytes()
         digest.update(path.name.encode())
-        digest.update(path.read_bytes())
-    return digest.hexdigest()
+        digest.update(data)
+        books[path.stem] = hashlib.sha256(data).hexdigest()
+    return digest.hexdigest(), books
 
 
 def split_long(text: str, lang: str) -> list[str]:

@@ -17,7 +17,9 @@ in an index's manifest.
 A named corpus' manifest entries are ``corpus`` (its name), ``corpus_kind``, ``corpus_source``
 (the absolute path it was built from) and ``corpus_checksum`` (SHA-256 of its bytes, as for the
 textbooks); the textbooks' indexes have no ``corpus`` entry, so indexes built before named
-corpora existed open unchanged.
+corpora existed open unchanged. A corpus of books also records ``books`` (their names) and
+``book_sha256`` (each book's SHA-256): with the checksum, the corpus fingerprint
+(``retrieval.manifest.corpus_fingerprint``) that tuned settings and results carry.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from openqa.corpus.paragraphs import (
     Paragraph,
     book_files,
     book_paragraphs,
-    corpus_checksum,
+    corpus_checksums,
 )
 from openqa.errors import DataError
 from openqa.jsonl import decode_at, numbered_lines, text_line
@@ -125,8 +127,9 @@ class Corpus:
             return {"lang": self.lang, **named, "corpus_checksum": check_jsonl(self.path),
                     "segmentation": SEGMENTATION_VERSION}
         files = self.books()
-        return {"lang": self.lang, **named, "books": [f.stem for f in files], "corpus_checksum": corpus_checksum(files),
-                "segmentation": SEGMENTATION_VERSION}
+        checksum, books = corpus_checksums(files)
+        return {"lang": self.lang, **named, "books": [f.stem for f in files], "book_sha256": books,
+                "corpus_checksum": checksum, "segmentation": SEGMENTATION_VERSION}
 
 
 def corpus_tag(corpus: str | None) -> str:

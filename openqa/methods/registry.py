@@ -3,7 +3,9 @@ probabilities fitted on dev."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import replace
+from typing import Any
 
 from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
 from openqa.errors import OpenQAError, UsageError
@@ -12,10 +14,14 @@ from openqa.evaluate.calibration import (
 )
 from openqa.extras import needs
 from openqa.methods.base import FIRST_PART_KEYS, Method, Opened, Overrides, Request
+from openqa.retrieval.manifest import corpus_fingerprint
 from openqa.retrieval.registry import engine_class
 from openqa.scorers.ir import IRScorer
 from openqa.tuning import (
+    corpus_difference,
     load_calibration,
+    recorded_corpus,
+    tuned_file,
 )
 from openqa.workspace import Context, Exam
 
@@ -42,12 +48,36 @@ def calibration_key(name: str, request: Request = Request()) -> str:
     return "-".join([name, *method(name).variant(request)])
 
 
+#: How the corpus differs from the one settings were tuned on, for each record found so while a
+#: method and its parts are opened (None outside an opening; each thread opens its own).
+_DIFFERENCES: ContextVar[list[str] | None] = ContextVar("corpus_differences", default=None)
+
+
 def open_method(ctx: Context, name: str, target: Exam, request: Request = Request(), calibrated: bool = True) -> Opened:
     """The method ``name`` opened for ``target`` (see ``Method.open``), with the probabilities
     fitted on ``target.dataset`` dev (``openqa tune``; temperature 1 when none is found, which its
     settings say); refused in one line when ``request`` lacks what it needs (``Method.needs``).
     ``calibrated`` False leaves the probabilities out (temperature 1): for ``openqa tune``, which is
-    about to fit them, and whose new settings no longer match the calibration it replaces."""
+    about to fit them, and whose new settings no longer match the calibration it replaces.
+
+    Settings and calibrations tuned on another corpus than the opened index holds (their corpus
+    fingerprints differ) are used as they are, their sources say so, and the context is told once
+    (``Context.notify_once``) by the outermost opening (a fused method's or an ensemble's, not each part's)."""
+    token = _DIFFERENCES.set([]) if _DIFFERENCES.get() is None else None
+    try:
+        opened = _open_method(ctx, name, target, request, calibrated)
+        differences = _DIFFERENCES.get()
+        if token is not None and differences:
+            parts = " (its parts first)" if opened.parts or method(name).parts else ""
+            ctx.notify_once(f"settings {differences[0]}: run openqa tune --method {name} --dataset {target.dataset}{parts} "
+                            "to retune")
+        return opened
+    finally:
+        if token is not None:
+            _DIFFERENCES.reset(token)
+
+
+def _open_method(ctx: Context, name: str, target: Exam, request: Request, calibrated: bool) -> Opened:
     m = method(name)
     m.require(request)
     if (request.predictions or request.ensemble) and not m.fuses_parts:
@@ -56,7 +86,7 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     with needs(f"method {name}", m.extra or (engine_class(engine).extra if engine else None)):
         opened = m.open(ctx, target, request)
     if not calibrated:
-        return opened
+        return corpus_checked(ctx, name, target, request, opened, calibrated)
     calibration = load_calibration(calibration_key(name, request), target.dataset, ctx.settings.tuned_dir(), ctx.corpus)
     if calibration is None:
         calibration = uncalibrated(opened.scorer.scale)
@@ -66,7 +96,37 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
         where = calibration.source + (f" (fitted with {', '.join(f'{k} {v}' for k, v in differ.items())})" if differ else "")
     settings = {**opened.settings, "probabilities": calibration.describe() if calibration.n else "uncalibrated",
                 "sources": {**opened.settings["sources"], "probabilities": where}}
-    return replace(opened, settings=settings, calibration=calibration)
+    return corpus_checked(ctx, name, target, request, replace(opened, settings=settings, calibration=calibration), calibrated)
+
+
+def corpus_checked(ctx: Context, name: str, target: Exam, request: Request, opened: Opened, calibrated: bool) -> Opened:
+    """``opened`` with the sources of its settings (and calibration) tuned on another corpus than
+    its index holds saying so ("..., tuned on 11 books; this corpus has 12"), each difference
+    noted for ``open_method``."""
+    here = corpus_fingerprint(opened.index.manifest)
+    if here is None:
+        return opened
+    tuned_dir, key = ctx.settings.tuned_dir(), calibration_key(name, request)
+    records = [tuned_file(k, target.dataset, tuned_dir, ctx.corpus) for k in dict.fromkeys((name, key))]
+    if calibrated:
+        records.append(tuned_file(key, target.dataset, tuned_dir, ctx.corpus, kind="calibration"))
+    differ = {where: d for path, where in records
+              if path is not None and (d := corpus_difference(recorded_corpus(path), here)) is not None}
+    if not differ:
+        return opened
+    found = _DIFFERENCES.get()
+    if found is not None:
+        found.extend(differ.values())
+
+    def said(source: Any) -> Any:
+        if not isinstance(source, str):
+            return source
+        for where, difference in differ.items():
+            source = source.replace(where, f"{where}, {difference}")
+        return source
+
+    sources = {k: said(v) for k, v in opened.settings.get("sources", {}).items()}
+    return replace(opened, settings={**opened.settings, "sources": sources})
 
 
 def open_retrieving(ctx: Context, name: str, target: Exam, query: str | None = None) -> Opened:

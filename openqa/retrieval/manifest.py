@@ -1,4 +1,4 @@
-"""Index manifests (settings, corpus checksum, the files written) and atomic index folders.
+"""Index manifests (settings, corpus checksum and fingerprint, the files written) and atomic index folders.
 
 Every index folder holds ``manifest.json``. Loading compares it with what the caller expects and
 refuses a mismatch, so results never silently come from an index built another way.
@@ -146,6 +146,22 @@ def verify_files(folder: Path, manifest: dict[str, Any], build_hint: str) -> Non
             raise damaged(folder, name, f"has {size} bytes where {record['bytes']} were written", build_hint)
         if size <= HASH_LIMIT and sha256(path) != record["sha256"]:
             raise damaged(folder, name, "has changed since it was written (SHA-256 differs)", build_hint)
+
+
+def corpus_fingerprint(manifest: dict[str, Any]) -> dict[str, Any] | None:
+    """The fingerprint of the corpus an index holds, from its manifest: its language, name (a
+    named corpus), books (name -> SHA-256; None for an index built before books were hashed) and
+    the whole-corpus checksum. Tuned settings, calibrations and results carry it, so settings made
+    on one corpus are told apart from another's. None for an index of no corpus (a closed-book LLM)."""
+    checksum = manifest.get("corpus_checksum")
+    if not isinstance(checksum, str) or checksum == "none":
+        return None
+    books = manifest.get("books")
+    sums = manifest.get("book_sha256")
+    sums = sums if isinstance(sums, dict) else {}
+    return {"lang": manifest.get("lang"), **({"corpus": manifest["corpus"]} if manifest.get("corpus") else {}),
+            "books": {str(b): sums.get(b) for b in books} if isinstance(books, list) else None,
+            "checksum": checksum}
 
 
 def check_manifest(manifest: dict[str, Any], expected: dict[str, Any], folder: Path, build_hint: str) -> None:

@@ -23,6 +23,7 @@ from openqa import (
     Workspace,
     browse_results,
     build_index,
+    corpus_fingerprint,
     load_questions,
     record_folder,
     result_curves,
@@ -35,6 +36,7 @@ from openqa import (
 def main(data: Path) -> str:
     where = Workspace(data_dir=data, index_dir=data / "indexes")
     built: Built = build_index("en", "custom", workspace=where)
+    fingerprint: dict[str, object] = corpus_fingerprint("en", workspace=where)
     searcher = Searcher.open("en", "custom", workspace=where)
     searcher.set_params(avg_ql=20.0)
     hits: list[SearchHit] = searcher.search("aspirin", k=3)
@@ -59,5 +61,5 @@ def main(data: Path) -> str:
     try:
         Solver.open("nope")
     except errors as exc:
-        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {runs} {curves} {options} {folder} {provenance}"
+        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {runs} {curves} {options} {folder} {provenance} {fingerprint['checksum']}"
     return str(evaluation.accuracy)
