@@ -107,8 +107,3 @@ def _run(argv: list[str] | None) -> int:
               file=sys.stderr)
         return 1
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
-
