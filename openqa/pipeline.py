@@ -86,6 +86,7 @@ class EvalRequest:
             raise OpenQAError("--limit must be at least 1")
         if self.offset < 0:
             raise OpenQAError(f"--offset must be 0 or more, not {self.offset}")
+        self.request()  # its checks (an --ensemble name) before any work
 
     def variant(self) -> str | None:
         """What distinguishes this result file from the method's default one (flags overriding

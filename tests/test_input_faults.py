@@ -267,3 +267,15 @@ def test_an_offset_past_the_end_is_refused_and_a_limit_past_it_is_the_full_run(i
         record = json.loads((out / f"{stem}.json").read_text())
         assert record["limit"] is None and record["n"] == 2 - len(extra) // 2
     assert sorted(p.name for p in out.glob("*.json")) == ["us-dev-ir-custom-from1.json", "us-dev-ir-custom.json"]
+
+
+@pytest.mark.spawns
+def test_an_ensemble_name_is_checked_as_a_corpus_name_before_any_work(built, tmp_path):
+    settings = tmp_path / "nest" / "tuned"
+    settings.mkdir(parents=True)
+    for name in ("../escape", "a/b", "e" * 300, ""):
+        for command in (("tune", "--parts", "ir-custom,pmi", "--settings-dir", str(settings)), ("eval", "--output", str(tmp_path / "out"))):
+            done = run(*command, "--method", "ensemble", "--ensemble", name, "--dataset", "us", *loc(built))
+            assert f"ensemble name {name!r} is not usable: give --ensemble with letters" in one_line_error(done), command
+    assert sorted(p.name for p in (tmp_path / "nest").iterdir()) == ["tuned"] and not any(settings.iterdir())
+    assert not (tmp_path / "out").exists()
