@@ -112,8 +112,8 @@ class EvalRequest:
 
 def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question], Exam, str, str, str, EvalRequest]:
     """The questions an evaluation scores, what they are scored as, the name, split and data file
-    its record gives, and the request as run: a ``limit`` that reaches the end of the questions is
-    none (the full run, named as one). An ``offset`` at or past the end is a one-line error."""
+    its record gives, and the request as run: a ``limit`` past the end of the questions is none
+    (the full run, named as one). An ``offset`` at or past the end is a one-line error."""
     if req.dataset:
         spec, split = dataset_spec(req.dataset), req.split or "test"
         questions = load_questions(req.dataset, split, ctx.settings.require_data_dir())
@@ -127,8 +127,8 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
     if req.offset >= len(questions):
         raise OpenQAError(f"--offset {req.offset} is at or past the end: {name} {split} has {len(questions)} questions")
     questions = questions[req.offset:]
-    if req.limit is not None and req.limit >= len(questions):
-        req = replace(req, limit=None)  # every question from the offset on: the full run
+    if req.limit is not None and req.limit > len(questions):
+        req = replace(req, limit=None)  # more than there are from the offset on: the full run
     if req.limit is not None:
         questions = questions[: req.limit]
     return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data, req
