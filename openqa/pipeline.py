@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, cast
 
@@ -93,6 +93,7 @@ class EvalRequest:
             raise OpenQAError("--limit must be at least 1")
         if self.offset < 0:
             raise OpenQAError(f"--offset must be 0 or more, not {self.offset}")
+        self.request()  # its checks (an --ensemble name) before any work
 
     def variant(self) -> str | None:
         """What distinguishes this result file from the method's default one (flags overriding
@@ -116,9 +117,10 @@ class EvalRequest:
                        banks=self.banks)
 
 
-def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question], Exam, str, str, str]:
-    """The questions an evaluation scores, what they are scored as, and the name, split and data file
-    its record gives."""
+def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question], Exam, str, str, str, EvalRequest]:
+    """The questions an evaluation scores, what they are scored as, the name, split and data file
+    its record gives, and the request as run: a ``limit`` past the end of the questions is none
+    (the full run, named as one). An ``offset`` at or past the end is a one-line error."""
     if req.dataset:
         spec, split = dataset_spec(req.dataset), req.split or "test"
         questions = load_questions(req.dataset, split, ctx.settings.require_data_dir())
@@ -129,10 +131,14 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         questions, digest = read_question_file_digest(path, subset=req.subset)  # one read: a pipe has no second
         data = f"{path.name} (sha256 {digest[:16]})"  # the file by name and content: no machine path in the record
         name, split = path.stem, "file"
+    if req.offset >= len(questions):
+        raise OpenQAError(f"--offset {req.offset} is at or past the end: {name} {split} has {len(questions)} questions")
     questions = questions[req.offset:]
+    if req.limit is not None and req.limit > len(questions):
+        req = replace(req, limit=None)  # more than there are from the offset on: the full run
     if req.limit is not None:
         questions = questions[: req.limit]
-    return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data
+    return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data, req
 
 
 def variant(ctx: Context, req: EvalRequest) -> str | None:
@@ -153,8 +159,8 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
     """Score ``req``'s questions with its method, write the result files under the results folder,
     and return the summary record (accuracy, CI, ties, settings with sources, files); ``command`` is
     the command line that reproduces it, when it is not this process's (a benchmark script's run)."""
+    questions, target, name, split, data, req = load_eval_questions(ctx, req)  # an offset past the end: refused before
     out_dir = ensure_writable(ctx.settings.results_dir)
-    questions, target, name, split, data = load_eval_questions(ctx, req)
     start = time.perf_counter()
     opened = open_method(ctx, req.method, target, req.request())
     load_seconds = time.perf_counter() - start
@@ -226,7 +232,7 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
     from openqa.retrieval_report import answer_support, write_report
 
     ensure_writable(ctx.settings.results_dir)
-    questions, target, name, split, _ = load_eval_questions(ctx, req)
+    questions, target, name, split, _, req = load_eval_questions(ctx, req)
     query = language(target.lang).question_query
     table, skipped = {}, []
     for retriever in retrievers:

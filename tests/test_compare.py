@@ -72,3 +72,32 @@ def test_the_command_prints_tables_json_and_writes_markdown(tmp_path):
     assert as_json["pairs"][0]["mcnemar_exact_p"] == 0.125 and as_json["openqa_version"]
     alone = run("compare", str(first))
     assert alone.returncode == 2 and "at least two runs" in alone.stderr
+
+
+def test_the_bootstrap_draws_in_chunks_with_the_figures_of_one_matrix(monkeypatch):
+    import numpy as np
+
+    from openqa.evaluate import metrics
+
+    first = [i % 3 != 0 for i in range(37)]
+    second = [i % 5 != 0 for i in range(37)]
+    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)  # the whole 2000 x n matrix, as before
+    draws = np.random.default_rng(metrics.BOOTSTRAP_SEED).integers(0, 37, size=(metrics.BOOTSTRAP_ROUNDS, 37))
+    means = 100 * (a - b)[draws].mean(axis=1)
+    whole = [round(float(np.percentile(means, 2.5)), 2), round(float(np.percentile(means, 97.5)), 2)]
+    assert metrics.paired_difference(first, second)["ci95"] == whole
+    held = []
+    real_rng = np.random.default_rng
+
+    class Counted:  # the generator, recording how many draws each call holds
+        def __init__(self, seed):
+            self.rng = real_rng(seed)
+
+        def integers(self, low, high, size):
+            held.append(int(np.prod(size)))
+            return self.rng.integers(low, high, size=size)
+
+    monkeypatch.setattr(metrics, "BOOTSTRAP_CHUNK", 37 * 7)  # 7 resamples at a time, the last chunk shorter
+    monkeypatch.setattr(np.random, "default_rng", Counted)
+    assert metrics.paired_difference(first, second)["ci95"] == whole
+    assert max(held) == 37 * 7 and sum(held) == 37 * metrics.BOOTSTRAP_ROUNDS

@@ -252,3 +252,30 @@ def test_smaller_refusals_name_what_is_wrong(built, tmp_path):
 
     with pytest.raises(OpenQAError, match="replies.sqlite is not a reply cache"):
         ReplyCache(cache)
+
+
+@pytest.mark.spawns
+def test_an_offset_past_the_end_is_refused_and_a_limit_past_it_is_the_full_run(indexed, tmp_path):
+    out = tmp_path / "results"
+    for offset in ("2", "7"):  # the tiny US dev split has 2 questions
+        err = one_line_error(run("eval", "--dataset", "us", "--split", "dev", "--offset", offset, "--output", str(out), *indexed))
+        assert f"--offset {offset} is at or past the end: us dev has 2 questions" in err
+    assert not out.exists()  # refused before any work: no record
+    for extra, stem in ((), "us-dev-ir-custom"), (("--offset", "1"), "us-dev-ir-custom-from1"):
+        done = run("eval", "--dataset", "us", "--split", "dev", "--limit", "99999", *extra, "--output", str(out), *indexed)
+        assert done.returncode == 0, done.stderr
+        record = json.loads((out / f"{stem}.json").read_text())
+        assert record["limit"] is None and record["n"] == 2 - len(extra) // 2
+    assert sorted(p.name for p in out.glob("*.json")) == ["us-dev-ir-custom-from1.json", "us-dev-ir-custom.json"]
+
+
+@pytest.mark.spawns
+def test_an_ensemble_name_is_checked_as_a_corpus_name_before_any_work(built, tmp_path):
+    settings = tmp_path / "nest" / "tuned"
+    settings.mkdir(parents=True)
+    for name in ("../escape", "a/b", "e" * 300, ""):
+        for command in (("tune", "--parts", "ir-custom,pmi", "--settings-dir", str(settings)), ("eval", "--output", str(tmp_path / "out"))):
+            done = run(*command, "--method", "ensemble", "--ensemble", name, "--dataset", "us", *loc(built))
+            assert f"ensemble name {name!r} is not usable: give --ensemble with letters" in one_line_error(done), command
+    assert sorted(p.name for p in (tmp_path / "nest").iterdir()) == ["tuned"] and not any(settings.iterdir())
+    assert not (tmp_path / "out").exists()

@@ -161,3 +161,24 @@ def test_a_second_tune_replaces_the_pair_the_first_wrote(tmp_path):
         assert json.loads((tmp_path / "tuned" / f"{method}-us.calibration.json").read_text())["dev"]["n"] == 1
         done = run("eval", "--method", method, "--dataset", "us", "--split", "dev", env=env)
         assert done.returncode == 0, done.stderr
+
+
+def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_output(tmp_path, monkeypatch, capsys):
+    runs = []
+    for name, right in (("a", {0, 1}), ("b", {0, 2, 3})):
+        rows = [{"qid": f"q{i}", "digest": f"d{i}", "prediction": "A", "correct": i in right, "confidence": 0.5} for i in range(4)]
+        (tmp_path / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tmp_path / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "n": 4}))
+        runs.append(str(tmp_path / f"{name}.json"))
+    (tmp_path / "link.md").symlink_to(tmp_path / "b.predictions.jsonl")
+    before = result_set(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for output in ("a.json", str(tmp_path / "b.predictions.jsonl"), "a", "link.md", "./b"):  # "a" writes a.json beside a
+        assert main(["compare", *runs, "--output", output]) == 2, output
+        err = capsys.readouterr().err
+        assert "one of the runs compared: name another file" in err and err.count("\n") == 1, err
+    assert result_set(tmp_path) == before
+    assert main(["compare", *runs, "--output", "-"]) == 0
+    assert "| b.json | a.json |" in capsys.readouterr().out and result_set(tmp_path) == before  # no file named '-'
+    assert main(["compare", *runs, "--output", "cmp.md"]) == 0
+    assert (tmp_path / "cmp.md").is_file() and (tmp_path / "cmp.md.json").is_file()

@@ -106,20 +106,26 @@ def test_the_server_gives_them_only_when_asked(folder, tmp_path):
 CHROMIUM, DRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 
 
+def chrome():
+    """A headless Chromium driven by Selenium."""
+    from selenium import webdriver
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,1000"):
+        options.add_argument(flag)
+    return webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
+
+
 @pytest.mark.spawns
 @pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Chromium not installed (bash scripts/install_dev.sh installs it)")
 def test_the_page_lists_filters_opens_and_compares_runs(folder, tmp_path):
-    from selenium import webdriver
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 
     _, results = folder
     engines = tiny_engines(tmp_path, ["ir-custom"])
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1200,1000"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
+    driver = chrome()
     wait = WebDriverWait(driver, 20)
     try:
         with running(create_app(engines, results=results)) as url:
@@ -173,3 +179,124 @@ def test_the_page_lists_filters_opens_and_compares_runs(folder, tmp_path):
     finally:
         driver.quit()
         engines.close()
+
+
+@pytest.fixture(scope="module")
+def faulty(folder, tmp_path_factory):
+    """A results folder holding the tiny site's two runs, a link to one of them, and faulty runs: a
+    NaN confidence, a NaN accuracy, a ci95 that is no pair of numbers, an ECE that is text, a
+    predictions line that is no JSON, a run linked from outside the folder and a run whose
+    predictions are; with the server over it (its URL)."""
+    _, results = folder
+    root = tmp_path_factory.mktemp("faulty")
+    served, outside = root / "served", root / "outside"
+    served.mkdir()
+    outside.mkdir()
+    record = json.loads((results / "us-dev-pmi.json").read_text())
+    rows = (results / "us-dev-pmi.predictions.jsonl").read_text()
+
+    def add(where, name, summary=record, predictions=rows):
+        (where / f"{name}.json").write_text(json.dumps(summary))
+        (where / f"{name}.predictions.jsonl").write_text(predictions)
+
+    for name in ("us-dev-ir-custom", "us-dev-pmi"):
+        for suffix in (".json", ".predictions.jsonl"):
+            shutil.copy(results / f"{name}{suffix}", served / f"{name}{suffix}")
+    (served / "alias.json").symlink_to(served / "us-dev-pmi.json")  # a link inside the folder: a run as any
+    (served / "alias.predictions.jsonl").symlink_to(served / "us-dev-pmi.predictions.jsonl")
+    first, *rest = rows.splitlines()
+    add(served, "nan-confidence", predictions="\n".join([json.dumps(json.loads(first) | {"confidence": float("nan")}), *rest]) + "\n")
+    add(served, "nan-accuracy", record | {"accuracy": float("nan")})
+    add(served, "bad-ci", record | {"ci95": "wide"})
+    add(served, "bad-ece", record | {"confidence": {**record["confidence"], "ece": "low"}})
+    add(served, "bad-rows", predictions="no json here\n")
+    add(outside, "secret")
+    for suffix in (".json", ".predictions.jsonl"):
+        (served / f"link-out{suffix}").symlink_to(outside / f"secret{suffix}")
+    (served / "half-out.json").write_text(json.dumps(record))
+    (served / "half-out.predictions.jsonl").symlink_to(outside / "secret.predictions.jsonl")
+    engines = tiny_engines(root / "site", ["ir-custom"])
+    try:
+        with running(create_app(engines, results=served)) as url:
+            yield served, url
+    finally:
+        engines.close()
+
+
+@pytest.mark.spawns
+def test_a_record_with_figures_that_are_no_numbers_is_listed_unreadable_and_the_others_shown(faulty):
+    served, url = faulty
+    status, listing = call(url, "/v1/results")
+    assert status == 200, listing
+    names = {row["run"]: row for row in listing["runs"]}
+    assert names == {row["run"]: row for row in browse_results(served)}
+    for name, figure in (("nan-accuracy.json", "accuracy"), ("bad-ci.json", "ci95"), ("bad-ece.json", "ece")):
+        assert f"its {figure} is not a number" in names[name]["unreadable"]
+    for name in ("us-dev-ir-custom.json", "us-dev-pmi.json", "alias.json", "nan-confidence.json"):
+        assert "unreadable" not in names[name] and isinstance(names[name]["accuracy"], float)
+
+
+@pytest.mark.spawns
+def test_links_out_of_the_folder_are_neither_listed_nor_served(faulty):
+    served, url = faulty
+    assert "link-out.json" not in {row["run"] for row in browse_results(served)}
+    for name in ("link-out.json", "half-out.json"):
+        with pytest.raises(UsageError, match="no run named"):
+            browse_results(served, name)
+        with pytest.raises(UsageError, match="no run named"):
+            result_curves(served, name)
+        assert call(url, f"/v1/results/{name}")[0] == 400
+        assert call(url, f"/v1/results/{name}/curves")[0] == 400
+        status, refused = call(url, f"/v1/compare?runs=us-dev-pmi.json,{name}")
+        assert status == 400 and "no run named" in refused["error"]
+    assert len(browse_results(served, "alias.json")) == 2  # a link that stays inside is a run as any
+
+
+@pytest.mark.spawns
+def test_bad_requests_are_refused_in_one_line(faulty):
+    _, url = faulty
+    long = "r" * 300 + ".json"  # longer than a file name may be
+    for path in (f"/v1/results/{long}", f"/v1/results/{long}/curves", f"/v1/compare?runs=us-dev-pmi.json,{long}"):
+        status, body = call(url, path)
+        assert status == 400 and "no run named" in body["error"], (path, body)
+    for path in ("/v1/results/nan-confidence.json", "/v1/results/nan-confidence.json/curves",
+                 "/v1/compare?runs=us-dev-pmi.json,nan-confidence.json"):
+        status, body = call(url, path)
+        assert status == 400 and "nan-confidence" in body["error"] and "not a number" in body["error"], (path, body)
+    status, body = call(url, "/v1/compare?runs=" + ",".join(["us-dev-pmi.json", "us-dev-ir-custom.json"] * 5))
+    assert status == 400 and "at most 8 runs" in body["error"]
+    for twice in ("us-dev-pmi.json,us-dev-pmi.json", "us-dev-pmi,us-dev-ir-custom.json,us-dev-pmi.json", "us-dev-pmi.json,alias.json"):
+        status, body = call(url, f"/v1/compare?runs={twice}")
+        assert status == 400 and "more than once" in body["error"], (twice, body)
+    status, compared = call(url, "/v1/compare?runs=" + ",".join(["us-dev-pmi.json", "us-dev-ir-custom.json"]))
+    assert status == 200 and len(compared["pairs"]) == 1
+
+
+@pytest.mark.spawns
+def test_no_error_names_the_results_folder_by_its_absolute_path(faulty):
+    served, url = faulty
+    bodies = [call(url, path) for path in ("/v1/results/bad-rows.json", "/v1/results/bad-rows.json/curves",
+                                           "/v1/compare?runs=us-dev-pmi.json,bad-rows.json", "/v1/results/nope.json",
+                                           "/v1/compare?runs=nan-confidence.json,us-dev-pmi.json")]
+    assert all(status == 400 for status, _ in bodies), bodies
+    assert all(str(served) not in json.dumps(body) and str(served.resolve()) not in json.dumps(body) for _, body in bodies)
+    assert bodies[0][1]["error"].startswith("bad-rows.predictions.jsonl:1: not valid JSON")  # named relative to the folder
+
+
+@pytest.mark.spawns
+@pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Chromium not installed (bash scripts/install_dev.sh installs it)")
+def test_the_page_shows_the_readable_runs_beside_unreadable_ones(faulty):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    served, url = faulty
+    readable = sorted(row["run"] for row in browse_results(served) if "unreadable" not in row)
+    driver = chrome()
+    try:
+        driver.get(url + "/results")
+        WebDriverWait(driver, 20).until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == len(readable))
+        assert sorted(r.get_attribute("data-run") for r in driver.find_elements(By.CSS_SELECTOR, "#runs tbody tr")) == readable
+        shown = driver.find_element(By.ID, "unreadable").text
+        assert all(name in shown for name in ("nan-accuracy.json", "bad-ci.json", "bad-ece.json"))
+    finally:
+        driver.quit()

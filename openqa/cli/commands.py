@@ -376,14 +376,31 @@ def _write_run(searcher: Searcher, topics: dict[str, str], k: int, args: argpars
     print(f"wrote {written.resolve()}: {len(topics)} topics, {len(lines)} lines", file=sys.stderr)
 
 
+def _refuse_own_input(output: Path, runs: list[Path]) -> None:
+    """Refuse, before any work, an ``openqa compare --output`` that would replace one of the runs it
+    compares (its record or predictions file, links followed), as itself or as the JSON written beside it."""
+    from openqa.evaluate.compare import run_paths
+    from openqa.evaluate.results import output_target
+
+    target, _ = output_target(output)  # a folder is refused here too
+    inputs = {path.resolve(): path for run in runs for path in run_paths(run)}
+    for written in (target, target.with_name(target.name + ".json")):
+        if written.resolve() in inputs:
+            raise OpenQAError(f"--output {output} would replace {inputs[written.resolve()]}, one of the runs compared: "
+                              "name another file")
+
+
 def cmd_compare(args: argparse.Namespace) -> None:
     from openqa.pipeline import compare
 
+    output = Path(args.output) if args.output not in (None, "-") else None  # --output -: standard output alone
+    if output is not None:
+        _refuse_own_input(output, [Path(r) for r in args.runs])
     record, markdown = compare(Settings.resolve(args.data_dir), [Path(r) for r in args.runs])
-    if args.output:
+    if output is not None:
         from openqa.evaluate.results import write_output
 
-        written = write_output(Path(args.output), markdown, json.dumps(record, indent=2) + "\n")
+        written = write_output(output, markdown, json.dumps(record, indent=2) + "\n")
         print(f"wrote {written.resolve()}", file=sys.stderr)
     if args.json:
         _print_json(record)

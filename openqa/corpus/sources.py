@@ -85,11 +85,12 @@ MAX_RECORD_BYTES = 64 << 20
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
-def check_name(name: str) -> str:
-    """``name`` if it can name a corpus (letters, digits, ``.``, ``_``, ``-``; at most 64, starting
+def check_name(name: str, what: str = "corpus name", flag: str = "--name") -> str:
+    """``name`` if it can name a corpus, or another thing that becomes part of file names (``what``,
+    given by ``flag``: an ensemble), with letters, digits, ``.``, ``_``, ``-`` (at most 64, starting
     with a letter or digit), else a one-line error."""
-    if not _NAME.fullmatch(name):
-        raise DataError(f"corpus name {name!r} is not usable: give --name with letters, digits, '.', '_' or '-' "
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise DataError(f"{what} {name!r} is not usable: give {flag} with letters, digits, '.', '_' or '-' "
                         "(at most 64, starting with a letter or digit)")
     return name
 

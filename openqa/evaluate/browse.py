@@ -6,12 +6,15 @@ returns them. The records directly inside the folder are read and those in its s
 laid out by kind, as the repository's ``eval/results``: ``runs/us/``, ``benchmarks/``...; hidden
 folders and links to folders left out, at most ``MAX_DEPTH`` deep). A run is named by its file name
 alone, wherever its folder; a name found twice is the one directly inside, else the first by path.
-Nothing outside the folder is reachable. A record that cannot be read (half-written, malformed) is listed with its reason and
+Nothing outside the folder is reachable (a link whose target is outside it is neither listed nor
+read). A record that cannot be read (half-written, malformed, a figure that is no number) is listed with its reason and
 never stops the listing; JSON files that are not eval records (benchmarks, settings) are left out.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 from pathlib import Path
 from typing import Any, Iterator
@@ -39,6 +42,34 @@ def _eval_record(record: Any) -> bool:
             and "result_files" in record)
 
 
+def finite(value: Any) -> bool:
+    """Whether ``value`` is a number JSON can send (not a boolean, NaN or infinite)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _figure(value: Any, optional: bool, pair: bool = False) -> bool:
+    """Whether a record's figure is what the page draws: a finite number (``pair``: a list of two),
+    or None when ``optional``."""
+    if value is None:
+        return optional
+    return isinstance(value, list) and len(value) == 2 and all(map(finite, value)) if pair else finite(value)
+
+
+def decode_safe(value: Any) -> str:
+    """A figure as the reason of an unreadable run shows it (short, one line)."""
+    shown = repr(value)
+    return shown if len(shown) <= 40 else shown[:37] + "..."
+
+
+def within(top: Path, path: Path) -> bool:
+    """Whether ``path``, its links followed, is inside the resolved folder ``top``."""
+    try:
+        where = path.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        return False
+    return where == top or top in where.parents
+
+
 def run_row(path: Path) -> dict[str, Any] | None:
     """One run's headline: dataset, split, method, questions, accuracy with its interval, ECE,
     accuracy of the 20% most confident, date and openqa version; ``unreadable`` with the reason
@@ -53,15 +84,26 @@ def run_row(path: Path) -> dict[str, Any] | None:
         return None
     confidence = record.get("confidence") if isinstance(record.get("confidence"), dict) else {}
     at20 = (confidence.get("accuracy_at_coverage") or {}).get("20") or {}
+    if not isinstance(at20, dict):
+        at20 = {}
+    figures = {"accuracy": record["accuracy"], "ci95": record.get("ci95"), "ece": confidence.get("ece"),
+               "accuracy_at_20": at20.get("accuracy")}
+    wrong = next((key for key, value in figures.items() if not _figure(value, key != "accuracy", key == "ci95")), None)
+    if wrong is not None:
+        return {"run": path.name, "unreadable": f"its {wrong} is not a number: {decode_safe(figures[wrong])}"}
     _, predictions = run_paths(path)
     try:
         lang: str | None = dataset_spec(str(record["dataset"])).lang
     except OpenQAError:  # a dataset of the user's own: the page cannot re-ask its questions
         lang = None
-    return {"run": path.name, "lang": lang, "dataset": record["dataset"], "split": record["split"], "method": record["method"],
-            "variant": record.get("variant"), "n": record["n"], "accuracy": record["accuracy"], "ci95": record.get("ci95"),
-            "ece": confidence.get("ece"), "accuracy_at_20": at20.get("accuracy"), "date": record.get("date"),
-            "openqa_version": record.get("openqa_version"), "questions": predictions.is_file()}
+    row = {"run": path.name, "lang": lang, "dataset": record["dataset"], "split": record["split"], "method": record["method"],
+           "variant": record.get("variant"), "n": record["n"], **figures, "date": record.get("date"),
+           "openqa_version": record.get("openqa_version"), "questions": predictions.is_file()}
+    try:
+        json.dumps(row, allow_nan=False)  # what a client is sent: no NaN or infinity anywhere
+    except ValueError:
+        return {"run": path.name, "unreadable": "a value that is not a number (NaN or infinite)"}
+    return row
 
 
 def folders(folder: Path) -> Iterator[Path]:
@@ -78,7 +120,8 @@ def list_runs(folder: Path) -> list[dict[str, Any]]:
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"results folder not found: {folder}")
-    paths = sorted((path for where in folders(folder) for path in where.glob("*.json") if path.is_file()),
+    top = folder.resolve()
+    paths = sorted((path for where in folders(folder) for path in where.glob("*.json") if path.is_file() and within(top, path)),
                    key=lambda path: (path.name, len(path.parts), path))
     rows = (run_row(path) for path in paths)
     return [row for row in rows if row is not None]
@@ -92,7 +135,11 @@ def inside(folder: Path, name: str, suffix: str) -> Path:
     top = Path(folder).resolve()
     for where in folders(Path(folder)):
         path = where / f"{name.removesuffix('.json')}{suffix}"
-        if path.is_file() and (path.parent.resolve() == top or top in path.parent.resolve().parents):
+        try:
+            found = path.is_file()
+        except OSError:  # a name too long for the file system, ...
+            found = False
+        if found and within(top, path):  # a link out of the folder is never followed
             return path
     raise UsageError(f"no run named {name!r} here")
 
@@ -103,6 +150,10 @@ def run_questions(folder: Path, name: str) -> list[dict[str, Any]]:
     path = inside(folder, name, ".predictions.jsonl")
     rows = []
     for _, row in prediction_rows(path):
+        numbers = [row.get("confidence"), *(row["probabilities"].values() if isinstance(row.get("probabilities"), dict) else ())]
+        if any(isinstance(x, float) and not math.isfinite(x) for x in numbers):
+            raise DataError(f"{name}: question {row.get('qid')!r} has a confidence or probability that is not a number: "
+                            "rerun openqa eval")
         rows.append({key: row.get(key) for key in ("qid", "digest", "prediction", "answer", "correct", "confidence",
                                                    "probabilities", "abstained", "tied", "evidence_ids")})
         if len(rows) >= MAX_QUESTIONS:
@@ -115,7 +166,7 @@ def run_curves(folder: Path, name: str) -> dict[str, Any]:
     with the accuracy of guessing (from each question's number of options): what the results page
     draws, one line per run."""
     rows = run_questions(folder, name)
-    bad = next((row.get("qid") for row in rows if not isinstance(row.get("confidence") or 0.0, (int, float))), None)
+    bad = next((row.get("qid") for row in rows if row.get("confidence") is not None and not finite(row["confidence"])), None)
     if bad is not None:
         raise DataError(f"{name}: question {bad!r} has a confidence that is not a number: rerun openqa eval")
     confidence = np.array([float(row.get("confidence") or 0.0) for row in rows])

@@ -92,6 +92,11 @@ def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> d
             "method": record.get("method"), "rows": rows}
 
 
+def _confidence(value: Any) -> bool:
+    """Whether a prediction row's confidence can be compared: none, or a finite number."""
+    return value is None or (isinstance(value, (int, float)) and math.isfinite(value))
+
+
 def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[str, str]]) -> dict[str, Any]:
     """The comparison record of the runs ``paths`` (at least two) on their common questions."""
     if len(paths) < 2:
@@ -104,6 +109,10 @@ def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[st
     common = sorted(set.intersection(*(set(r["rows"]) for r in runs)))
     if not common:
         raise UsageError("the runs share no question")
+    for run in runs:
+        bad = next((run["rows"][d].get("qid") for d in common if not _confidence(run["rows"][d].get("confidence"))), None)
+        if bad is not None:
+            raise DataError(f"{run['file']}: question {bad!r} has a confidence that is not a number: rerun openqa eval")
     correct = [np.array([bool(r["rows"][d]["correct"]) for d in common]) for r in runs]
     summaries = []
     for run, right in zip(runs, correct):

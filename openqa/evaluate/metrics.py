@@ -76,6 +76,8 @@ def prediction_rows(results: Sequence[OptionScores], probabilities: Sequence[dic
 #: Paired bootstrap resamples of the questions, and the seed that draws them.
 BOOTSTRAP_ROUNDS = 2000
 BOOTSTRAP_SEED = 0
+#: The most question draws the bootstrap holds at once (its resamples are drawn in chunks of rows).
+BOOTSTRAP_CHUNK = 1 << 20
 
 
 def paired_bootstrap(first: Sequence[OptionScores], second: Sequence[OptionScores]) -> dict[str, Any]:
@@ -91,8 +93,10 @@ def paired_difference(first: Sequence[bool], second: Sequence[bool]) -> dict[str
 
     a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
     diff = a - b
-    draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, len(diff), size=(BOOTSTRAP_ROUNDS, len(diff)))
-    means = 100 * diff[draws].mean(axis=1)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    rows = max(1, BOOTSTRAP_CHUNK // max(1, len(diff)))  # resamples drawn at once: memory bounded whatever the questions
+    means = np.concatenate([100 * diff[rng.integers(0, len(diff), size=(min(rows, BOOTSTRAP_ROUNDS - start), len(diff)))].mean(axis=1)
+                            for start in range(0, BOOTSTRAP_ROUNDS, rows)])  # the same draws, in order, as one matrix
     return {
         "difference": round(100 * float(diff.mean()), 2),
         "ci95": [round(float(np.percentile(means, 2.5)), 2), round(float(np.percentile(means, 97.5)), 2)],

@@ -7,7 +7,8 @@ from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Sequence, TypeVar
 
-from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
+from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD
+from openqa.corpus.sources import check_name  # the default method, named beside the registry
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import (
@@ -85,6 +86,10 @@ class Request:
     ensemble: str | None = None
     #: Files of solved questions added to the exam's own in the bank method's bank (``--bank``).
     banks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.ensemble is not None:  # it names the settings file of the weights: checked as a corpus name
+            check_name(self.ensemble, "ensemble name", "--ensemble")
 
 
 @dataclass(frozen=True)

@@ -2,27 +2,58 @@
 
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.serve.engines import Engines
 
 #: The results page (beside the main page in ``static/``).
 PAGE = Path(__file__).parent / "static" / "results.html"
 
 
+#: The most runs one comparison (``/v1/compare``) reads.
+MAX_COMPARED = 8
+
+
+class Relative:
+    """Text sent to clients with the results folder's files named relative to it, never by an
+    absolute path (the folder itself is ``<results folder>``)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.forms = sorted({str(folder.absolute()), str(folder.resolve())}, key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for form in self.forms:
+            text = text.replace(form + os.sep, "").replace(form, "<results folder>")
+        return text
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """A one-line error raised inside, its paths relative to the folder."""
+        try:
+            yield
+        except OpenQAError as exc:
+            exc.args = (self(str(exc)), *exc.args[1:])
+            raise
+
+
 def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
     """The results page (``/results``) and its JSON: the runs of ``folder``, a run's questions (with
     their text where the data folder has the run's dataset), and the comparison of runs."""
-    from openqa.evaluate.browse import inside, list_runs, run_curves, run_questions, run_row
-    from openqa.evaluate.compare import compare_runs
+    from openqa.evaluate.browse import inside, list_runs, run_curves, run_questions, run_row, within
+    from openqa.evaluate.compare import compare_runs, run_paths
     from openqa.pipeline import compare_lookup
 
     lookup = compare_lookup(engines.ctx.settings)
+    shown = folder.name
+    folder = Path(folder).absolute()  # every path below it absolute: named relative to it in what clients see
+    relative = Relative(folder)
 
     @app.get("/results", include_in_schema=False)
     async def results_page() -> FileResponse:
@@ -30,23 +61,42 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
 
     @app.get("/v1/results", summary="Every eval run of the results folder (unreadable ones with their reason)")
     def runs() -> dict[str, Any]:
-        return {"folder": folder.name, "runs": list_runs(folder)}
+        with relative.errors():
+            listing = list_runs(folder)
+        return {"folder": shown, "runs": [{**row, "unreadable": relative(row["unreadable"])} if "unreadable" in row else row
+                                          for row in listing]}
 
     @app.get("/v1/results/{run}", summary="A run's questions: prediction, answer, probabilities, and the question's text where known")
     def questions(run: str) -> dict[str, Any]:
-        rows = run_questions(folder, run)  # the name is checked there: a plain file of the folder or its subfolders
-        try:
-            summary: Path | None = inside(folder, run, ".json")
-        except OpenQAError:
-            summary = None
-        record = run_row(summary) if summary is not None else None  # that run's record alone, not the whole folder's
+        with relative.errors():
+            rows = run_questions(folder, run)  # the name is checked there: a plain file of the folder or its subfolders
+            try:
+                summary: Path | None = inside(folder, run, ".json")
+            except OpenQAError:
+                summary = None
+            record = run_row(summary) if summary is not None else None  # that run's record alone, not the whole folder's
         texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
         return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
 
     @app.get("/v1/results/{run}/curves", summary="A run's risk-coverage curve and reliability diagram, from its predictions")
     def run_curve(run: str) -> dict[str, Any]:
-        return run_curves(folder, run)
+        with relative.errors():
+            return run_curves(folder, run)
 
-    @app.get("/v1/compare", summary="Runs compared question by question (as openqa compare): ?runs=A,B[,C...]")
+    @app.get("/v1/compare", summary=f"Runs compared question by question (as openqa compare): ?runs=A,B[,C...], at most {MAX_COMPARED}")
     def compare(runs: str) -> dict[str, Any]:
-        return compare_runs([inside(folder, name, ".json") for name in runs.split(",")], lookup)
+        names = runs.split(",")
+        if len(names) > MAX_COMPARED:
+            raise UsageError(f"compare at most {MAX_COMPARED} runs at once, not {len(names)}")
+        with relative.errors():
+            paths = [inside(folder, name, ".json") for name in names]
+            top = folder.resolve()
+            for path in paths:
+                predictions = run_paths(path)[1]
+                if predictions.is_symlink() and not within(top, predictions):  # a link out of the folder is never followed
+                    raise UsageError(f"no run named {path.name!r} here")
+            seen = [path.resolve() for path in paths]
+            twice = next((path.name for path, where in zip(paths, seen) if seen.count(where) > 1), None)
+            if twice is not None:
+                raise UsageError(f"run {twice!r} is given more than once: compare different runs")
+            return compare_runs(paths, lookup)

@@ -23,11 +23,11 @@ function cell(row, text) {
   return td;
 }
 
-const fixed = (value, digits) => (value === null || value === undefined ? "-" : value.toFixed(digits));
+const fixed = (value, digits) => (typeof value === "number" ? value.toFixed(digits) : "-");
 
 function accuracyText(run) {
-  const ci = run.ci95 ? ` (${run.ci95[0].toFixed(1)}-${run.ci95[1].toFixed(1)})` : "";
-  return `${run.accuracy.toFixed(2)}${ci}`;
+  const ci = Array.isArray(run.ci95) ? ` (${fixed(run.ci95[0], 1)}-${fixed(run.ci95[1], 1)})` : "";
+  return `${fixed(run.accuracy, 2)}${ci}`;
 }
 
 async function getJSON(url, body) {
