@@ -179,3 +179,22 @@ def test_eval_reads_a_train_split_where_the_data_folder_has_one(tmp_path):
     _train_fixture(data)
     record = run_eval("ir-custom", "us", split="train", **where).record
     assert (record["split"], record["n"]) == ("train", 1)
+
+
+def test_an_ensemble_with_a_bank_part_shows_the_solved_questions_through_the_api_and_answer(tmp_path, capsys):
+    from openqa.api import Solver, tune
+    from openqa.cli import main
+
+    data = make_data_dir(tmp_path)
+    where = {"data_dir": data, "index_dir": tmp_path / "indexes", "settings_dir": tmp_path / "tuned"}
+    tune("ensemble", "us", parts=["ir-custom", "bank"], ensemble="bank", **where)
+    solver = Solver.open("ensemble", "en", ensemble="bank", **where)
+    answer = solver.answer(QUESTIONS[1]["question"], QUESTIONS[1]["options"])
+    assert answer.settings["parts"] == ["ir-custom", "bank"]
+    assert answer.solved_questions[0]["answer"] == "Aspirin"
+    code = main(["answer", "--method", "ensemble", "--ensemble", "bank", "--question", QUESTIONS[1]["question"],
+                 *[f"--option={k}={v}" for k, v in QUESTIONS[1]["options"].items()], "--json",
+                 "--data-dir", str(data), "--index-dir", str(tmp_path / "indexes"), "--settings-dir", str(tmp_path / "tuned")])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert json.loads(out)["details"]["solved_questions"][0]["qid"].startswith("us-")

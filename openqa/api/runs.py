@@ -110,7 +110,8 @@ class Tuning:
 
 
 def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None = None, parts: Sequence[str] | None = None,
-         calibrate_only: bool = False, progress: bool = False, workspace: Workspace | None = None, **where: Any) -> Tuning:
+         calibrate_only: bool = False, progress: bool = False, workspace: Workspace | None = None,
+         ensemble: str | None = None, banks: Sequence[str | Path] = (), **where: Any) -> Tuning:
     """Grid-search ``method``'s settings on ``dataset`` dev (an ensemble: fit its weights over
     ``parts``) and fit its probabilities there; record both in ``settings_dir``, where ``Solver`` and
     ``run_eval`` then find them.
@@ -124,6 +125,8 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
     also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
     environment variable.
+    :param ensemble: with ``ensemble``: the name its fit is filed under (default: the exam's own).
+    :param banks: files of solved questions added to a bank part's bank.
     :returns: the tuning (``record``: the grid, the chosen settings, the calibration, their files)."""
     from openqa.data.questions import DATASETS
     from openqa.methods import Request
@@ -134,7 +137,8 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     given = None if parts is None else tuple(arg.texts("parts", list(parts) if isinstance(parts, tuple) else parts))
     if given is not None and not given:
         raise UsageError("parts must name at least one method (or leave parts out for the default ones)")
-    request = Request(engine=optional_engine(engine), parts=given)
+    request = Request(engine=optional_engine(engine), parts=given, ensemble=arg.optional_text("ensemble", ensemble),
+                      banks=bank_files(banks))
     return tune_in(Workspace.of(workspace, **where).context(), method, dataset, request, calibrate_only, progress)
 
 

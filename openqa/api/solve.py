@@ -87,7 +87,7 @@ class Solver:
     def open(cls, method: str = "ir-custom", lang: str = "en", *, exam: str | None = None, top_n: int | None = None,
              aggregate: str | None = None, query: str | None = None, engine: str | None = None, model: str | None = None,
              llm: LLMSettings | None = None, corpus: str | None = None, workspace: Workspace | None = None,
-             banks: Sequence[str | Path] = (), **where: Any) -> Solver:
+             banks: Sequence[str | Path] = (), ensemble: str | None = None, **where: Any) -> Solver:
         """The method ``method`` for ``lang`` questions scored as ``exam`` (default: usmle for en,
         mcmle for zh), with its dev-tuned settings (yours, else shipped) replaced by ``top_n``,
         ``aggregate``, ``query`` where given; ``engine`` another index, ``model`` a reader's
@@ -107,6 +107,7 @@ class Solver:
         also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
         environment variable.
         :param banks: files of solved questions added to the bank method's bank.
+        :param ensemble: with ``ensemble``: a fitted ensemble's name (e.g. ``bank``; default: the exam's own).
         :returns: the opened method, ready to ``answer``.
         :raises OpenQAError: on bad arguments or a missing index, model or extra (one line)."""
         from openqa.methods import Request
@@ -121,7 +122,7 @@ class Solver:
 
             llm = LLMSettings(model=model)
         ctx = Workspace.of(workspace, corpus=corpus, **where).context()
-        request = Request(overrides, engine, model, llm, banks=bank_files(banks))
+        request = Request(overrides, engine, model, llm, banks=bank_files(banks), ensemble=arg.optional_text("ensemble", ensemble))
         return cls.from_context(ctx, method, Exam.resolve(lang=lang_name(lang), exam=exam), request)
 
     @classmethod

@@ -259,7 +259,7 @@ def cmd_answer(args: argparse.Namespace) -> None:
         note(f"loading {args.method} and its index...")
     solver = Solver.from_context(_context(args), args.method, Exam.resolve(lang=args.lang, exam=args.exam),
                                  Request(_overrides(args), args.engine, args.model, _llm_settings(args, args.method),
-                                         banks=tuple(args.bank)))
+                                         banks=tuple(args.bank), ensemble=args.ensemble))
     print(settings_line(solver.settings), file=sys.stderr if args.json or interactive else sys.stdout)
     if interactive:
         _answer_typed(solver, args)

@@ -84,11 +84,13 @@ def _bank_flag(parser: argparse.ArgumentParser) -> None:
                         "added to the exam's own (its dev split, and train where the data folder has it); repeat for more")
 
 
-def _ensemble_flags(parser: argparse.ArgumentParser) -> None:
-    """Settings of ``--method ensemble``: which fitted ensemble, and parts read from predictions files."""
+def _ensemble_flags(parser: argparse.ArgumentParser, files: bool = True) -> None:
+    """Settings of ``--method ensemble``: which fitted ensemble, and (``files``) parts read from predictions files."""
     g = parser.add_argument_group("--method ensemble")
     g.add_argument("--ensemble", metavar="NAME", help="the fitted ensemble to use or fit, filed under NAME beside the exam's "
-                   "own (e.g. the LLM it includes; default: the exam's own ensemble)")
+                   "own (e.g. bank, or the LLM it includes; default: the exam's own ensemble)")
+    if not files:
+        return
     g.add_argument("--predictions", action="append", default=[], metavar="PART=FILE", help="read part PART's option scores from "
                    "FILE (an openqa .predictions.jsonl or JSON lines of digest, scores and scale) instead of running it; "
                    "matched to questions by content; repeat for more parts")
@@ -202,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     _scorer_flags(an)
     _llm_flags(an)
     _bank_flag(an)
+    _ensemble_flags(an, files=False)
     _tokenizer_flags(an)
     _corpus_flag(an)
     _common(an)
