@@ -7,6 +7,10 @@ that imports it back."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import html
+import importlib.util
+import io
 import json
 import os
 import re
@@ -20,14 +24,62 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "openqa"
 
 
+def docs_hooks():
+    """``docs/hooks.py``, the module MkDocs runs while it builds the site."""
+    spec = importlib.util.spec_from_file_location("openqa_docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def printed_help(words: tuple[str, ...]) -> str:
+    """What ``openqa WORDS --help`` prints, run in this process."""
+    from openqa.cli import build_parser
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as stop:
+        build_parser().parse_args([*words, "--help"])
+    assert stop.value.code == 0
+    return out.getvalue()
+
+
+def every_command() -> list[tuple[str, ...]]:
+    from openqa.cli import build_parser
+
+    return [words for words, _ in docs_hooks().commands(build_parser())]
+
+
+def test_the_command_reference_is_what_help_prints(monkeypatch):
+    """docs/cli.md shows, for ``openqa`` and each of its commands (nested ones too), exactly what
+    ``openqa COMMAND --help`` prints in a terminal as wide as the page's (registries' listings filled in)."""
+    hooks = docs_hooks()
+    monkeypatch.setenv("COLUMNS", str(hooks.HELP_COLUMNS))
+    page = hooks.on_page_markdown((ROOT / "docs" / "cli.md").read_text(encoding="utf-8"), None, None, None)
+    blocks = re.findall(r"^```text\n(.*?)^```$", page, flags=re.S | re.M)
+    words = every_command()
+    assert ("corpus", "stats") in words and ("search",) in words
+    assert len(blocks) == len(words), "one block of help per command"
+    for command, block in zip(words, blocks):
+        printed = printed_help(command)
+        assert block == printed, f"the reference's `openqa {' '.join(command)}` differs from its --help"
+        assert not re.search(r"\{(engines|methods|own_engines)\}|%%", printed), f"openqa {' '.join(command)} --help"
+        if command:
+            assert f"openqa {' '.join(command)}\n" in page  # its heading
+
+
 @pytest.mark.spawns
-def test_the_site_builds_strictly(tmp_path):
+def test_the_site_builds_strictly(tmp_path, monkeypatch):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     reference = (tmp_path / "site" / "cli" / "index.html").read_text()
     assert "openqa search" in reference and "--predictions" in reference  # generated from the parser
+    shown = [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in re.findall(r"<pre\b.*?</pre>", reference, flags=re.S)]
+    monkeypatch.setenv("COLUMNS", str(docs_hooks().HELP_COLUMNS))
+    for words in every_command():  # the built page holds each command's help as argparse formats it, as wide as the page's
+        assert printed_help(words).rstrip("\n") in [block.rstrip("\n") for block in shown], f"openqa {' '.join(words)} --help"
     assert "batch_search" in (tmp_path / "site" / "reference" / "index.html").read_text()  # from the docstrings
 
 
