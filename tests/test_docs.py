@@ -80,7 +80,51 @@ def test_the_site_builds_strictly(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", str(docs_hooks().HELP_COLUMNS))
     for words in every_command():  # the built page holds each command's help as argparse formats it, as wide as the page's
         assert printed_help(words).rstrip("\n") in [block.rstrip("\n") for block in shown], f"openqa {' '.join(words)} --help"
-    assert "batch_search" in (tmp_path / "site" / "reference" / "index.html").read_text()  # from the docstrings
+    api = (tmp_path / "site" / "reference" / "index.html").read_text()
+    assert "batch_search" in api  # from the docstrings
+    for name, path in api_directives().items():  # each public name under its heading, with its signature
+        entry = re.search(rf'<h3 id="{re.escape(path)}".*?</h3>\s*(<div class="doc-signature.*?</pre>)?', api, flags=re.S)
+        assert entry, f"the API reference has no heading for {name} ({path})"
+        if exception_without_own_init(getattr(importlib.import_module("openqa"), name)):
+            continue  # it takes a message, as every exception does: no signature of its own
+        assert entry.group(1) and f">{name}<" in entry.group(1), f"the API reference shows no signature for {name}"
+
+
+#: Names of ``openqa.__all__`` the API reference does not document from a docstring, and why (the page says so too).
+NOT_IN_THE_API_REFERENCE = {"__version__": "a string, not an object with a docstring; the page's last section names it"}
+
+
+def api_directives() -> dict[str, str]:
+    """Every name of ``openqa.__all__`` (but the stated exceptions), with the ``::: path`` of docs/reference.md
+    that documents it; a name without one, or whose path names another object, fails."""
+    import openqa
+
+    page = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    paths = re.findall(r"^::: *(\S+)\s*$", page, flags=re.M)
+    found, missing = {}, []
+    for name in openqa.__all__:
+        if name in NOT_IN_THE_API_REFERENCE:
+            assert f"`openqa.{name}`" in page, f"docs/reference.md does not say what {name} is"
+            continue
+        here = [p for p in paths if p.rsplit(".", 1)[-1] == name
+                and getattr(importlib.import_module(p.rsplit(".", 1)[0]), name, None) is getattr(openqa, name)]
+        if here:
+            found[name] = here[0]
+        else:
+            missing.append(name)
+    assert not missing, f"docs/reference.md has no `::: module.Name` for {missing}"
+    return found
+
+
+def exception_without_own_init(value: object) -> bool:
+    """An exception class that takes its message as ``Exception`` does (no signature of its own to show)."""
+    return isinstance(value, type) and issubclass(value, BaseException) and "__init__" not in vars(value)
+
+
+def test_the_api_reference_names_every_public_name():
+    import openqa
+
+    assert set(api_directives()) | set(NOT_IN_THE_API_REFERENCE) == set(openqa.__all__)
 
 
 @pytest.mark.spawns
