@@ -222,3 +222,22 @@ def test_the_pages_state_no_measured_figure_by_hand():
         if stray:
             found[page.name] = sorted(stray)
     assert not found, f"figures written by hand (use a {{{{ record.json:key }}}} placeholder): {found}"
+
+
+#: What only the development machines have: a folder beside the repository that the product never names.
+DEVELOPMENT_ONLY = re.compile(r"\.\.[/\\]shared\b|\bshared[/\\]medqa\b")
+
+
+def test_no_page_message_or_help_names_the_development_folder(monkeypatch):
+    """The README, the pages (the results page RESULTS.md makes too), every string of the package
+    (messages, help, docstrings) and every command's ``--help`` name no development-only path."""
+    found = []
+    for page in [ROOT / "README.md", ROOT / "RESULTS.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        found += [f"{page.name}:{n}" for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+                  if DEVELOPMENT_ONLY.search(line)]
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found += [f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and DEVELOPMENT_ONLY.search(node.value)]
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option: a path is never broken across lines
+    found += [f"openqa {' '.join(words)} --help" for words in every_command() if DEVELOPMENT_ONLY.search(printed_help(words))]
+    assert not found, f"development-only paths named in: {found}"
