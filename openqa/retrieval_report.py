@@ -141,7 +141,7 @@ def write_report(table: dict[str, dict[str, Any]], meta: dict[str, Any], out_dir
     figure.tight_layout()
     figure.savefig(stem.with_name(stem.name + ".png"), dpi=120)
     plt.close(figure)
-    files = {}
+    files: dict[Path, str | bytes] = {}
     if judgments is not None:
         files[stem.with_name(stem.name + ".qrels")] = "".join(line + "\n" for line in qrels_lines(judgments))
         meta = {**meta, "qrels": stem.name + ".qrels", "relevance": RELEVANCE}
