@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -18,36 +19,43 @@ ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "eval" / "results"
 
 
-def _usage(parser: argparse.ArgumentParser) -> str:
-    """One command's usage and options as Markdown (its help text, then a table of its flags)."""
-    lines = [f"```\n{parser.format_usage().strip()}\n```", ""]
-    if parser.description:
-        lines += [parser.description, ""]
-    rows = []
+#: The width help is formatted at on the page (argparse reads ``$COLUMNS``); ``openqa COMMAND --help``
+#: prints the same text in a terminal of this width.
+HELP_COLUMNS = 100
+
+
+def commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command of ``parser`` as (its words after ``openqa``, its parser), nested ones (``corpus stats``) after theirs."""
+    found = [(prefix, parser)]
     for action in parser._actions:  # argparse keeps no public list of a parser's actions
-        if isinstance(action, (argparse._HelpAction, argparse._SubParsersAction)):
-            continue
-        flags = ", ".join(f"`{s}`" for s in action.option_strings) or f"`{action.dest}`"
-        text = (action.help or "").replace("|", "\\|").replace("\n", " ")
-        if action.choices and not isinstance(action.choices, dict):
-            text += f" (one of: {', '.join(map(str, action.choices))})"
-        rows.append(f"| {flags} | {text} |")
-    if rows:
-        lines += ["| option | what it does |", "|---|---|", *rows, ""]
-    return "\n".join(lines)
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += commands(sub, (*prefix, name))
+    return found
+
+
+def help_text(parser: argparse.ArgumentParser, columns: int = HELP_COLUMNS) -> str:
+    """What ``--help`` prints for ``parser`` in a terminal ``columns`` wide (argparse's own formatting)."""
+    previous = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(columns)
+    try:
+        return parser.format_help()
+    finally:
+        if previous is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = previous
 
 
 def cli_reference() -> str:
-    """Every command of ``openqa`` with its options, from ``openqa.cli.build_parser``."""
+    """Every command of ``openqa``, each as ``openqa COMMAND --help`` prints it, from ``openqa.cli.build_parser``."""
     from openqa.cli import build_parser
 
-    parser = build_parser()
-    out = [_usage(parser)]
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            helps = {choice.dest: choice.help for choice in action._choices_actions}
-            for name, sub in action.choices.items():
-                out += [f"## openqa {name}", "", helps.get(name) or "", "", _usage(sub)]
+    out = []
+    for words, parser in commands(build_parser()):
+        if words:
+            out += [f"{'#' * (len(words) + 1)} openqa {' '.join(words)}", ""]
+        out += ["```text", help_text(parser).rstrip("\n"), "```", ""]
     return "\n".join(out)
 
 

@@ -97,7 +97,7 @@ class Settings:
         if self.data_dir is None:
             raise OpenQAError(
                 f"no MedQA data folder: pass --data-dir or set {ENV_DATA} "
-                "(e.g. ../shared/medqa/data_clean)"
+                "(the data_clean folder of the MedQA release)"
             )
         if not self.data_dir.is_dir():
             raise OpenQAError(f"MedQA data folder not found: {self.data_dir}")

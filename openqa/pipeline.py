@@ -228,26 +228,29 @@ def compare_baseline(ctx: Context, req: EvalRequest, target: Exam, results: list
 
 def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> tuple[dict[str, Any], Path, list[str]]:
     """``eval --retrieval``: answer support of each retriever's question-only evidence, written as
-    Markdown, JSON and PNG; also the retrievers skipped, with why."""
-    from openqa.retrieval_report import answer_support, write_report
+    Markdown, JSON and PNG, with the judgments of the retrieved paragraphs as TREC qrels and the
+    questions as a topics file; also the retrievers skipped, with why."""
+    from openqa.retrieval_report import answer_support, topic_lines, write_report
 
     ensure_writable(ctx.settings.results_dir)
     questions, target, name, split, _, req = load_eval_questions(ctx, req)
     query = language(target.lang).question_query
     table, skipped = {}, []
+    judgments: dict[str, dict[str, int]] = {}
     for retriever in retrievers:
         try:
             scorer = open_retriever(ctx, retriever, target)
         except OpenQAError as exc:
             skipped.append(f"{retriever}: {exc}")
             continue
-        table[retriever] = answer_support(scorer, questions, query)
+        table[retriever] = answer_support(scorer, questions, query, judgments)
     if not table:
         raise OpenQAError("no retriever could be opened: build the indexes first (openqa index ...)")
     meta = {"dataset": name, "split": split, "method": "retrieval-quality", "n": len(questions),
             "limit": req.limit, "variant": variant(ctx, req),
             "query": f"question only ({'medical filter' if query == 'filter' else 'full text'})", **run_record()}
-    return table, write_report(table, meta, ctx.settings.results_dir), skipped
+    topics = topic_lines(questions, query, target.lang)
+    return table, write_report(table, meta, ctx.settings.results_dir, judgments, topics), skipped
 
 
 #: The grid columns a tuning record keeps.

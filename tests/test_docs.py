@@ -7,6 +7,10 @@ that imports it back."""
 from __future__ import annotations
 
 import ast
+import contextlib
+import html
+import importlib.util
+import io
 import json
 import os
 import re
@@ -20,15 +24,107 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "openqa"
 
 
+def docs_hooks():
+    """``docs/hooks.py``, the module MkDocs runs while it builds the site."""
+    spec = importlib.util.spec_from_file_location("openqa_docs_hooks", ROOT / "docs" / "hooks.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def printed_help(words: tuple[str, ...]) -> str:
+    """What ``openqa WORDS --help`` prints, run in this process."""
+    from openqa.cli import build_parser
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as stop:
+        build_parser().parse_args([*words, "--help"])
+    assert stop.value.code == 0
+    return out.getvalue()
+
+
+def every_command() -> list[tuple[str, ...]]:
+    from openqa.cli import build_parser
+
+    return [words for words, _ in docs_hooks().commands(build_parser())]
+
+
+def test_the_command_reference_is_what_help_prints(monkeypatch):
+    """docs/cli.md shows, for ``openqa`` and each of its commands (nested ones too), exactly what
+    ``openqa COMMAND --help`` prints in a terminal as wide as the page's (registries' listings filled in)."""
+    hooks = docs_hooks()
+    monkeypatch.setenv("COLUMNS", str(hooks.HELP_COLUMNS))
+    page = hooks.on_page_markdown((ROOT / "docs" / "cli.md").read_text(encoding="utf-8"), None, None, None)
+    blocks = re.findall(r"^```text\n(.*?)^```$", page, flags=re.S | re.M)
+    words = every_command()
+    assert ("corpus", "stats") in words and ("search",) in words
+    assert len(blocks) == len(words), "one block of help per command"
+    for command, block in zip(words, blocks):
+        printed = printed_help(command)
+        assert block == printed, f"the reference's `openqa {' '.join(command)}` differs from its --help"
+        assert not re.search(r"\{(engines|methods|own_engines)\}|%%", printed), f"openqa {' '.join(command)} --help"
+        if command:
+            assert f"openqa {' '.join(command)}\n" in page  # its heading
+
+
 @pytest.mark.spawns
-def test_the_site_builds_strictly(tmp_path):
+def test_the_site_builds_strictly(tmp_path, monkeypatch):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     reference = (tmp_path / "site" / "cli" / "index.html").read_text()
     assert "openqa search" in reference and "--predictions" in reference  # generated from the parser
-    assert "batch_search" in (tmp_path / "site" / "reference" / "index.html").read_text()  # from the docstrings
+    shown = [html.unescape(re.sub(r"<[^>]+>", "", block)) for block in re.findall(r"<pre\b.*?</pre>", reference, flags=re.S)]
+    monkeypatch.setenv("COLUMNS", str(docs_hooks().HELP_COLUMNS))
+    for words in every_command():  # the built page holds each command's help as argparse formats it, as wide as the page's
+        assert printed_help(words).rstrip("\n") in [block.rstrip("\n") for block in shown], f"openqa {' '.join(words)} --help"
+    api = (tmp_path / "site" / "reference" / "index.html").read_text()
+    assert "batch_search" in api  # from the docstrings
+    for name, path in api_directives().items():  # each public name under its heading, with its signature
+        entry = re.search(rf'<h3 id="{re.escape(path)}".*?</h3>\s*(<div class="doc-signature.*?</pre>)?', api, flags=re.S)
+        assert entry, f"the API reference has no heading for {name} ({path})"
+        if exception_without_own_init(getattr(importlib.import_module("openqa"), name)):
+            continue  # it takes a message, as every exception does: no signature of its own
+        assert entry.group(1) and f">{name}<" in entry.group(1), f"the API reference shows no signature for {name}"
+
+
+#: Names of ``openqa.__all__`` the API reference does not document from a docstring, and why (the page says so too).
+NOT_IN_THE_API_REFERENCE = {"__version__": "a string, not an object with a docstring; the page's last section names it"}
+
+
+def api_directives() -> dict[str, str]:
+    """Every name of ``openqa.__all__`` (but the stated exceptions), with the ``::: path`` of docs/reference.md
+    that documents it; a name without one, or whose path names another object, fails."""
+    import openqa
+
+    page = (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
+    paths = re.findall(r"^::: *(\S+)\s*$", page, flags=re.M)
+    found, missing = {}, []
+    for name in openqa.__all__:
+        if name in NOT_IN_THE_API_REFERENCE:
+            assert f"`openqa.{name}`" in page, f"docs/reference.md does not say what {name} is"
+            continue
+        here = [p for p in paths if p.rsplit(".", 1)[-1] == name
+                and getattr(importlib.import_module(p.rsplit(".", 1)[0]), name, None) is getattr(openqa, name)]
+        if here:
+            found[name] = here[0]
+        else:
+            missing.append(name)
+    assert not missing, f"docs/reference.md has no `::: module.Name` for {missing}"
+    return found
+
+
+def exception_without_own_init(value: object) -> bool:
+    """An exception class that takes its message as ``Exception`` does (no signature of its own to show)."""
+    return isinstance(value, type) and issubclass(value, BaseException) and "__init__" not in vars(value)
+
+
+def test_the_api_reference_names_every_public_name():
+    import openqa
+
+    assert set(api_directives()) | set(NOT_IN_THE_API_REFERENCE) == set(openqa.__all__)
 
 
 @pytest.mark.spawns
@@ -126,3 +222,22 @@ def test_the_pages_state_no_measured_figure_by_hand():
         if stray:
             found[page.name] = sorted(stray)
     assert not found, f"figures written by hand (use a {{{{ record.json:key }}}} placeholder): {found}"
+
+
+#: What only the development machines have: a folder beside the repository that the product never names.
+DEVELOPMENT_ONLY = re.compile(r"\.\.[/\\]shared\b|\bshared[/\\]medqa\b")
+
+
+def test_no_page_message_or_help_names_the_development_folder(monkeypatch):
+    """The README, the pages (the results page RESULTS.md makes too), every string of the package
+    (messages, help, docstrings) and every command's ``--help`` name no development-only path."""
+    found = []
+    for page in [ROOT / "README.md", ROOT / "RESULTS.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        found += [f"{page.name}:{n}" for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+                  if DEVELOPMENT_ONLY.search(line)]
+    for path in sorted(PACKAGE.rglob("*.py")):
+        found += [f"{path.relative_to(ROOT)}:{node.lineno}" for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str) and DEVELOPMENT_ONLY.search(node.value)]
+    monkeypatch.setenv("COLUMNS", "1000")  # one line per option: a path is never broken across lines
+    found += [f"openqa {' '.join(words)} --help" for words in every_command() if DEVELOPMENT_ONLY.search(printed_help(words))]
+    assert not found, f"development-only paths named in: {found}"

@@ -2,7 +2,7 @@
 a few lines, with the same results as the commands (which are written over these functions).
 
 >>> from openqa import Solver
->>> solver = Solver.open("ir-custom", lang="en", data_dir="../shared/medqa/data_clean")
+>>> solver = Solver.open("ir-custom", lang="en", data_dir="medqa/data_clean")
 >>> solver.answer("Which drug irreversibly inhibits cyclooxygenase?", {"A": "Ceftriaxone", "B": "Aspirin"}).prediction
 'B'
 

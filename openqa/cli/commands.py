@@ -164,13 +164,15 @@ def cmd_eval(args: argparse.Namespace) -> None:
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
         if args.json:
-            _print_json({"retrievers": table, "skipped": skipped, "files": {"summary": str(path.resolve())}})
+            stem = path.resolve().with_suffix("")
+            _print_json({"retrievers": table, "skipped": skipped, "files": {
+                "summary": str(path.resolve()), "qrels": f"{stem}.qrels", "topics": f"{stem}.topics.tsv"}})
             return
         for why in skipped:
             print(f"skipping {why}", file=sys.stderr)
         for name, row in table.items():
             print(f"{name:<10} " + "  ".join(f"@{k}: {row['correct'][k]:.1f} vs {row['wrong'][k]:.1f}" for k in row["correct"]))
-        print(f"wrote {path.resolve()} (+ .md, .png)")
+        print(f"wrote {path.resolve()} (+ .md, .png, .qrels, .topics.tsv)")
         return
     summary = evaluate_request(_context(args), request, progress=not args.json).record
     if args.json:

@@ -163,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
     ev.add_argument("--offset", type=int, default=0, help="skip the first N questions (with --limit: a slice, e.g. for "
                     "two processes over disjoint ranges sharing one reply cache; default: 0)")
-    ev.add_argument("--retrieval", action="store_true", help="instead of accuracy: how often question-only evidence mentions the correct vs the wrong options (Markdown, JSON, PNG)")
+    ev.add_argument("--retrieval", action="store_true", help="instead of accuracy: how often question-only evidence mentions the correct vs the wrong options (Markdown, JSON, PNG), with the retrieved paragraphs judged as TREC qrels (.qrels: 1 when one mentions the correct option) and the questions as topics (.topics.tsv)")
     ev.add_argument("--retrievers", default="ir-custom,ir-es,dense,hybrid", help="methods whose retrieval --retrieval compares (default: ir-custom,ir-es,dense,hybrid; missing indexes are skipped with a note)")
     ev.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     ev.add_argument("--output", help=f"folder for result files (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")

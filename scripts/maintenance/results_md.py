@@ -251,7 +251,7 @@ def results_text() -> str:
         if fa:
             out.append(f"- Medical filter vs MetaMap, {title}: token precision {fa['precision']:.3f}, recall {fa['recall']:.3f} "
                        f"over {fa['n']} questions (`{fa['command']}`).")
-    out += ["", "## Reader training", "", "Readers train on a seeded 80/20 split of dev (`--train-split dev:0.8`, `../shared/medqa/TRAIN.md`); "
+    out += ["", "## Reader training", "", "Readers train on a seeded 80/20 split of dev (`--train-split dev:0.8`: the data folder these runs read has no official train split); "
             "the selection part picks the checkpoint that the test rows above evaluate.", "", *training_table()]
     llms = [load(path.name) for path in records("bench-llm*.json")]
     if llms:
