@@ -30,8 +30,7 @@ class Words:
 
 
 def bank_of(*questions: Question) -> QuestionBank:
-    bank = QuestionBank(list(questions), "en")
-    return bank
+    return QuestionBank(list(questions), "en")
 
 
 def test_similarity_is_the_tf_idf_cosine_worked_by_hand(monkeypatch):
@@ -198,3 +197,12 @@ def test_an_ensemble_with_a_bank_part_shows_the_solved_questions_through_the_api
     out, err = capsys.readouterr()
     assert code == 0, err
     assert json.loads(out)["details"]["solved_questions"][0]["qid"].startswith("us-")
+
+
+def test_a_damaged_train_split_is_refused_not_skipped(tmp_path):
+    from openqa.api import run_eval
+
+    data = make_data_dir(tmp_path)
+    (data / "questions" / "US" / "4_options" / "phrases_no_exclude_train.jsonl").write_text("{not json\n")
+    with pytest.raises(OpenQAError, match="phrases_no_exclude_train.jsonl:1"):
+        run_eval("bank", "us", split="test", data_dir=data, index_dir=tmp_path / "indexes", results_dir=tmp_path / "r")
