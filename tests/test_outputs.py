@@ -6,9 +6,12 @@ through, never replaced."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import hashlib
 import json
 import os
+import signal
 import stat
 import threading
 from pathlib import Path
@@ -18,6 +21,9 @@ import pytest
 from openqa.cli import main
 from openqa.evaluate import results as results_module
 from openqa.evaluate.results import write_all_or_none
+from openqa.retrieval import manifest as manifest_module
+from openqa.retrieval.manifest import folder_lock
+from openqa.tuning import load_calibration
 from tests.helpers import failures_in_threads, loc, run, site_env
 
 TOPICS = "q1\tceftriaxone cell wall synthesis\nq2\taspirin cyclooxygenase\n"
@@ -161,6 +167,70 @@ def test_a_second_tune_replaces_the_pair_the_first_wrote(tmp_path):
         assert json.loads((tmp_path / "tuned" / f"{method}-us.calibration.json").read_text())["dev"]["n"] == 1
         done = run("eval", "--method", method, "--dataset", "us", "--split", "dev", env=env)
         assert done.returncode == 0, done.stderr
+
+
+def tune_here(root: Path, monkeypatch, *args: str) -> int:
+    """``openqa tune --method ir-custom --dataset us`` in this process over the tiny site in ``root``."""
+    if not (root / "tuned").is_dir():
+        for name, value in site_env(root).items():
+            if name.startswith("OPENQA_"):
+                monkeypatch.setenv(name, value)
+    return main(["tune", "--method", "ir-custom", "--dataset", "us", *args])
+
+
+def tuned_pair(root: Path) -> tuple[bytes, bytes]:
+    """The settings and calibration ``openqa tune`` wrote, checked to match: the calibration's
+    digest is that of the settings' bytes, and eval reads them."""
+    settings = (root / "tuned" / "ir-custom-us.json").read_bytes()
+    calibration = (root / "tuned" / "ir-custom-us.calibration.json").read_bytes()
+    assert json.loads(calibration)["settings_sha256"] == hashlib.sha256(settings).hexdigest()
+    assert load_calibration("ir-custom", "us", root / "tuned") is not None
+    assert not [p.name for p in (root / "tuned").iterdir() if p.name.endswith((".tmp", ".staged"))]
+    return settings, calibration
+
+
+def test_a_ctrl_c_inside_the_write_of_a_tuned_pair_leaves_one_whole_pair(tmp_path, monkeypatch, capsys):
+    assert tune_here(tmp_path, monkeypatch) == 0
+    before = tuned_pair(tmp_path)
+    held = results_module.interrupts_held
+
+    @contextlib.contextmanager
+    def interrupted():  # a Ctrl-C lands while the files take their names: delivered once they have
+        with held():
+            signal.raise_signal(signal.SIGINT)
+            yield
+
+    monkeypatch.setattr(results_module, "interrupts_held", interrupted)
+    assert tune_here(tmp_path, monkeypatch, "--limit", "1") == 130
+    after = tuned_pair(tmp_path)  # the new pair, whole (the old one used to lose its settings' match)
+    assert after != before and json.loads(after[1])["dev"]["n"] == 1
+
+    real = Path.write_bytes
+
+    def broken(self, data):  # a Ctrl-C while the second file is written: the old pair stays
+        if ".calibration.json" in self.name:
+            raise KeyboardInterrupt
+        return real(self, data)
+
+    monkeypatch.setattr(results_module, "interrupts_held", held)
+    monkeypatch.setattr(Path, "write_bytes", broken)
+    assert tune_here(tmp_path, monkeypatch) == 130
+    monkeypatch.setattr(Path, "write_bytes", real)
+    assert tuned_pair(tmp_path) == after
+    capsys.readouterr()
+
+
+def test_a_second_tune_of_a_pair_waits_for_the_lock_of_the_first(tmp_path, monkeypatch, capsys):
+    assert tune_here(tmp_path, monkeypatch) == 0
+    before = tuned_pair(tmp_path)
+    lock = tmp_path / "tuned" / ".ir-custom-us.lock"
+    monkeypatch.setattr(manifest_module, "LOCK_TIMEOUT_S", 0.0)
+    with folder_lock(lock):  # another openqa tune of this method and dataset is writing the pair
+        assert tune_here(tmp_path, monkeypatch, "--limit", "1") == 2
+    err = capsys.readouterr().err
+    assert f"openqa: error: {lock} stayed locked by process {os.getpid()}" in err, err
+    assert tuned_pair(tmp_path) == before
+    assert tune_here(tmp_path, monkeypatch, "--limit", "1") == 0 and tuned_pair(tmp_path) != before
 
 
 def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_output(tmp_path, monkeypatch, capsys):
