@@ -103,6 +103,29 @@ def test_what_a_predictions_file_lacks_is_said_in_one_line(site, tmp_path):
             PrecomputedScorer(tmp_path / "bad.jsonl", "part")
 
 
+@pytest.mark.parametrize("score, shown", [("NaN", "nan"), ("Infinity", "inf"), ("-Infinity", "-inf"), ("1e308", "1e+308"),
+                                          ("1" + "0" * 400, "10000000000000000000... (401 characters)")])
+def test_a_score_that_would_drop_a_vote_is_refused_at_its_line(tmp_path, score, shown):
+    good = '{"digest": "d1", "scores": {"A": 0.5, "B": 0.2}, "scale": "log-probability"}'
+    (tmp_path / "p.jsonl").write_text(good + "\n" + good.replace("d1", "d2").replace("0.2", score) + "\n")
+    with pytest.raises(DataError) as raised:
+        PrecomputedScorer(tmp_path / "p.jsonl", "ext")
+    assert str(raised.value) == (f"{tmp_path / 'p.jsonl'}:2: the score of B is {shown}, not a finite number of at most "
+                                 "1e+12 in size (give null for no score)")
+
+
+def test_a_question_scored_twice_otherwise_is_refused_and_the_same_row_twice_is_read(tmp_path):
+    path = tmp_path / "p.jsonl"
+    row = '{"digest": "d1", "scores": {"A": 0.5, "B": 0.2}, "scale": "log-probability"}'
+    path.write_text(row + "\n" + row + "\n")  # a question asked twice in the exam, scored alike
+    assert PrecomputedScorer(path, "ext").by_digest["d1"]["scores"] == {"A": 0.5, "B": 0.2}
+    path.write_text(row + "\n\n" + row.replace("0.2", "0.9") + "\n")
+    with pytest.raises(DataError) as raised:
+        PrecomputedScorer(path, "ext")
+    assert str(raised.value) == (f"{path}:3: question digest 'd1' is scored again, with other scores than on line 1: "
+                                 "keep one row per question")
+
+
 def test_rows_are_matched_by_content_and_the_minimal_form_reads():
     q = Question("any-id", "Which drug inhibits cyclooxygenase?", {"A": "Aspirin", "B": "Gentamicin"}, "A", "Aspirin")
     same = Question("other-id", "Which drug inhibits cyclooxygenase?", {"A": "Aspirin", "B": "Gentamicin"}, "A", "Aspirin")
