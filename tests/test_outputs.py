@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import stat
+import subprocess
 import threading
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from openqa.evaluate.results import write_all_or_none
 from openqa.retrieval import manifest as manifest_module
 from openqa.retrieval.manifest import folder_lock
 from openqa.tuning import load_calibration
-from tests.helpers import failures_in_threads, loc, run, site_env
+from tests.helpers import OPENQA, failures_in_threads, loc, run, site_env
 
 TOPICS = "q1\tceftriaxone cell wall synthesis\nq2\taspirin cyclooxygenase\n"
 
@@ -252,3 +253,30 @@ def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_outp
     assert "| b.json | a.json |" in capsys.readouterr().out and result_set(tmp_path) == before  # no file named '-'
     assert main(["compare", *runs, "--output", "cmp.md"]) == 0
     assert (tmp_path / "cmp.md").is_file() and (tmp_path / "cmp.md.json").is_file()
+
+
+@pytest.mark.spawns
+@pytest.mark.parametrize("name", ["/dev/stdout", "/proc/self/fd/1", "link"])
+def test_output_to_standard_output_writes_through_a_redirection_and_a_pipe(tmp_path, name):
+    runs = []
+    for run_name in ("a", "b"):
+        rows = [{"qid": f"q{i}", "digest": f"d{i}", "prediction": "A", "correct": i < 2, "confidence": 0.5} for i in range(4)]
+        (tmp_path / f"{run_name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tmp_path / f"{run_name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": run_name, "n": 4}))
+        runs.append(str(tmp_path / f"{run_name}.json"))
+    (tmp_path / "link").symlink_to("/dev/stdout")
+    output = str(tmp_path / "link") if name == "link" else name
+    redirected = tmp_path / "out.md"
+    redirected.write_text("before\n")
+    inode = redirected.stat().st_ino
+    with open(redirected, "a") as out:  # openqa compare ... --output NAME >> out.md
+        done = subprocess.run([OPENQA, "compare", *runs, "--output", output], stdout=out, stderr=subprocess.PIPE, text=True,
+                              timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = redirected.read_text()
+    assert redirected.stat().st_ino == inode and text.startswith("before\n# us test: 2 runs on 4 common questions")
+    assert text.count("# us test: 2 runs") == 2 and sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.json", "a.predictions.jsonl", "b.json", "b.predictions.jsonl", "link", "out.md"]
+    piped = subprocess.run([OPENQA, "compare", *runs, "--output", output], capture_output=True, text=True, timeout=120,
+                           cwd=tmp_path)
+    assert piped.returncode == 0 and piped.stdout.count("# us test: 2 runs") == 2, piped.stderr
