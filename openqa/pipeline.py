@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, cast
@@ -19,7 +20,7 @@ from openqa.data import Question, dataset_spec, load_questions, read_question_fi
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import confidence_report, risk_coverage_png
 from openqa.evaluate.metrics import paired_bootstrap, prediction_rows, summarise
-from openqa.evaluate.results import ensure_writable, run_record, write_atomic, write_results
+from openqa.evaluate.results import ensure_writable, run_record, write_results
 from openqa.languages import language
 from openqa.llm.settings import LLMSettings
 from openqa.methods import (
@@ -34,7 +35,7 @@ from openqa.methods import (
 )
 from openqa.retrieval.base import Index, SearchEngine
 from openqa.retrieval.manifest import corpus_fingerprint
-from openqa.tuning import FINGERPRINT, calibrate, save_tuned, tuned_file
+from openqa.tuning import FINGERPRINT, calibrate, pair_lock, record_file, save_records, staged, tuned_file
 from openqa.workspace import Context, Exam
 
 if TYPE_CHECKING:
@@ -273,13 +274,13 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
     questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())[:limit]
     record: dict[str, Any] = {"dataset": dataset, "split": "dev", "method": calibration_key(name, request), "corpus": ctx.corpus,
                               "limit": limit}
-    files = {}
     key = calibration_key(name, request)
-    settings_path, _ = tuned_file(key, dataset, ctx.settings.settings_dir, ctx.corpus)
-    mine = settings_path if settings_path is not None and settings_path.parent == Path(ctx.settings.settings_dir) else None
-    previous = mine.read_bytes() if mine is not None and m.tunes and not calibrate_only else None
-    try:
-        if m.tunes and not calibrate_only:
+    folder = ctx.settings.settings_dir
+    with pair_lock(key, dataset, folder, ctx.corpus):  # one tune of the pair at a time
+        searched = m.tunes and not calibrate_only
+        settings_bytes: bytes | None = None
+        stage: AbstractContextManager[None] = nullcontext()
+        if searched:
             best, table, index = m.tune(ctx, target, questions, request)
             record.update({
                 "chosen": asdict(best),
@@ -290,21 +291,21 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
                 **fingerprint_of(index),
                 **run_record(),
             })
-            files["settings"] = save_tuned(record, ctx.settings.settings_dir)
-        opened = open_method(ctx, name, target, request, calibrated=False)  # the old calibration is the one being replaced
+            settings_path, settings_bytes = record_file(record, folder)
+            stage = staged(settings_path, settings_bytes)  # opened with them before they are written
+        else:
+            used, _ = tuned_file(key, dataset, folder, ctx.corpus)
+            settings_bytes = used.read_bytes() if used is not None else None
+        with stage:
+            opened = open_method(ctx, name, target, request, calibrated=False)  # the old calibration is the one being replaced
         results, parts = opened.scorer.score_with_parts(questions, progress=progress)
         fit_on, fitted_on = m.calibration_scores(opened, results, parts)
-        used, _ = tuned_file(key, dataset, ctx.settings.settings_dir, ctx.corpus)
-        calibration, files["calibration"] = calibrate(fit_on, opened.scorer.scale, key, dataset, ctx.corpus, opened.settings,
-                                                      ctx.settings.settings_dir, fitted_on, used,
-                                                      corpus_fingerprint(opened.index.manifest))
-    except BaseException:  # Ctrl-C or a failure after the settings were written: they land with their calibration or not at all
-        if "settings" in files:
-            if previous is None:
-                files["settings"].unlink(missing_ok=True)
-            else:
-                write_atomic(files["settings"], previous)
-        raise
+        calibration, fitted = calibrate(fit_on, opened.scorer.scale, key, dataset, ctx.corpus, opened.settings, fitted_on,
+                                        settings_bytes, corpus_fingerprint(opened.index.manifest))
+        # the settings and their calibration (the digest of the settings' bytes) in one write: both or neither
+        written = save_records({**({"": record} if searched else {}),
+                                "calibration": fitted}, folder)
+    files = {"settings" if kind == "" else kind: path for kind, path in written.items()}
     return {**record, "dev_accuracy": summarise(results)["accuracy"], "calibration": calibration.to_dict(),
             "files": {k: str(v.resolve()) for k, v in files.items()}}
 

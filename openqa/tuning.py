@@ -11,20 +11,25 @@ relative to the working folder, so an installed openqa gives the same figure fro
 from __future__ import annotations
 
 import hashlib
+import os
+import secrets
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, replace
 from importlib import resources
 from itertools import product
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from openqa.corpus.sources import corpus_tag
 from openqa.data import Question
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import IN_SAMPLE, Calibration, confidence_report
 from openqa.evaluate.metrics import summarise
-from openqa.evaluate.results import run_record, write_atomic
+from openqa.evaluate.results import run_record, write_all_or_none
 from openqa.jsonl import decode, readable
 from openqa.retrieval.hybrid import Fusion
+from openqa.retrieval.manifest import folder_lock
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.hybrid import HybridScorer, fuse_options
 from openqa.scorers.ir import AGGREGATES, IRScorer, IRSettings, scores_from_hits
@@ -98,6 +103,45 @@ def _suffix(kind: str) -> str:
     return f".{kind}.json" if kind else ".json"
 
 
+def tuned_path(method: str, dataset: str, settings_dir: Path, corpus: str | None = None, kind: str = "") -> Path:
+    """Where ``openqa tune`` writes its record of ``kind`` for ``method`` on ``dataset`` (over the
+    named ``corpus``): the first place ``tuned_file`` looks."""
+    return Path(settings_dir) / f"{method}-{dataset}{corpus_tag(corpus)}{_suffix(kind)}"
+
+
+#: Settings records a tune opens its method with before they are written (final path: staged copy).
+_STAGED: ContextVar[dict[Path, Path] | None] = ContextVar("openqa_staged_settings", default=None)
+
+
+@contextmanager
+def staged(path: Path, data: bytes) -> Iterator[None]:
+    """Within this block (in this thread), ``tuned_file`` finds ``data`` as the record at ``path``
+    (from a hidden copy beside it, removed after): a tune opens its method with the settings it
+    chose before writing them, so they are written with their calibration or not at all."""
+    copy = path.with_name(f".{os.getpid()}-{secrets.token_hex(6)}.{path.name}.staged")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    token = _STAGED.set({**(_STAGED.get() or {}), Path(path): copy})
+    try:
+        copy.write_bytes(data)
+        yield
+    finally:
+        _STAGED.reset(token)
+        copy.unlink(missing_ok=True)
+
+
+@contextmanager
+def pair_lock(method: str, dataset: str, settings_dir: Path, corpus: str | None = None) -> Iterator[None]:
+    """Hold the lock of the settings and calibration pair of ``method`` on ``dataset``: a hidden
+    ``.NAME.lock`` file beside them, locked as an index folder is while it is built (``flock``,
+    released if the process dies; another tune of the pair waits, then is refused in one line)."""
+    lock = tuned_path(method, dataset, settings_dir, corpus, "lock")
+    lock = lock.with_name(f".{lock.name.removesuffix('.json')}")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.touch(exist_ok=True)
+    with folder_lock(lock):
+        yield
+
+
 def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None = None, kind: str = "",
                ) -> tuple[Path | None, str]:
     """The record ``openqa tune`` made for ``method`` on ``dataset`` (its settings; with ``kind``
@@ -106,7 +150,10 @@ def tuned_file(method: str, dataset: str, settings_dir: Path, corpus: str | None
     ``settings_dir``) before the shipped one (a corpus not tuned for takes the dataset's)."""
     suffix = _suffix(kind)
     name = f"{method}-{dataset}{suffix}"
+    staging = _STAGED.get() or {}
     for user in dict.fromkeys((Path(settings_dir) / f"{method}-{dataset}{corpus_tag(corpus)}{suffix}", Path(settings_dir) / name)):
+        if user in staging:
+            return staging[user], f"your openqa tune: {user.parent.name}/{user.name}"
         if user.is_file():
             return user, f"your openqa tune: {user.parent.name}/{user.name}"  # no machine path in a record
     shipped = shipped_folder() / name
@@ -157,13 +204,26 @@ def resolve_settings(
     return IRSettings(**values), sources
 
 
+def record_file(record: dict[str, Any], settings_dir: Path, kind: str = "") -> tuple[Path, bytes]:
+    """Where a tuning record (with ``kind``, e.g. ``calibration``, the record of that kind) goes,
+    where ``tuned_file`` finds it first (over the record's corpus, if named), and its bytes."""
+    path = tuned_path(record["method"], record["dataset"], settings_dir, record.get("corpus"), kind)
+    return path, (readable(record) + "\n").encode("utf-8")
+
+
 def save_tuned(record: dict[str, Any], settings_dir: Path, kind: str = "") -> Path:
     """Write a tuning record (with ``kind``, e.g. ``calibration``, the record of that kind) where
     ``tuned_file`` finds it first (over the record's corpus, if named); return its path."""
-    path = Path(settings_dir) / f"{record['method']}-{record['dataset']}{corpus_tag(record.get('corpus'))}{_suffix(kind)}"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, readable(record) + "\n")
-    return path
+    return save_records({kind: record}, settings_dir)[kind]
+
+
+def save_records(records: dict[str, dict[str, Any]], settings_dir: Path) -> dict[str, Path]:
+    """Write tuning records (by kind: "" the settings, ``calibration``...) in one write, all or
+    none (an interruption leaves the old pair); return their paths."""
+    files = {kind: record_file(record, settings_dir, kind) for kind, record in records.items()}
+    Path(settings_dir).mkdir(parents=True, exist_ok=True)
+    write_all_or_none(dict(files.values()))
+    return {kind: path for kind, (path, _) in files.items()}
 
 
 def read_json_record(path: Path, what: str) -> dict[str, Any]:
@@ -237,16 +297,17 @@ def file_digest(path: Path) -> str:
 
 
 def calibrate(results: Sequence[OptionScores], scale: str, key: str, dataset: str, corpus: str | None,
-              settings: dict[str, Any], settings_dir: Path, fitted_on: str = IN_SAMPLE,
-              settings_file: Path | None = None, fingerprint: dict[str, Any] | None = None) -> tuple[Calibration, Path]:
+              settings: dict[str, Any], fitted_on: str = IN_SAMPLE, settings_bytes: bytes | None = None,
+              fingerprint: dict[str, Any] | None = None) -> tuple[Calibration, dict[str, Any]]:
     """Fit the probabilities of the method ``key`` on its ``dataset`` dev ``results`` (which ones
-    ``fitted_on`` says) and record them, with how well they rank those answers and the digest of the
-    ``settings_file`` they were fitted with (a pair that no longer matches is refused when read)
-    and the ``fingerprint`` of the corpus they were fitted over, where ``load_calibration`` finds them first."""
+    ``fitted_on`` says) and their record, with how well they rank those answers and the digest of the
+    settings record's bytes they were fitted with (``settings_bytes``: a pair that no longer matches
+    is refused when read) and the ``fingerprint`` of the corpus they were fitted over (``save_tuned``
+    writes it where ``load_calibration`` finds it first)."""
     calibration = Calibration.fit(results, scale, dataset, {k: v for k, v in settings.items() if k != "sources"}, fitted_on)
     record = {"method": key, "dataset": dataset, "split": "dev", "corpus": corpus, "calibration": calibration.to_dict(),
               "dev": {"n": len(results), **confidence_report(results, [calibration.probabilities(r) for r in results])},
-              **({"settings_sha256": file_digest(settings_file)} if settings_file else {}),
+              **({"settings_sha256": hashlib.sha256(settings_bytes).hexdigest()} if settings_bytes is not None else {}),
               **({FINGERPRINT: fingerprint} if fingerprint else {}),
               **run_record()}
-    return calibration, save_tuned(record, settings_dir, kind="calibration")
+    return calibration, record

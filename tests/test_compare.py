@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from openqa.errors import UsageError
+from openqa.errors import DataError, UsageError
 from openqa.evaluate.compare import compare_runs, mcnemar_exact
 from openqa.evaluate.metrics import wilson_interval
 from tests.helpers import run
@@ -101,3 +101,35 @@ def test_the_bootstrap_draws_in_chunks_with_the_figures_of_one_matrix(monkeypatc
     monkeypatch.setattr(np.random, "default_rng", Counted)
     assert metrics.paired_difference(first, second)["ci95"] == whole
     assert max(held) == 37 * 7 and sum(held) == 37 * metrics.BOOTSTRAP_ROUNDS
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"probabilities": {"A": float("nan"), "B": 0.5}}, "the probability of A is nan, not a number from 0 to 1"),
+    ({"probabilities": {"A": 1.5, "B": 0.5}}, "the probability of A is 1.5, not a number from 0 to 1"),
+    ({"probabilities": {"A": 0.5, "B": 0.5}, "prediction": "Z", "answer": "Z"}, "the prediction 'Z' is not one of the options (A, B)"),
+    ({"confidence": float("inf")}, '"confidence" is inf, not a number from 0 to 1 or null'),
+    ({"correct": "no"}, '"correct" is \'no\', not true or false'),
+    ({"correct": 10 ** 400}, '"correct" is 10000000000000000000... (401 characters), not true or false'),
+    ({"prediction": "B", "answer": "A", "correct": True}, '"correct" is true but the prediction is \'B\' and the answer \'A\''),
+])
+def test_a_row_whose_figures_cannot_be_counted_is_refused_at_its_line(tmp_path, change, message):
+    first, second = write_run(tmp_path, "a", {0, 1}), write_run(tmp_path, "b", {0, 2})
+    predictions = tmp_path / "b.predictions.jsonl"
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    rows[3] = {**rows[3], "probabilities": {"A": 0.7, "B": 0.3}, **change}
+    predictions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DataError) as raised:
+        compare_runs([first, second], no_lookup)
+    assert str(raised.value) == f"{predictions}:4: {message}: rerun openqa eval"
+
+
+@pytest.mark.spawns
+def test_compare_says_a_nan_probability_in_one_line(tmp_path):
+    first, second = write_run(tmp_path, "a", {0, 1}), write_run(tmp_path, "b", {0, 2})
+    predictions = tmp_path / "b.predictions.jsonl"
+    lines = predictions.read_text().splitlines()
+    lines[1] = lines[1][:-1] + ', "probabilities": {"A": NaN, "B": 0.5}}'
+    predictions.write_text("\n".join(lines) + "\n")
+    done = run("compare", str(first), str(second))
+    assert done.returncode == 2 and done.stderr == f"openqa: error: {predictions}:2: the probability of A is nan, not a number " \
+        "from 0 to 1: rerun openqa eval\n", done.stderr

@@ -583,6 +583,21 @@ def test_timeout_and_unreachable_server(root, capsys, fake, tmp_path):
     assert code == 2 and one_line_error(err, "cannot reach"), err
 
 
+@pytest.mark.parametrize("userinfo", ["alice:s3cret@", "alice@", ":s3cret@", "al%40ice:s3cr@t@"])
+def test_an_endpoint_with_credentials_is_refused_and_never_written(root, capsys, fake, tmp_path, monkeypatch, userinfo):
+    monkeypatch.setenv("OPENQA_API_KEY", "the-key")
+    before = sorted((root / "results").rglob("*")) if (root / "results").exists() else []
+    url = fake.url.replace("http://", f"http://{userinfo}")
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--endpoint", url, "--json")
+    assert code == 2 and one_line_error(err, f"--endpoint {fake.url} must not carry a user or password: give the key "
+                                             "in $OPENQA_API_KEY"), err
+    assert "s3cr" not in err + out and "alice" not in err + out and "al%40" not in err + out and not fake.requests
+    assert (sorted((root / "results").rglob("*")) if (root / "results").exists() else []) == before
+    code, out, err = run(root, capsys, "--method", "llm", "--model", "fake-model", "--endpoint", url, "--evidence", "none",
+                         "--json", "--question", "Which drug?", "--option=A=a", "--option=B=b", command="answer")
+    assert code == 2 and one_line_error(err, "must not carry a user or password") and "s3cr" not in err + out, err
+
+
 def test_no_result_file_is_written_when_a_run_fails(root, capsys, fake, tmp_path):
     fake.script = [(200, "A"), (401, "no")]
     before = set((root / "results").glob("*")) if (root / "results").exists() else set()

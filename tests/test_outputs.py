@@ -6,10 +6,14 @@ through, never replaced."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import hashlib
 import json
 import os
+import signal
 import stat
+import subprocess
 import threading
 from pathlib import Path
 
@@ -18,7 +22,10 @@ import pytest
 from openqa.cli import main
 from openqa.evaluate import results as results_module
 from openqa.evaluate.results import write_all_or_none
-from tests.helpers import failures_in_threads, loc, run, site_env
+from openqa.retrieval import manifest as manifest_module
+from openqa.retrieval.manifest import folder_lock
+from openqa.tuning import load_calibration
+from tests.helpers import OPENQA, failures_in_threads, loc, run, site_env
 
 TOPICS = "q1\tceftriaxone cell wall synthesis\nq2\taspirin cyclooxygenase\n"
 
@@ -163,6 +170,70 @@ def test_a_second_tune_replaces_the_pair_the_first_wrote(tmp_path):
         assert done.returncode == 0, done.stderr
 
 
+def tune_here(root: Path, monkeypatch, *args: str) -> int:
+    """``openqa tune --method ir-custom --dataset us`` in this process over the tiny site in ``root``."""
+    if not (root / "tuned").is_dir():
+        for name, value in site_env(root).items():
+            if name.startswith("OPENQA_"):
+                monkeypatch.setenv(name, value)
+    return main(["tune", "--method", "ir-custom", "--dataset", "us", *args])
+
+
+def tuned_pair(root: Path) -> tuple[bytes, bytes]:
+    """The settings and calibration ``openqa tune`` wrote, checked to match: the calibration's
+    digest is that of the settings' bytes, and eval reads them."""
+    settings = (root / "tuned" / "ir-custom-us.json").read_bytes()
+    calibration = (root / "tuned" / "ir-custom-us.calibration.json").read_bytes()
+    assert json.loads(calibration)["settings_sha256"] == hashlib.sha256(settings).hexdigest()
+    assert load_calibration("ir-custom", "us", root / "tuned") is not None
+    assert not [p.name for p in (root / "tuned").iterdir() if p.name.endswith((".tmp", ".staged"))]
+    return settings, calibration
+
+
+def test_a_ctrl_c_inside_the_write_of_a_tuned_pair_leaves_one_whole_pair(tmp_path, monkeypatch, capsys):
+    assert tune_here(tmp_path, monkeypatch) == 0
+    before = tuned_pair(tmp_path)
+    held = results_module.interrupts_held
+
+    @contextlib.contextmanager
+    def interrupted():  # a Ctrl-C lands while the files take their names: delivered once they have
+        with held():
+            signal.raise_signal(signal.SIGINT)
+            yield
+
+    monkeypatch.setattr(results_module, "interrupts_held", interrupted)
+    assert tune_here(tmp_path, monkeypatch, "--limit", "1") == 130
+    after = tuned_pair(tmp_path)  # the new pair, whole (the old one used to lose its settings' match)
+    assert after != before and json.loads(after[1])["dev"]["n"] == 1
+
+    real = Path.write_bytes
+
+    def broken(self, data):  # a Ctrl-C while the second file is written: the old pair stays
+        if ".calibration.json" in self.name:
+            raise KeyboardInterrupt
+        return real(self, data)
+
+    monkeypatch.setattr(results_module, "interrupts_held", held)
+    monkeypatch.setattr(Path, "write_bytes", broken)
+    assert tune_here(tmp_path, monkeypatch) == 130
+    monkeypatch.setattr(Path, "write_bytes", real)
+    assert tuned_pair(tmp_path) == after
+    capsys.readouterr()
+
+
+def test_a_second_tune_of_a_pair_waits_for_the_lock_of_the_first(tmp_path, monkeypatch, capsys):
+    assert tune_here(tmp_path, monkeypatch) == 0
+    before = tuned_pair(tmp_path)
+    lock = tmp_path / "tuned" / ".ir-custom-us.lock"
+    monkeypatch.setattr(manifest_module, "LOCK_TIMEOUT_S", 0.0)
+    with folder_lock(lock):  # another openqa tune of this method and dataset is writing the pair
+        assert tune_here(tmp_path, monkeypatch, "--limit", "1") == 2
+    err = capsys.readouterr().err
+    assert f"openqa: error: {lock} stayed locked by process {os.getpid()}" in err, err
+    assert tuned_pair(tmp_path) == before
+    assert tune_here(tmp_path, monkeypatch, "--limit", "1") == 0 and tuned_pair(tmp_path) != before
+
+
 def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_output(tmp_path, monkeypatch, capsys):
     runs = []
     for name, right in (("a", {0, 1}), ("b", {0, 2, 3})):
@@ -182,3 +253,30 @@ def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_outp
     assert "| b.json | a.json |" in capsys.readouterr().out and result_set(tmp_path) == before  # no file named '-'
     assert main(["compare", *runs, "--output", "cmp.md"]) == 0
     assert (tmp_path / "cmp.md").is_file() and (tmp_path / "cmp.md.json").is_file()
+
+
+@pytest.mark.spawns
+@pytest.mark.parametrize("name", ["/dev/stdout", "/proc/self/fd/1", "link"])
+def test_output_to_standard_output_writes_through_a_redirection_and_a_pipe(tmp_path, name):
+    runs = []
+    for run_name in ("a", "b"):
+        rows = [{"qid": f"q{i}", "digest": f"d{i}", "prediction": "A", "correct": i < 2, "confidence": 0.5} for i in range(4)]
+        (tmp_path / f"{run_name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (tmp_path / f"{run_name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": run_name, "n": 4}))
+        runs.append(str(tmp_path / f"{run_name}.json"))
+    (tmp_path / "link").symlink_to("/dev/stdout")
+    output = str(tmp_path / "link") if name == "link" else name
+    redirected = tmp_path / "out.md"
+    redirected.write_text("before\n")
+    inode = redirected.stat().st_ino
+    with open(redirected, "a") as out:  # openqa compare ... --output NAME >> out.md
+        done = subprocess.run([OPENQA, "compare", *runs, "--output", output], stdout=out, stderr=subprocess.PIPE, text=True,
+                              timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    text = redirected.read_text()
+    assert redirected.stat().st_ino == inode and text.startswith("before\n# us test: 2 runs on 4 common questions")
+    assert text.count("# us test: 2 runs") == 2 and sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.json", "a.predictions.jsonl", "b.json", "b.predictions.jsonl", "link", "out.md"]
+    piped = subprocess.run([OPENQA, "compare", *runs, "--output", output], capture_output=True, text=True, timeout=120,
+                           cwd=tmp_path)
+    assert piped.returncode == 0 and piped.stdout.count("# us test: 2 runs") == 2, piped.stderr

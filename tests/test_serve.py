@@ -254,9 +254,12 @@ def test_openqa_serve_starts_answers_and_stops_on_ctrl_c(tmp_path, openqa_serve)
     (["--method", "magic"], "unknown method 'magic'"),
     (["--method", "llm"], "--method llm needs --model"),
     (["--method", "reader"], "--method reader needs --model"),
+    (["--method", "llm", "--model", "m", "--endpoint", "http://user:s3cret@127.0.0.1:9/v1"],
+     "--endpoint http://127.0.0.1:9/v1 must not carry a user or password: give the key in $OPENQA_API_KEY"),
     (["--port", "0"], "--port must be between 1 and 65535"),
 ])
 def test_openqa_serve_refuses_bad_flags_in_one_line(tmp_path, args, message):
     result = subprocess.run([OPENQA, "serve", *args, "--index-dir", str(tmp_path)], capture_output=True, text=True,
                             timeout=60, env={**os.environ, "OPENQA_DATA": str(tmp_path)})
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0 and message in result.stderr
+    assert "s3cret" not in result.stderr + result.stdout  # no credential is shown, nor served

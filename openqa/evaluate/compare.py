@@ -51,7 +51,46 @@ def prediction_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
         row = decode_at(where, line)
         if not isinstance(row, dict) or "correct" not in row:
             raise DataError(f"{where}: not a prediction row (no 'correct')")
+        check_row(where, row)
         yield where, row
+
+
+def _shown(value: Any) -> str:
+    """A value as an error shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} characters)"
+
+
+def _probability(value: Any) -> bool:
+    """Whether ``value`` is a probability: a finite number from 0 to 1 (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
+
+
+def check_row(where: str, row: dict[str, Any]) -> None:
+    """A prediction row whose figures can be counted, else a one-line error at ``where``: ``correct``
+    true or false (and what its prediction and answer say, where it has both); each probability
+    and the confidence a number from 0 to 1 (NaN is none); the prediction one of the row's options."""
+    correct, prediction = row["correct"], row.get("prediction")
+    if not isinstance(correct, bool):
+        raise DataError(f"{where}: \"correct\" is {_shown(correct)}, not true or false: rerun openqa eval")
+    probabilities, scores = row.get("probabilities"), row.get("scores")
+    if probabilities is not None:
+        if not isinstance(probabilities, dict):
+            raise DataError(f"{where}: \"probabilities\" is {_shown(probabilities)}, not an object of letters: rerun openqa eval")
+        bad = next(((k, v) for k, v in probabilities.items() if not _probability(v)), None)
+        if bad is not None:
+            raise DataError(f"{where}: the probability of {bad[0]} is {_shown(bad[1])}, not a number from 0 to 1: "
+                            "rerun openqa eval")
+    if row.get("confidence") is not None and not _probability(row["confidence"]):
+        raise DataError(f"{where}: \"confidence\" is {_shown(row['confidence'])}, not a number from 0 to 1 or null: "
+                        "rerun openqa eval")
+    options = next((list(x) for x in (probabilities, scores) if isinstance(x, dict) and x), None)
+    if prediction is not None and (not isinstance(prediction, str) or (options is not None and prediction not in options)):
+        listed = f" ({', '.join(map(str, options))})" if options is not None else ""
+        raise DataError(f"{where}: the prediction {_shown(prediction)} is not one of the options{listed}: rerun openqa eval")
+    if "answer" in row and "prediction" in row and correct != (prediction == row["answer"]):  # as openqa eval counts
+        raise DataError(f"{where}: \"correct\" is {str(correct).lower()} but the prediction is {_shown(prediction)} "
+                        f"and the answer {_shown(row['answer'])}: rerun openqa eval")
 
 
 def run_paths(given: Path) -> tuple[Path, Path]:

@@ -8,6 +8,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import resource
 import secrets
 import stat
@@ -97,10 +98,36 @@ def write_all_or_none(files: dict[Path, str | bytes]) -> None:
         raise
 
 
+#: A path naming one of this process's open files: ``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``...
+_STREAM = re.compile(r"/dev/(?P<name>stdin|stdout|stderr)|/dev/fd/(?P<fd>\d+)|/proc/(?P<pid>self|thread-self|\d+)"
+                     r"(?:/task/\d+)?/fd/(?P<pfd>\d+)")
+
+
+def stream_fd(path: Path) -> int | None:
+    """The file descriptor of this process that ``path`` names (``/dev/stdout``, ``/proc/self/fd/1``,
+    or a link to one of them), else None: what it names is written through that descriptor, never
+    replaced, even where standard output is redirected to a regular file."""
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit of links followed
+        match = _STREAM.fullmatch(current)
+        if match:
+            if match["pid"] not in (None, "self", "thread-self") and int(match["pid"]) != os.getpid():
+                return None
+            fd = match["fd"] or match["pfd"]
+            return int(fd) if fd is not None else ("stdin", "stdout", "stderr").index(match["name"])
+        if not os.path.islink(current):
+            return None
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return None
+
+
 def output_target(path: Path) -> tuple[Path, bool]:
     """Where an output the user named is written and whether it is a regular file (or a new one,
-    written atomically) rather than a device or FIFO (written through: never replaced); a symlink
-    is followed to what it names; a folder is refused in one line. Checked before the work starts."""
+    written atomically) rather than a device, FIFO or one of this process's open files such as
+    ``/dev/stdout`` (written through: never replaced); a symlink is followed to what it names; a
+    folder is refused in one line. Checked before the work starts."""
+    if stream_fd(path) is not None:
+        return path, False
     target = path.resolve() if path.is_symlink() else path
     try:
         mode = os.stat(target).st_mode
@@ -118,6 +145,13 @@ def write_output(path: Path, text: str, metadata: str | None = None) -> Path:
     beside a regular file as ``<name>.json`` (written with it, all or none); return where it went."""
     target, regular = output_target(path)
     try:
+        fd = stream_fd(target)
+        if fd is not None:  # its own offset and mode (a >> redirection appends): never truncated or renamed over
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            with open(os.dup(fd), "w", encoding="utf-8") as out:
+                out.write(text)
+            return target
         if not regular:
             with open(target, "w", encoding="utf-8") as out:
                 out.write(text)

@@ -14,9 +14,8 @@ from openqa.errors import OpenQAError
 from openqa.jsonl import decode
 from openqa.llm.backends import CHARS_PER_TOKEN, DEFAULT_CONTEXT, ChatBackend, first_line
 from openqa.llm.prompts import Messages
+from openqa.llm.settings import KEY_VARIABLES, check_endpoint
 
-#: Environment variables read, in order, for an endpoint's API key.
-KEY_VARIABLES = ("OPENQA_API_KEY", "OPENAI_API_KEY")
 #: Seconds before the first retry of a 429 or 5xx; each retry waits twice as long (at most ``MAX_WAIT``).
 BACKOFF_SECONDS = 1.0
 MAX_WAIT = 30.0
@@ -70,7 +69,7 @@ class EndpointBackend(ChatBackend):
         import httpx
 
         self._httpx = httpx
-        base = url.rstrip("/")
+        base = check_endpoint(url).rstrip("/")
         if not base.startswith(("http://", "https://")):
             raise OpenQAError(f"--endpoint {url!r} is not an http:// or https:// URL")
         self.base = base if base.endswith("/v1") else f"{base}/v1"

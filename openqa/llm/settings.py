@@ -18,6 +18,25 @@ PROMPTS = ("direct", "cot")
 DEFAULT_TOP = {"question": 10, "options": 3}
 #: Reply tokens allowed by default for a generated answer.
 DEFAULT_MAX_TOKENS = {"direct": 48, "cot": 512}
+#: Environment variables read, in order, for an endpoint's API key (the one way to give it).
+KEY_VARIABLES = ("OPENQA_API_KEY", "OPENAI_API_KEY")
+
+
+def check_endpoint(url: str) -> str:
+    """``url`` (an ``--endpoint``), refused in one line where it carries a user or password
+    (``http://user:pass@host/v1``): a credential there would be written into records and served
+    to every client, and would replace the key of ``$OPENQA_API_KEY``. The message shows the URL
+    without them."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    authority = rest[:cut]
+    if "@" in authority:
+        shown = f"{scheme}{sep}{authority.rpartition('@')[2]}{rest[cut:]}"
+        raise OpenQAError(f"--endpoint {shown} must not carry a user or password: give the key in "
+                          f"${KEY_VARIABLES[0]} (or ${KEY_VARIABLES[1]}) instead")
+    return url
 
 
 @dataclass(frozen=True)
@@ -64,6 +83,8 @@ class LLMSettings:
             raise OpenQAError(f"--timeout must be a positive number of seconds, not {self.timeout}")
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
             raise OpenQAError(f"--temperature must be a number, 0 or more, not {self.temperature}")
+        if self.endpoint is not None:
+            check_endpoint(self.endpoint)
         if self.concurrency > 1 and not self.endpoint:
             raise OpenQAError("--concurrency applies to --endpoint (a model run in process answers one prompt at a time)")
 

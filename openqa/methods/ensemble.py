@@ -19,7 +19,7 @@ from openqa.evaluate.calibration import (
 )
 from openqa.evaluate.metrics import summarise
 from openqa.methods.base import FIRST_PART_KEYS, PMI_LIMITS, Limits, Method, Opened, Overrides, Request
-from openqa.methods.registry import calibration_key, method, open_method
+from openqa.methods.registry import METHODS, calibration_key, method, open_method
 from openqa.retrieval.base import Index
 from openqa.scorers.base import OptionScores
 from openqa.scorers.ensemble import EnsembleScorer, letter_priors
@@ -101,6 +101,8 @@ class EnsembleSettings:
     l2: float = ENSEMBLE_L2
     best_part: str = ""
     letter_priors: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: The parts it was fitted with that were read from predictions files (``--predictions LABEL=FILE``).
+    from_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,7 +180,7 @@ class EnsembleMethod(Method):
             priors = {str(label): {str(letter): float(p) for letter, p in prior.items()}
                       for label, prior in chosen.get("letter_priors", {}).items()}  # none before they were fitted
             fitted = EnsembleSettings(tuple(chosen["parts"]), tuple(float(w) for w in chosen["weights"]), float(chosen["l2"]),
-                                      str(chosen["best_part"]), priors)
+                                      str(chosen["best_part"]), priors, tuple(map(str, chosen.get("from_files", []))))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise OpenQAError(f"{path}: unreadable ensemble record ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
         if len(fitted.parts) != len(fitted.weights) or not fitted.parts or fitted.best_part not in fitted.parts:
@@ -195,6 +197,10 @@ class EnsembleMethod(Method):
         if request.parts and tuple(Part.parse(p, labels).label for p in request.parts) != fitted.parts:
             raise OpenQAError(f"the {target.dataset} ensemble was fitted over {', '.join(fitted.parts)}: "
                               f"run openqa tune --method ensemble --dataset {target.dataset} --parts ... to fit others")
+        for label in fitted.parts:  # a part fitted from a file (or, in a record before they were listed, no method's)
+            if label not in labels and (label in fitted.from_files or label.partition(":")[0].strip() not in METHODS):
+                name = f"ensemble {request.ensemble}" if request.ensemble else f"{target.dataset} ensemble"
+                raise OpenQAError(f"the {name} reads part {label!r} from a predictions file: give --predictions {label}=FILE")
         parts = self.parts_for(target.lang, replace(request, parts=fitted.parts))
         opened = self._open_parts(ctx, target, parts, request)
         scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, fitted.weights, fitted.letter_priors)
@@ -219,7 +225,8 @@ class EnsembleMethod(Method):
         weights = tuple(round(float(w), 6) for w in fit_conditional_logit(features, answers, l2=ENSEMBLE_L2))
         table = [{"part": label, "weight": w, **summarise(scored[label])} for label, w in zip(opened, weights)]
         best_part = max(table, key=lambda row: row["accuracy"])["part"]  # the first listed among equals
-        best = EnsembleSettings(tuple(opened), weights, ENSEMBLE_L2, best_part, priors)
+        best = EnsembleSettings(tuple(opened), weights, ENSEMBLE_L2, best_part, priors,
+                                tuple(p.label for p in parts if p.precomputed))
         combined = EnsembleScorer(scorers, best.weights, priors).combine(scored)
         table.append({"part": "ensemble", **summarise(combined)})
         first = next(iter(opened.values()))

@@ -28,6 +28,27 @@ from openqa.scorers.logits import SCALES
 
 #: The longest line of a predictions file.
 MAX_ROW_BYTES = 1 << 20
+#: The largest score (in size) read: past it, fusing the scores overflows and a part or a vote is lost.
+MAX_SCORE = 1e12
+
+
+def _number(where: str, letter: str, score: Any) -> float | None:
+    """A row's score of ``letter``: null, or a finite number no larger than ``MAX_SCORE`` in size;
+    anything else a one-line error at ``where`` (NaN and Infinity would drop the question's vote,
+    1e308 or a 400-digit integer overflow when the parts are fused)."""
+    if score is None:
+        return None
+    shown = repr(score) if len(repr(score)) <= 24 else f"{repr(score)[:20]}... ({len(repr(score))} characters)"
+    if isinstance(score, bool) or not isinstance(score, (int, float)):
+        raise DataError(f"{where}: the score of {letter} is {shown}, not a number or null")
+    try:
+        value = float(score)
+    except OverflowError:
+        value = math.inf
+    if not (math.isfinite(value) and abs(value) <= MAX_SCORE):
+        raise DataError(f"{where}: the score of {letter} is {shown}, not a finite number of at most {MAX_SCORE:g} "
+                        "in size (give null for no score)")
+    return value
 
 
 def _row(where: str, raw: bytes) -> dict[str, Any] | None:
@@ -42,9 +63,7 @@ def _row(where: str, raw: bytes) -> dict[str, Any] | None:
         raise DataError(f"{where}: the row names no question: give \"digest\" (Question.digest()) or \"qid\"")
     if row.get("scale") not in SCALES:
         raise DataError(f"{where}: \"scale\" must be one of {', '.join(SCALES)}, not {row.get('scale')!r}")
-    for letter, score in row["scores"].items():
-        if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float))):
-            raise DataError(f"{where}: the score of {letter} is {score!r}, not a number or null")
+    row["scores"] = {letter: _number(where, letter, score) for letter, score in row["scores"].items()}
     return row
 
 
@@ -57,15 +76,20 @@ class PrecomputedScorer(OptionScorer):
         self.by_digest: dict[str, dict[str, Any]] = {}
         self.by_qid: dict[str, dict[str, Any]] = {}
         scales = set()
+        lines: dict[tuple[str, str], int] = {}
         for number, raw in numbered_lines(self.path, MAX_ROW_BYTES, "a predictions file"):
             row = _row(f"{self.path}:{number}", raw)
             if row is None:
                 continue
             scales.add(row["scale"])
-            if "digest" in row:
-                self.by_digest[row["digest"]] = row
-            else:
-                self.by_qid[row["qid"]] = row
+            kind, rows = ("digest", self.by_digest) if "digest" in row else ("qid", self.by_qid)
+            key = row[kind]
+            if key in rows and (rows[key]["scores"], rows[key]["scale"]) != (row["scores"], row["scale"]):
+                # the same question scored twice, otherwise: which row counts would be the file's order
+                raise DataError(f"{self.path}:{number}: question {kind} {key[:40]!r} is scored again, with other "
+                                f"scores than on line {lines[(kind, key)]}: keep one row per question")
+            lines.setdefault((kind, key), number)
+            rows[key] = row
         if not scales:
             raise DataError(f"{self.path}: no predictions")
         if len(scales) > 1:
@@ -83,6 +107,6 @@ class PrecomputedScorer(OptionScorer):
             if set(row["scores"]) != set(q.options):
                 raise DataError(f"{self.path}: question {q.qid} has options {', '.join(q.options)}, "
                                 f"the file's row {', '.join(row['scores'])}")
-            scores = {letter: math.nan if row["scores"][letter] is None else float(row["scores"][letter]) for letter in q.options}
+            scores = {letter: math.nan if row["scores"][letter] is None else row["scores"][letter] for letter in q.options}
             out.append(OptionScores(q, scores, matched=any(math.isfinite(v) for v in scores.values())))
         return out
