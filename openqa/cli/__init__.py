@@ -12,9 +12,10 @@ try:  # a Ctrl-C while the command's modules load (a second on a busy machine) s
     import signal
     from typing import TYPE_CHECKING, cast
 
-    from openqa.cli.commands import COMMANDS, note
+    from openqa.cli.commands import COMMANDS
     from openqa.cli.interrupts import install_interrupts
     from openqa.cli.parser import build_parser
+    from openqa.cli.printing import note
     from openqa.errors import OpenQAError
     from openqa.extras import missing_extra
     from openqa.limits import MIN_ADDRESS_SPACE_MB, address_space_limited, address_space_shortfall

@@ -4,12 +4,12 @@ what it returns."""
 from __future__ import annotations
 
 import argparse
-import codecs
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from openqa.cli.printing import confidence_lines, note, print_json, settings_line
 from openqa.config import Settings
 from openqa.errors import OpenQAError
 from openqa.languages import language
@@ -63,15 +63,6 @@ def _settings(args: argparse.Namespace) -> Settings:
                             check_settings=True)
 
 
-def note(message: str) -> None:
-    print(f"openqa: {printable(message)}", file=sys.stderr)
-
-
-def _print_json(record: dict[str, Any]) -> None:
-    """One JSON line on standard output: other alphabets as they are where it takes UTF-8, else
-    (``PYTHONIOENCODING=ascii``, a C locale) as ``\\u`` escapes, still valid JSON."""
-    utf8 = codecs.lookup(getattr(sys.stdout, "encoding", None) or "ascii").name == "utf-8"
-    print(json.dumps(record, ensure_ascii=not utf8))
 
 
 def _workspace(args: argparse.Namespace) -> Workspace:
@@ -113,7 +104,7 @@ def cmd_corpus_stats(args: argparse.Namespace) -> None:
     if args.json:
         from openqa.evaluate.results import run_record
 
-        _print_json({"lang": args.lang, **stats, **run_record()})
+        print_json({"lang": args.lang, **stats, **run_record()})
         return
     unit = language(args.lang).token_unit
     for key, value in stats.items():
@@ -127,14 +118,6 @@ def _overrides(args: argparse.Namespace) -> Overrides:
         raise OpenQAError(f"--top-n must be at least 1, not {args.top_n}")
     return Overrides(top_n=args.top_n, aggregate=args.aggregate, query=args.query)
 
-
-def settings_line(settings: dict[str, Any]) -> str:
-    """One line: every setting's value, grouped by where it came from."""
-    groups: dict[str, list[str]] = {}
-    for key, source in settings["sources"].items():
-        value = settings[key]
-        groups.setdefault(source, []).append(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}")
-    return "settings: " + "; ".join(f"{', '.join(items)} ({source})" for source, items in groups.items())
 
 
 def cmd_train(args: argparse.Namespace) -> None:
@@ -165,7 +148,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
         if args.json:
             stem = path.resolve().with_suffix("")
-            _print_json({"retrievers": table, "skipped": skipped, "files": {
+            print_json({"retrievers": table, "skipped": skipped, "files": {
                 "summary": str(path.resolve()), "qrels": f"{stem}.qrels", "topics": f"{stem}.topics.tsv"}})
             return
         for why in skipped:
@@ -176,7 +159,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         return
     summary = evaluate_request(_context(args), request, progress=not args.json).record
     if args.json:
-        _print_json(summary)
+        print_json(summary)
         return
     lo, hi = summary["ci95"]
     lines = [
@@ -194,26 +177,6 @@ def cmd_eval(args: argparse.Namespace) -> None:
                         "their predictions are tie-breaks")
     print("\n".join(lines))
 
-
-def confidence_lines(summary: dict[str, Any]) -> list[str]:
-    """How well the run's probabilities rank its answers, and an ensemble against its best part."""
-    c = summary.get("confidence")
-    if not c:
-        return []
-    at = c["accuracy_at_coverage"]
-    floor = c.get("ece_if_calibrated")  # what sampling noise alone gives on as many questions
-    noise = f" (a calibrated method: {floor['median']:.3f}, 95% {floor['ci95'][0]:.3f}-{floor['ci95'][1]:.3f})" if floor else ""
-    lines = [f"confidence: ECE {c['ece']:.3f} (10 bins){noise}, Brier {c['brier']:.3f}, AURC {c['aurc']:.3f}; accuracy of the most "
-             "confident " + ", ".join(f"{k}%: {v['accuracy']:.1f}" for k, v in at.items() if k != "100")]
-    versus = summary.get("versus_best_part")
-    if versus:
-        lo, hi = versus["ci95"]
-        lines.append(f"against its best part on dev, {versus['part']}: {versus['difference']:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f})")
-    base = summary.get("versus_baseline")
-    if base:
-        lo, hi = base["ci95"]
-        lines.append(f"against {base['method']} ({base['accuracy']:.2f}%): {base['difference']:+.2f} points (95% CI {lo:+.2f} to {hi:+.2f})")
-    return lines
 
 
 def cmd_tune(args: argparse.Namespace) -> None:
@@ -270,7 +233,7 @@ def cmd_answer(args: argparse.Namespace) -> None:
     for number, question in enumerate(questions, start=1):
         if args.json:
             answer = solver.answer(question, evidence=args.paragraphs, min_confidence=args.min_confidence)
-            _print_json(answer.to_dict())
+            print_json(answer.to_dict())
             unmatched += not answer.matched
             continue
         text, matched = solver.text(question, args.show, args.paragraphs, sys.stdout.isatty(), args.min_confidence)
@@ -330,11 +293,10 @@ def cmd_search(args: argparse.Namespace) -> None:
         _write_run(searcher, topics, k, args)
         return
     from openqa.pipeline import corpus_line, provenance
-    from openqa.text.unicode import printable
 
     hits = searcher.search(args.query, k)
     if args.json:
-        _print_json({"query": args.query, "k": k, "hits": [h.to_dict() for h in hits], "corpus": corpus_line(searcher.manifest),
+        print_json({"query": args.query, "k": k, "hits": [h.to_dict() for h in hits], "corpus": corpus_line(searcher.manifest),
                      "index": provenance(searcher.engine)})
         return
     note(f"{searcher.manifest['engine']} index of {corpus_line(searcher.manifest)}; the engine's default query parameters")
@@ -405,7 +367,7 @@ def cmd_compare(args: argparse.Namespace) -> None:
         written = write_output(output, markdown, json.dumps(record, indent=2) + "\n")
         print(f"wrote {written.resolve()}", file=sys.stderr)
     if args.json:
-        _print_json(record)
+        print_json(record)
     else:
         print(markdown, end="")
 
