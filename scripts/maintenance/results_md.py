@@ -280,6 +280,8 @@ def results_text() -> str:
         for r in parts:
             s = r["settings"]
             evidence = "closed book" if s["evidence"] == "none" else f"{s['evidence']} evidence, top {s['top_k']}, {s['evidence_tokens']} tokens"
+            if s.get("demonstrations"):
+                evidence += f", {s['demonstrations']} solved questions shown first"
             out.append(f"| {r['model']} ({evidence}, {s['scoring']}) | {r['dataset']} | {r['split']} "
                        f"| {r['n']:,} | {r['accuracy']:.2f} ({interval(r['ci95'])}) | {format(r['model_seconds_all_slices'] or 0, ',.0f') if r['model_seconds_all_slices'] else 'not recorded'} "
                        f"| `{r['model_sha256'][:16]}...` |")
