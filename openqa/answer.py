@@ -244,26 +244,25 @@ def as_dict(result: OptionScores, engine: SearchEngine, evidence: int, sure: dic
             for p in [engine.paragraphs[h.index]]
         ]
 
-    record = AnswerRecord(
-        question=question.question,
-        prediction=result.prediction() if result.matched and not (sure and sure["abstained"]) else None,
-        tied=result.tied_best() if len(result.tied_best()) > 1 and result.matched else [],
-        matched=result.matched,
-        abstained=result.abstained,
-        options=[],
-    )
-    if result.details:
-        record["details"] = result.details
-    if sure:
-        record["confidence"] = ConfidenceRecord(**{k: v for k, v in sure.items() if k != "probabilities"})  # type: ignore[typeddict-item]
-    for letter, score in ranked:
-        shown = {"probability": probabilities[letter]} if letter in probabilities else {}
-        record["options"].append(cast(OptionRecord, {
-            "letter": letter, "text": question.options[letter], "score": round(score, 4) if math.isfinite(score) else None,
-            **shown, "evidence": paragraphs(letter)}))
-    # the keys in the order the record has always had them
-    order = ("question", "prediction", "tied", "matched", "abstained", "details", "confidence", "options")
-    return cast(AnswerRecord, {key: record[key] for key in order if key in record})  # type: ignore[literal-required]
+    return cast(AnswerRecord, {
+        "question": question.question,
+        "prediction": result.prediction() if result.matched and not (sure and sure["abstained"]) else None,
+        "tied": result.tied_best() if len(result.tied_best()) > 1 and result.matched else [],
+        "matched": result.matched,
+        "abstained": result.abstained,
+        **({"details": result.details} if result.details else {}),
+        **({"confidence": {k: v for k, v in sure.items() if k != "probabilities"}} if sure else {}),
+        "options": [
+            {
+                "letter": letter,
+                "text": question.options[letter],
+                "score": round(score, 4) if math.isfinite(score) else None,
+                **({"probability": probabilities[letter]} if letter in probabilities else {}),
+                "evidence": paragraphs(letter),
+            }
+            for letter, score in ranked
+        ],
+    })
 
 
 #: Characters of each evidence paragraph printed by ``render``.
@@ -284,8 +283,8 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
         lines = [f"Prediction: none ({confidence_line(sure)})"]
     else:
         lang = engine.manifest["lang"]
-        note = f"  ({tie_message(result, lang)})" if data["tied"] else f"  ({language_note(result.question, lang)})" if language_note(result.question, lang) else ""
-        lines = [f"Prediction: {data['prediction']}" + note]
+        note = tie_message(result, lang) if data["tied"] else language_note(result.question, lang)
+        lines = [f"Prediction: {data['prediction']}" + (f"  ({note})" if note else "")]
         if sure and sure["probability"] is not None:
             lines.append(f"  {confidence_line(sure)}")
     shown_apart = ("solved_questions", "part_logits")  # rendered below, or only in --json
