@@ -1,6 +1,6 @@
 """Question data: the MedQA dataset registry and validated loading of its splits."""
 
-from openqa.data.files import load_questions, read_question_file, read_question_file_digest
+from openqa.data.files import load_questions, read_question_file, read_question_file_digest, split_file
 from openqa.data.questions import (
     DATASETS,
     DEFAULT_EXAMS,
@@ -24,6 +24,7 @@ __all__ = [
     "dataset_spec",
     "exam_dataset",
     "load_questions",
+    "split_file",
     "parse_train_split",
     "read_question_file",
     "read_question_file_digest",

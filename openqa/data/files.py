@@ -53,6 +53,11 @@ def read_question_file_digest(
     return questions, digest
 
 
+def split_file(dataset: str, split: str, data_dir: Path) -> Path:
+    """Where one split of a named dataset lives in ``data_dir`` (whether or not the file is there)."""
+    return Path(data_dir) / "questions" / dataset_spec(dataset).files[split]
+
+
 def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
     """Load one split of a named dataset from ``<data_dir>/questions``, never substituting another file."""
     spec = dataset_spec(dataset)
@@ -62,7 +67,7 @@ def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
     if not data_dir.is_dir():
         raise DataError(f"{data_dir}: data folder not found (set OPENQA_DATA or --data-dir)")
 
-    path = data_dir / "questions" / spec.files[split]
+    path = split_file(dataset, split, data_dir)
     if split == "train" and not path.is_file():
         raise DataError(
             f"{path}: file not found: your data folder has no {dataset} train split (the full MedQA release "

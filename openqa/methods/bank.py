@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openqa.data import Question, dataset_spec, load_questions, read_question_file_digest
+from openqa.data import Question, load_questions, read_question_file_digest, split_file
 from openqa.errors import OpenQAError
 from openqa.methods.base import Method, Opened, Request
 from openqa.scorers.bank import BankScorer, QuestionBank
@@ -31,9 +31,8 @@ def load_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> Questi
     data_dir = ctx.settings.require_data_dir()
     questions: list[Question] = []
     sources: list[dict[str, Any]] = []
-    files_of = dataset_spec(target.dataset).files
     for split in BANK_SPLITS:
-        if split == "train" and not (data_dir / "questions" / files_of[split]).is_file():
+        if split == "train" and not split_file(target.dataset, split, data_dir).is_file():
             continue  # a data folder without the train split: the bank is dev alone (a damaged one is refused)
         part = load_questions(target.dataset, split, data_dir)
         questions += part

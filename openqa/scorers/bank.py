@@ -119,13 +119,17 @@ class QuestionBank:
         rows: list[list[int]] = [[] for _ in vocab]
         weights: list[list[float]] = [[] for _ in vocab]
         for row, c in enumerate(counts):
-            vector = {vocab[t]: (1 + math.log(n)) * self.idf[vocab[t]] for t, n in c.items()}
-            norm = math.sqrt(sum(w * w for w in vector.values())) or 1.0
-            for term_id, w in vector.items():
+            for term_id, w in self._unit_vector(c).items():
                 rows[term_id].append(row)
-                weights[term_id].append(w / norm)
+                weights[term_id].append(w)
         self.postings = [(np.asarray(r, dtype=np.int32), np.asarray(w)) for r, w in zip(rows, weights)]
         self.ids = {(q.qid, q.digest()): row for row, q in enumerate(self.questions)}
+
+    def _unit_vector(self, counts: dict[str, int]) -> dict[int, float]:
+        """The TF-IDF vector (log-scaled counts) of the known terms of ``counts``, of unit length (empty without any)."""
+        vector = {self.vocab[t]: (1 + math.log(n)) * self.idf[self.vocab[t]] for t, n in counts.items() if t in self.vocab}
+        norm = math.sqrt(sum(w * w for w in vector.values()))
+        return {term_id: w / norm for term_id, w in vector.items()} if norm else {}
 
     def _counts(self, text: str) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -139,15 +143,13 @@ class QuestionBank:
     def nearest(self, question: Question, k: int) -> list[Neighbour]:
         """The ``k`` bank questions most similar to ``question`` (best first; ties by bank order),
         never its own row (same id and content)."""
-        vector = {self.vocab[t]: (1 + math.log(n)) * self.idf[self.vocab[t]]
-                  for t, n in self._counts(question.question).items() if t in self.vocab}
+        vector = self._unit_vector(self._counts(question.question))
         if not vector:
             return []
-        norm = math.sqrt(sum(w * w for w in vector.values()))
         sims = np.zeros(len(self.questions))
         for term, w in vector.items():
             rows, weights = self.postings[term]
-            sims[rows] += weights * (w / norm)
+            sims[rows] += weights * w
         own = self.ids.get((question.qid, question.digest()))
         if own is not None:
             sims[own] = -1.0
