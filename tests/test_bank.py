@@ -137,6 +137,18 @@ def test_the_bank_method_reads_dev_train_and_bank_files(tmp_path):
     assert record["accuracy"] == 100.0  # each test question has a twin in dev (another id) and in train
 
 
+def test_a_bank_file_of_the_other_language_is_refused_beside_the_exams_bank(tmp_path):
+    """One Chinese file beside an English exam's dev questions (here two to one) is not outvoted: each file is checked alone."""
+    from openqa.api import run_eval
+
+    data = make_data_dir(tmp_path)
+    chinese = tmp_path / "zh.jsonl"
+    chinese.write_text(json.dumps({"question": "患者胸痛", "options": {"A": "阿司匹林", "B": "肝素"}, "answer_idx": "A"}) + "\n")
+    with pytest.raises(OpenQAError, match=r"^--bank .*zh.jsonl is not in the language asked for \(en\): 100% of its questions"):
+        run_eval("bank", "us", split="test", banks=[chinese], data_dir=data, index_dir=tmp_path / "indexes",
+                 results_dir=tmp_path / "results")
+
+
 def test_the_bank_method_without_a_train_split_uses_dev(tmp_path):
     from openqa.api import Solver
 

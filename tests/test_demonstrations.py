@@ -67,3 +67,12 @@ def test_a_negative_count_is_refused_in_one_line(root, capsys):
                  "--data-dir", str(root / "data_clean"), "--index-dir", str(root / "indexes")])
     assert code == 2
     assert capsys.readouterr().err.strip() == "openqa: error: --demonstrations must be at least 0, not -1"
+
+
+def test_demonstrations_without_an_llm_are_refused_in_one_line(root, capsys):
+    """No LLM would see them: silently dropped, the run would look like it used them."""
+    code = main(["eval", "--dataset", "us", "--method", "ir-custom", "--demonstrations", "2",
+                 "--data-dir", str(root / "data_clean"), "--index-dir", str(root / "indexes")])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == ("openqa: error: --demonstrations shows solved questions to an LLM: use it with "
+                                               "--method llm (or an ensemble given --model or --endpoint)")

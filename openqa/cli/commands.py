@@ -44,6 +44,9 @@ def _llm_settings(args: argparse.Namespace, *names: str) -> LLMSettings | None:
 
     given = bool(args.model or getattr(args, "endpoint", None))
     if not any(name in METHODS and METHODS[name].takes_llm(given) for name in names):
+        if getattr(args, "demonstrations", 0):  # shown to an LLM alone: silently dropped it would mislead
+            raise OpenQAError("--demonstrations shows solved questions to an LLM: use it with --method llm "
+                              "(or an ensemble given --model or --endpoint)")
         return None
     from openqa.llm.settings import LLMSettings
 

@@ -11,7 +11,7 @@ from typing import Any
 from openqa.data import Question, load_questions, read_question_file_digest, split_file
 from openqa.errors import OpenQAError
 from openqa.methods.base import Method, Opened, Request
-from openqa.scorers.bank import BankScorer, QuestionBank
+from openqa.scorers.bank import BankScorer, QuestionBank, require_language
 from openqa.workspace import Context, Exam
 
 #: The splits of the exam's own dataset that make its default bank (train only where the data has it).
@@ -42,6 +42,7 @@ def load_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> Questi
         if not path.is_file():
             raise OpenQAError(f"--bank {file}: no such file (give a question file with answers)")
         part, digest = read_question_file_digest(path, qid_prefix=f"bank-{path.stem}")
+        require_language(part, target.lang, f"--bank {file}")
         questions += part
         sources.append({"file": path.name, "sha256": digest, "questions": len(part)})
     return QuestionBank(questions, target.lang, sources)

@@ -86,6 +86,16 @@ class Neighbour:
                 "answer": q.options.get(q.answer_idx, q.answer), "similarity": round(self.similarity, 4)}
 
 
+def require_language(questions: Sequence[Question], lang: str, what: str) -> None:
+    """Refuse solved questions of the other language: most of a Chinese bank's questions hold
+    Chinese characters, few of an English one's. Checked for the whole bank and for each ``--bank``
+    file alone, so one file of the other language is not outvoted by a large default bank."""
+    cjk = sum(bool(_CJK.search(q.question)) for q in questions) / max(len(questions), 1)
+    if (lang == "zh") != (cjk >= 0.5):
+        raise DataError(f"{what} is not in the language asked for ({lang}): "
+                        f"{cjk:.0%} of its questions hold Chinese characters; give a bank of {lang} questions")
+
+
 class QuestionBank:
     """Solved questions indexed for nearest-neighbour search, fixed once built (safe to share
     across threads). ``sources`` says where the questions came from (file names and counts)."""
@@ -97,10 +107,7 @@ class QuestionBank:
             if not q.answer_idx or q.answer_idx not in q.options:
                 raise DataError(f"bank question {q.qid}: its answer {q.answer_idx!r} is not among its options "
                                 f"({', '.join(q.options)}): a bank holds solved questions")
-        cjk = sum(bool(_CJK.search(q.question)) for q in questions) / len(questions)
-        if (lang == "zh") != (cjk >= 0.5):
-            raise DataError(f"the question bank is not in the language asked for ({lang}): "
-                            f"{cjk:.0%} of its questions hold Chinese characters; give a bank of {lang} questions")
+        require_language(questions, lang, "the question bank")
         self.questions = list(questions)
         self.lang = lang
         self.sources = list(sources)

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 
 from faultsuite.files import naming_cases, output_cases, pipe_cases, topics_cases
 from faultsuite.limits import concurrency_cases, memory_cases
-from faultsuite.refusals import ensemble_cases, message_cases, option_cases, smaller_cases
+from faultsuite.refusals import bank_cases, ensemble_cases, message_cases, option_cases, smaller_cases
 from faultsuite.tally import OPENQA, Case
 from faultsuite.text import search_output_cases, surrogate_cases, terminal_cases, unicode_cases
 
@@ -196,7 +196,7 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool, tiny: Pa
         *concurrency_cases(loc, root), *memory_cases(loc, root, data), *smaller_cases(qfile, loc, root, data),
         *output_cases(qfile, loc, root), *topics_cases(qfile, loc), *surrogate_cases(qfile, loc, root),
         *search_output_cases(qfile, root), *ensemble_cases(loc, root), *naming_cases(qfile, loc, root, data),
-        *option_cases(loc), *message_cases(qfile, loc, root),
+        *option_cases(loc), *message_cases(qfile, loc, root), *bank_cases(qfile, loc),
         *([full_disk_case(loc, tiny)] if tiny else []),
         lock_case(root, data),
     ]

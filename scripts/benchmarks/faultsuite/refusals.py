@@ -116,3 +116,29 @@ def message_cases(qfile: Callable[[str, bytes], str], loc: list[str], root: Path
              check=lambda out, err: "bad-corpus.jsonl:2: not valid JSON" in err and "at column" in err and " at at " not in err),
         Case("--offset -1", "messages", ["eval", "--dataset", "us", "--offset", "-1", *loc], check=said("--offset must be 0 or more")),
     ]
+
+
+def bank_cases(qfile: Callable[[str, bytes], str], loc: list[str]) -> list[Case]:
+    """``--bank`` files that cannot be solved questions (missing, no answers, an answer that is not
+    an option, broken JSON, the other language, however large the exam's own bank beside them) and
+    ``--demonstrations`` where no LLM would see them: each refused in one line."""
+    bank = ["eval", "--dataset", "us", "--split", "dev", "--limit", "3", "--method", "bank", *loc]
+    options = b'"options": {"A": "aspirin", "B": "heparin"}'
+    return [
+        Case("--bank missing file", "bank", [*bank, "--bank", "no-such-bank.jsonl"], check=said("--bank no-such-bank.jsonl: no such file")),
+        Case("--bank without answers", "bank", [*bank, "--bank", qfile("bank-noanswer.jsonl", b'{"question": "Why?", ' + options + b"}\n")],
+             check=said("is not one of the option letters")),
+        Case("--bank answer not an option", "bank",
+             [*bank, "--bank", qfile("bank-badanswer.jsonl", b'{"question": "Why?", ' + options + b', "answer_idx": "C"}\n')],
+             check=said("'C' is not one of the option letters A, B")),
+        Case("--bank broken JSON", "bank", [*bank, "--bank", qfile("bank-broken.jsonl", b'{"question": "Why?", "options": {"A": "x"\n')],
+             check=said("invalid JSON")),
+        Case("--bank of the other language", "bank",
+             [*bank, "--bank", qfile("bank-zh.jsonl", '{"question": "患者胸痛", "options": {"A": "阿司匹林", "B": "肝素"}, "answer_idx": "A"}\n'.encode())],
+             check=said("is not in the language asked for (en)")),
+        Case("--demonstrations without an LLM", "bank", ["eval", "--dataset", "us", "--split", "dev", "--limit", "3", "--demonstrations", "2", *loc],
+             check=said("--demonstrations shows solved questions to an LLM")),
+        Case("--demonstrations -1", "bank",
+             ["eval", "--dataset", "us", "--method", "llm", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--demonstrations", "-1", *loc],
+             check=said("--demonstrations must be at least 0, not -1")),
+    ]
