@@ -11,7 +11,22 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openqa import OpenQAError, Searcher, Solver, Workspace, browse_results, build_index, result_curves, run_eval, tune
+from openqa import (
+    OpenQAError,
+    Question,
+    Searcher,
+    Solver,
+    Workspace,
+    browse_results,
+    build_index,
+    corpus_fingerprint,
+    load_questions,
+    record_folder,
+    result_curves,
+    run_eval,
+    run_record,
+    tune,
+)
 from tests.helpers import QUESTIONS, make_data_dir
 
 EN = QUESTIONS[0]
@@ -81,6 +96,14 @@ def calls(where: dict[str, Any], solver: Solver, searcher: Searcher) -> st.Searc
                   st.one_of(st.just("us-dev-ir-custom-limit1.json"), CARELESS)),
         st.builds(lambda lang, e, c: lambda: build_index(lang, e, corpus=c, **{**where, "index_dir": where["index_dir"] / "other"}),
                   CARELESS, st.one_of(st.just("custom"), CARELESS), CARELESS),
+        st.builds(lambda i, q, o, a: lambda: solver.answer(Question(i, q, o, a, "")), st.one_of(st.just("q-1"), CARELESS),
+                  QUESTION, OPTIONS, st.one_of(st.just("A"), CARELESS)),
+        st.builds(lambda d, s, f: lambda: load_questions(d, s, f), st.one_of(st.just("us"), CARELESS),
+                  st.one_of(st.just("dev"), CARELESS), st.one_of(st.just(where["data_dir"]), CARELESS)),
+        st.builds(lambda n: lambda: record_folder(n), st.one_of(st.just("us-dev-ir-custom.json"), CARELESS)),
+        st.builds(lambda lang, c: lambda: corpus_fingerprint(lang, corpus=c, data_dir=where["data_dir"]), CARELESS,
+                  st.one_of(st.none(), CARELESS)),
+        st.builds(lambda c: lambda: run_record(c), st.one_of(st.none(), CARELESS)),
     )
 
 

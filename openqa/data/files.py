@@ -6,6 +6,7 @@ registry) and ``formats`` (the other formats), which import nothing from it."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 from openqa.data.formats import detect, json_records, read_lines, read_other
@@ -63,6 +64,8 @@ def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
     spec = dataset_spec(dataset)
     if split not in SPLITS:
         raise DataError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
+    if not isinstance(data_dir, (str, os.PathLike)):
+        raise DataError(f"the data folder must be a path, not {type(data_dir).__name__}")
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise DataError(f"{data_dir}: data folder not found (set OPENQA_DATA or --data-dir)")

@@ -33,7 +33,13 @@ class Question:
     def __post_init__(self) -> None:
         """Normalise the text the way the corpus is (``openqa.text.unicode.normalize``), whatever
         made the question (a file, a paste, a request): a full-width, ligatured or zero-width-split
-        word then finds the terms of its plain form, and bidirectional controls are dropped."""
+        word then finds the terms of its plain form, and bidirectional controls are dropped. Fields
+        of the wrong type (a caller of the API passing None or bytes) are refused in one line."""
+        for name in ("qid", "question", "answer_idx", "answer"):
+            if not isinstance(getattr(self, name), str):
+                raise DataError(f"Question.{name} must be text, not {type(getattr(self, name)).__name__}")
+        if not isinstance(self.options, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.options.items()):
+            raise DataError("Question.options must map option letters to text")
         for name in ("question", "answer"):
             object.__setattr__(self, name, normalize(getattr(self, name)))
         object.__setattr__(self, "options", {letter: normalize(text) for letter, text in self.options.items()})
@@ -228,7 +234,7 @@ MAX_LINE_BYTES = 1 << 20
 
 def dataset_spec(dataset: str) -> DatasetSpec:
     """The registered dataset ``dataset``, or an error listing the known names."""
-    spec = DATASETS.get(dataset)
+    spec = DATASETS.get(dataset) if isinstance(dataset, str) else None
     if spec is None:
         raise UsageError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
     return spec

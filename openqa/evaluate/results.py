@@ -37,6 +37,8 @@ def record_folder(name: str) -> str:
     retrieval report ``retrieval-<dataset>-...`` too) in ``runs/<exam>``: ``runs/us``,
     ``runs/mainland`` or ``runs/taiwan``; anything else in ``studies``. ``eval/results`` of the
     repository is laid out this way; ``openqa eval`` itself writes into the folder it is given."""
+    if not isinstance(name, str):
+        raise OpenQAError(f"record_folder takes a record's file name, not {type(name).__name__}")
     for start, folder in KIND_FOLDERS:
         if name.startswith(start):
             return folder
