@@ -184,6 +184,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
 
 def cmd_tune(args: argparse.Namespace) -> None:
     from openqa.api import tune_in
+    from openqa.evaluate.calibration import FEW_QUESTIONS
     from openqa.methods import Request
 
     parts = None
@@ -200,6 +201,9 @@ def cmd_tune(args: argparse.Namespace) -> None:
         print(f"chose {record['chosen']} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {record['files']['settings']}")
     print(f"probabilities: temperature {calibration['temperature']:.3g} fitted on {args.dataset} dev "
           f"({calibration['n']} questions); wrote {record['files']['calibration']}; eval and answer now use these over the shipped ones")
+    if calibration["n"] < FEW_QUESTIONS:
+        note(f"fitted on {calibration['n']} dev questions, fewer than {FEW_QUESTIONS}: these settings are mostly noise, "
+             "and every run using them says so; tune on more questions (leave out --limit)")
 
 
 def cmd_answer(args: argparse.Namespace) -> None:

@@ -45,6 +45,11 @@ CONFIDENCE_DECIMALS = 4
 INVERSE_TEMPERATURE_BOUNDS = (1e-3, 1e3)
 #: The least probability a log-likelihood takes (log 0 is minus infinity).
 LIKELIHOOD_FLOOR = 1e-12
+#: Fewer dev questions than this make a fit that is mostly noise (a 20-question fit chose a
+#: temperature of 1,000): such a fit is kept, but ``tune`` and every record using it say so.
+#: MedQA's smallest dev split holds 1,272 questions.
+FEW_QUESTIONS = 100
+
 #: What a temperature is fitted on unless a method says otherwise.
 IN_SAMPLE = "the method's dev scores"
 #: Folds of dev, drawn with ``CROSS_FIT_SEED``, over which weights fitted on dev are judged on
@@ -299,8 +304,9 @@ class Calibration:
     def describe(self) -> str:
         """One line: which temperature, fitted where."""
         held = "" if self.fitted_on == IN_SAMPLE else f", {self.fitted_on}"
+        few = f", few: under {FEW_QUESTIONS}, mostly noise" if self.n < FEW_QUESTIONS else ""
         return (f"temperature {self.temperature:.3g} over {self.scale} scores, fitted on {dataset_label(self.dataset)} "
-                f"({self.n} questions{held})")
+                f"({self.n} questions{held}{few})")
 
 
 def _bin(confidence: Any, bins: int) -> Any:
