@@ -329,7 +329,7 @@ def test_a_fit_on_few_questions_says_so():
     """A temperature fitted on 20 dev questions is kept, but whatever shows it says it is mostly noise."""
     from openqa.evaluate.calibration import FEW_QUESTIONS, Calibration
 
-    few = Calibration.from_dict({"temperature": 1000.0, "scale": "logits", "dataset": "us", "n": 20, "bins": [], "chance": 0.25}, "test")
-    enough = Calibration.from_dict({"temperature": 2.0, "scale": "logits", "dataset": "us", "n": FEW_QUESTIONS, "bins": [], "chance": 0.25}, "test")
+    few = Calibration.from_dict({"temperature": 1000.0, "scale": "logits", "dataset": "us", "n": 20, "bins": [[0, 0]] * 20, "chance": 0.25}, "test")
+    enough = Calibration.from_dict({"temperature": 2.0, "scale": "logits", "dataset": "us", "n": FEW_QUESTIONS, "bins": [[0, 0]] * 20, "chance": 0.25}, "test")
     assert few.describe().endswith("(20 questions, few: under 100, mostly noise)")
     assert enough.describe().endswith(f"({FEW_QUESTIONS} questions)")
