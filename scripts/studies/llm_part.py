@@ -1,64 +1,162 @@
-"""A compact ensemble part from an LLM run's predictions: one JSON line per question with its content
+"""A compact ensemble part from LLM runs' predictions: one JSON line per question with its content
 digest, the letter probabilities and their scale (what ``--predictions PART=FILE`` reads; see
 ``openqa.scorers.precomputed``), filed under the model's identity, so that the LLM ensemble can be
 refitted and re-evaluated from the records alone, without the model.
 
-    python scripts/studies/llm_part.py RUN.predictions.jsonl --model FILE.gguf --name qwen2.5-coder-1.5b-q4km
-    -> eval/results/llm-parts/<name>-<sha12>-<dataset>-<split>.jsonl (+ .json: the run's record, the model's sha256)
+A split run in slices (``--offset``/``--limit``) is put together from the slices' predictions
+files, and ``--extend`` adds the rows of an earlier compact part (whose predictions are gone); a
+question found twice is refused. Both outputs are written all or none.
+
+    python scripts/studies/llm_part.py RUN.predictions.jsonl [MORE.predictions.jsonl ...] --model FILE.gguf \\
+        --name qwen2.5-coder-1.5b-q4km-options-t512 [--extend eval/results/llm-parts/EARLIER.jsonl]
+    -> eval/results/llm-parts/<name>-<sha12>-<dataset>-<split>.jsonl (+ .json: the runs' records, the model's sha256)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import RESULTS, file_sha256, shareable
 from openqa import run_record
 
+#: What a part's name may hold: it becomes part of a file name in the results tree.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
+#: The fields of a compact part's row.
+ROW = ("qid", "digest", "scores", "scale")
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SystemExit(f"llm_part: cannot read {path} ({exc.strerror})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise SystemExit(f"llm_part: {path} is not JSON ({exc})") from None
+
+
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a predictions file or compact part, each checked for the part's fields."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise SystemExit(f"llm_part: cannot read {path} ({exc.strerror})") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            raise SystemExit(f"llm_part: {path}:{number}: not JSON") from None
+        if not isinstance(row, dict) or any(key not in row for key in ROW):
+            raise SystemExit(f"llm_part: {path}:{number}: a row without {', '.join(ROW)}: rerun openqa eval")
+        rows.append({key: row[key] for key in ROW})
+    return rows
+
+
+def question_number(qid: str) -> tuple[int, str]:
+    """Rows in the split's order: MedQA ids end in the question's number."""
+    tail = qid.rsplit("-", 1)[-1]
+    return (int(tail), qid) if tail.isdigit() else (sys.maxsize, qid)
+
+
+def write_all_or_none(files: dict[Path, str]) -> None:
+    """Each file written beside itself first, then all renamed into place."""
+    temporary = {path: path.with_name(f".{path.name}.tmp") for path in files}
+    try:
+        for path, text in files.items():
+            temporary[path].write_text(text, encoding="utf-8")
+        for path, tmp in temporary.items():
+            os.replace(tmp, path)
+    finally:
+        for tmp in temporary.values():
+            tmp.unlink(missing_ok=True)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("predictions", type=Path, help="an openqa eval .predictions.jsonl of --method llm")
-    parser.add_argument("--model", type=Path, required=True, help="the GGUF file the run used (its sha256 names the part)")
-    parser.add_argument("--name", required=True, help="a short name of the model for file names")
+    parser.add_argument("predictions", type=Path, nargs="+", help="openqa eval .predictions.jsonl files of --method llm "
+                        "(the slices of one split, one model, one variant)")
+    parser.add_argument("--model", type=Path, required=True, help="the GGUF file the runs used (its sha256 names the part)")
+    parser.add_argument("--name", required=True, help="a short name of the model for file names (letters, digits, . _ -)")
+    parser.add_argument("--extend", type=Path, help="an earlier compact part (.jsonl, its .json beside it) whose rows are kept")
+    parser.add_argument("--output-dir", type=Path, default=RESULTS / "llm-parts", help="where the part goes (default: eval/results/llm-parts)")
     args = parser.parse_args()
-    record_path = args.predictions.with_name(args.predictions.name.removesuffix(".predictions.jsonl") + ".json")
-    record = json.loads(record_path.read_text())
+    if not NAME.fullmatch(args.name):
+        raise SystemExit(f"llm_part: --name {args.name!r}: use letters, digits, '.', '_' and '-' (it names files)")
+    if not args.model.is_file():
+        raise SystemExit(f"llm_part: --model {args.model}: no such file")
+    runs = []
+    for predictions in args.predictions:
+        record_path = predictions.with_name(predictions.name.removesuffix(".predictions.jsonl") + ".json")
+        if not predictions.name.endswith(".predictions.jsonl") or not record_path.is_file():
+            raise SystemExit(f"llm_part: {predictions}: give an openqa eval .predictions.jsonl with its .json record beside it")
+        runs.append((predictions, record_path, read_json(record_path), read_rows(predictions)))
+    first = runs[0][2]
+
+    def run_of(record: dict[str, Any]) -> tuple[Any, ...]:
+        """What slices of one run share (a slice's variant ends in its -fromN)."""
+        return record.get("dataset"), record.get("split"), record.get("method"), re.sub(r"-from\d+$", "", str(record.get("variant")))
+
+    for predictions, _, record, _ in runs:
+        if run_of(record) != (*run_of(first)[:2], "llm", run_of(first)[3]):
+            raise SystemExit(f"llm_part: {predictions.name} is not a slice of the same LLM run as {runs[0][0].name} "
+                             "(dataset, split, method and variant must match)")
+    earlier: dict[str, Any] = {}
+    rows = [row for *_, run_rows in runs for row in run_rows]
+    if args.extend:
+        earlier = read_json(args.extend.with_suffix(".json"))
+        if (earlier.get("dataset"), earlier.get("split")) != (first["dataset"], first["split"]):
+            raise SystemExit(f"llm_part: --extend {args.extend.name} is a part of {earlier.get('dataset')} {earlier.get('split')}, "
+                             f"not {first['dataset']} {first['split']}")
+        rows = read_rows(args.extend) + rows
+    seen: dict[str, str] = {}
+    for row in rows:
+        if row["qid"] in seen:
+            raise SystemExit(f"llm_part: question {row['qid']} is in two of the files: give slices that do not overlap")
+        seen[row["qid"]] = row["digest"]
+    rows.sort(key=lambda row: question_number(row["qid"]))
+
     model_sha = file_sha256(args.model)
-    rows = [json.loads(line) for line in args.predictions.read_text().splitlines() if line.strip()]
-    missing = [r["qid"] for r in rows if "digest" not in r or "scale" not in r]
-    if missing:
-        raise SystemExit(f"{args.predictions}: rows without digest or scale (first {missing[0]}): rerun openqa eval")
-    out_dir = RESULTS / "llm-parts"
-    out_dir.mkdir(exist_ok=True)
-    stem = f"{args.name}-{model_sha[:12]}-{record['dataset']}-{record['split']}"
-    (out_dir / f"{stem}.jsonl").write_text("".join(
-        json.dumps({"qid": r["qid"], "digest": r["digest"], "scores": r["scores"], "scale": r["scale"]}) + "\n" for r in rows))
-    # the run was made in slices that share a reply cache (growing --limit, or --offset ranges): the
-    # model's own seconds are the sum of each slice's new calls, which their records keep
-    slices = sorted(args.predictions.parent.glob(f"{record['dataset']}-{record['split']}-llm-{record['variant']}*.json"))
-    slice_records = [json.loads(p.read_text()) for p in slices]
-    model_seconds = sum(r.get("model_reported_seconds") or 0 for r in slice_records)
-    # fewer calls than questions: some replies came from a cache another run filled (the same prompt)
-    model_calls = sum(r.get("model_calls") or 0 for r in slice_records)
-    meta = {"dataset": record["dataset"], "split": record["split"], "method": "llm", "n": record["n"],
+    if earlier and earlier.get("model_sha256") != model_sha:
+        raise SystemExit(f"llm_part: --extend {args.extend.name} was made with another model (sha256 {earlier.get('model_sha256')})")
+    records = [record for _, _, record, _ in runs]
+    counted = ([(earlier["accuracy"], earlier["n"])] if earlier else []) + [(r["accuracy"], r["n"]) for r in records]
+    n = sum(size for _, size in counted)
+    if n != len(rows):
+        raise SystemExit(f"llm_part: the records count {n} questions but the files hold {len(rows)}: give each run's own files")
+    # the runs were made in slices that may share a reply cache: the model's own seconds are the sum
+    # of each slice's new calls, which their records keep (fewer calls than questions: some replies
+    # came from a cache another run filled with the same prompt)
+    model_seconds = sum(r.get("model_reported_seconds") or 0 for r in records) + (earlier.get("model_seconds_all_slices") or 0)
+    model_calls = sum(r.get("model_calls") or 0 for r in records) + (earlier.get("model_calls_all_slices") or 0)
+    out_dir = args.output_dir
+    if not out_dir.is_dir():
+        raise SystemExit(f"llm_part: --output-dir {out_dir}: no such folder")
+    stem = f"{args.name}-{model_sha[:12]}-{first['dataset']}-{first['split']}"
+    given = " ".join(p.name for p in args.predictions)
+    extend = f" --extend {args.extend.name}" if args.extend else ""
+    meta = {"dataset": first["dataset"], "split": first["split"], "method": "llm", "n": n,
+            "accuracy": round(sum(acc * size for acc, size in counted) / n, 2),
             # None: every slice record was made from the reply cache (the runs that asked the model left none)
-            "model_seconds_all_slices": round(model_seconds, 1) or None,
-            "model_calls_all_slices": model_calls or None,
-            "evidence_paragraphs_per_question": round(sum(len(r.get("evidence_ids") or []) for r in rows) / len(rows), 2),
-            "slices": [p.name for p in slices], "record": record_path.name,
-            "ci95": record.get("ci95"),
-            "accuracy": record["accuracy"], "model": args.model.name, "model_sha256": model_sha,
-            "model_bytes": args.model.stat().st_size, "questions_per_second": record.get("questions_per_second"),
-            "model_reported_seconds": record.get("model_reported_seconds"), "settings": record.get("settings"),
-            "run_command": record.get("command"), "run_date": record.get("date"), "limit": record.get("limit"),
-            **run_record(f"python scripts/studies/llm_part.py {args.predictions.name} --model {args.model.name} --name {args.name}")}
-    (out_dir / f"{stem}.json").write_text(json.dumps(shareable(meta), indent=2) + "\n")
-    print(f"wrote {out_dir / stem}.jsonl ({len(rows)} questions) and .json")
+            "model_seconds_all_slices": round(model_seconds, 1) or None, "model_calls_all_slices": model_calls or None,
+            "slices": [*(earlier.get("slices") or []), *(p.name for p in args.predictions)],
+            "records": [*(earlier.get("records") or ([earlier["record"]] if earlier.get("record") else [])), *(p.name for _, p, _, _ in runs)],
+            "extends": args.extend.name if args.extend else None,
+            "model": args.model.name, "model_sha256": model_sha, "model_bytes": args.model.stat().st_size,
+            "settings": first.get("settings"), "run_commands": [r.get("command") for r in records],
+            **run_record(f"python scripts/studies/llm_part.py {given} --model {args.model.name} --name {args.name}{extend}")}
+    part = "".join(json.dumps(row) + "\n" for row in rows)
+    write_all_or_none({out_dir / f"{stem}.jsonl": part, out_dir / f"{stem}.json": json.dumps(shareable(meta), indent=2) + "\n"})
+    print(f"wrote {out_dir / stem}.jsonl ({len(rows)} questions, {meta['accuracy']}%) and .json")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,66 @@
+"""``scripts/studies/llm_part.py``: a compact LLM part put together from a run's slices and an earlier
+part, in question order, written all or none; overlapping slices, another run's slice and a name
+that is not a file name are refused in one line with nothing written."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "studies" / "llm_part.py"
+
+
+def slice_files(folder: Path, start: int, answers: str, variant: str = "tiny-options") -> Path:
+    """A slice's predictions (questions start+1 ...) and its record, as openqa eval writes them."""
+    stem = f"us-test-llm-{variant}-from{start}-limit{len(answers)}"
+    rows = [{"qid": f"us-test-{start + i + 1}", "digest": f"d{start + i + 1}", "scores": {"A": 0.7, "B": 0.3},
+             "scale": "log-probability", "correct": letter == "A"} for i, letter in enumerate(answers)]
+    (folder / f"{stem}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    accuracy = round(100 * answers.count("A") / len(answers), 2)
+    (folder / f"{stem}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": "llm", "n": len(answers),
+                                                     "accuracy": accuracy, "variant": f"{variant}-from{start}",
+                                                     "model_reported_seconds": 10.0, "model_calls": len(answers)}))
+    return folder / f"{stem}.predictions.jsonl"
+
+
+def run(*args: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(SCRIPT), *map(str, args)], capture_output=True, text=True, timeout=60)
+
+
+def test_slices_and_an_earlier_part_make_one_part_in_question_order(tmp_path):
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF tiny")
+    out = tmp_path / "parts"
+    out.mkdir()
+    first, second, third = slice_files(tmp_path, 0, "AB"), slice_files(tmp_path, 2, "AA"), slice_files(tmp_path, 4, "BB")
+    done = run(second, first, "--model", model, "--name", "tiny", "--output-dir", out)
+    assert done.returncode == 0, done.stderr
+    (part,) = out.glob("*.jsonl")
+    assert [json.loads(line)["qid"] for line in part.read_text().splitlines()] == [f"us-test-{i}" for i in (1, 2, 3, 4)]
+    done = run(third, "--model", model, "--name", "tiny", "--output-dir", out, "--extend", part)
+    assert done.returncode == 0, done.stderr
+    meta = json.loads(part.with_suffix(".json").read_text())
+    assert meta["n"] == 6 and meta["accuracy"] == 50.0  # 3 of 6 answered A
+    assert meta["model_seconds_all_slices"] == 30.0 and meta["extends"] == part.name
+    assert len(part.read_text().splitlines()) == 6
+
+
+def test_overlaps_other_runs_and_bad_names_are_refused_with_nothing_written(tmp_path):
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF tiny")
+    out = tmp_path / "parts"
+    out.mkdir()
+    first = slice_files(tmp_path, 0, "AB")
+    other = slice_files(tmp_path, 2, "AB", variant="other-question")
+    for args, message in [
+        ((first, first), "question us-test-1 is in two of the files"),
+        ((first, other), "is not a slice of the same LLM run"),
+        ((first, "--name", "../up"), "use letters, digits"),
+        ((tmp_path / "none.predictions.jsonl",), "with its .json record beside it"),
+    ]:
+        named = () if "--name" in args else ("--name", "tiny")
+        done = run(*args, *named, "--model", model, "--output-dir", out)
+        assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+        assert not list(out.iterdir())
