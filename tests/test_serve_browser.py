@@ -220,6 +220,21 @@ def test_examples_are_real_test_questions_with_their_answer_key(browser, url):
 
 
 @pytest.mark.spawns
+def test_a_question_typed_over_an_example_clears_its_answer_key_and_language(browser, url):
+    """The example's key and language belong to it: typing another question over it puts back what
+    was chosen before (the key none, the language auto), and the page says so."""
+    open_page(browser, url)
+    WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".example"))
+    browser.find_elements(By.CSS_SELECTOR, ".example")[1].click()
+    shown(browser)
+    value = lambda field: browser.execute_script(f"return document.getElementById('{field}').value")  # noqa: E731
+    assert (value("key"), value("lang")) == ("A", "en")
+    browser.find_element(By.ID, "text").send_keys(" And which antibiotic?")
+    assert (value("key"), value("lang")) == ("", "auto")
+    assert browser.find_element(By.ID, "status").text == "The text is no longer example us-test-2: its answer key and language were cleared."
+
+
+@pytest.mark.spawns
 def test_a_given_correct_answer_is_marked_and_judged(browser, url):
     solve(browser, url, PASTED, key="A")
     shown(browser)

@@ -70,11 +70,23 @@ function showExamples(lang, data) {
 
 // Put an example in the box with its answer key, and solve it.
 function useExample(q, lang) {
+  const before = example ? example.before : { key: $("key").value, lang: $("lang").value };
   $("text").value = [q.question, ...Object.entries(q.options).map(([letter, text]) => `${letter}: ${text}`)].join("\n");
   $("key").value = q.answer;
   $("lang").value = lang;
-  example = { id: q.id, text: $("text").value };
+  example = { id: q.id, text: $("text").value, key: q.answer, lang, before };
   run();  // an example replaces a question still being solved: the older reply will be dropped
+}
+
+// A question typed over an example is not that example: the answer key and language the example set
+// go back to what they were before it (a choice made since is kept), and the page says so.
+function leaveExample() {
+  if (!example || $("text").value === example.text) return;
+  const cleared = [];
+  if ($("key").value === example.key) { $("key").value = example.before.key; cleared.push("answer key"); }
+  if ($("lang").value === example.lang) { $("lang").value = example.before.lang; cleared.push("language"); }
+  if (cleared.length) $("status").textContent = `The text is no longer example ${example.id}: its ${cleared.join(" and ")} ${cleared.length > 1 ? "were" : "was"} cleared.`;
+  example = null;
 }
 
 // The language to ask for: the one chosen, else Chinese for text mostly in Chinese script (at least as
@@ -120,7 +132,7 @@ async function run() {
   const text = $("text").value;
   asked = asks();
   const method = $("method").value, lang = language(text);
-  if (example && example.text !== text) example = null;
+  leaveExample();
   $("error").hidden = true;
   setBusy(true, `Solving with ${method} (${lang})…`);
   try {
@@ -333,6 +345,7 @@ function toggleKeys(show = $("keys").hidden) {
 document.addEventListener("DOMContentLoaded", () => {
   $("solve").disabled = false;  // off in the page itself, so that without JavaScript a question is never submitted and lost
   $("ask").addEventListener("submit", solve);
+  $("text").addEventListener("input", leaveExample);
   for (const kind of ["input", "change"]) $("ask").addEventListener(kind, refresh);
   $("text").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
