@@ -263,3 +263,26 @@ def test_openqa_serve_refuses_bad_flags_in_one_line(tmp_path, args, message):
                             timeout=60, env={**os.environ, "OPENQA_DATA": str(tmp_path)})
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0 and message in result.stderr
     assert "s3cret" not in result.stderr + result.stdout  # no credential is shown, nor served
+
+
+def test_clients_are_keyed_by_address_or_by_a_trusted_header():
+    """Fair sharing keys clients by peer address; behind a proxy (``--client-header``) by the header it sets."""
+    from types import SimpleNamespace
+
+    from starlette.requests import Request as StarletteRequest
+
+    from openqa.serve.app import check_client_header
+    from openqa.serve.routes import CLIENT_KEY_CHARS, peer
+
+    def request(header: str | None, **headers: str) -> StarletteRequest:
+        app = SimpleNamespace(state=SimpleNamespace(client_header=header))
+        return StarletteRequest({"type": "http", "client": ("10.0.0.7", 51234), "app": app,
+                                 "headers": [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]})
+
+    assert peer(request(None, X_Client_Id="alice")) == "10.0.0.7"  # not trusted unless the operator says so
+    assert peer(request("X-Client-Id", X_Client_Id="alice")) == "X-Client-Id:alice"
+    assert peer(request("X-Client-Id")) == "10.0.0.7"  # the proxy did not set it: the address
+    assert peer(request("X-Client-Id", X_Client_Id="b" * 1000)) == "X-Client-Id:" + "b" * CLIENT_KEY_CHARS
+    check_client_header("X-Client-Id")
+    with pytest.raises(OpenQAError, match="is not a header name"):
+        check_client_header("X Client: id")

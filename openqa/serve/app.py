@@ -19,6 +19,7 @@ work without a network, as does the page.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -61,10 +62,24 @@ def _validation_message(exc: RequestValidationError) -> tuple[int, str]:
     return 422, f"{where}: {first['msg']}"
 
 
-def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool = False, results: Path | None = None) -> FastAPI:
+#: A request header's name as ``--client-header`` takes it.
+HEADER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,63}")
+
+
+def check_client_header(name: str | None) -> None:
+    """Refuse a ``--client-header`` that cannot be a request header's name."""
+    if name is not None and not HEADER_NAME.fullmatch(name):
+        raise OpenQAError(f"--client-header {name!r} is not a header name (letters, digits and -, e.g. X-Client-Id)")
+
+
+def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool = False, results: Path | None = None,
+               client_header: str | None = None) -> FastAPI:
     """The API and the page over ``engines`` (opened methods), answering requests whose Host header
     names one of ``hosts`` (or, with ``any_ip``, any IP address); with ``results``, also the
-    read-only results page over that folder of eval records (``openqa.evaluate.browse``)."""
+    read-only results page over that folder of eval records (``openqa.evaluate.browse``); with
+    ``client_header``, clients are told apart for fair sharing by that request header (set by a
+    trusted reverse proxy) instead of their address."""
+    check_client_header(client_header)
     app = FastAPIOffline(
         title="openqa", version=__version__,
         description="Solve medical licensing exam questions with evidence from the MedQA textbooks. "
@@ -72,6 +87,7 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
         swagger_ui_parameters={"validatorUrl": None}, redoc_url=None,
     )
 
+    app.state.client_header = client_header
     app.add_middleware(Guard, limit=MAX_BODY, hosts=hosts, any_ip=any_ip, router=app.router, stopping=engines.stopping)
 
     @app.exception_handler(OpenQAError)
@@ -116,12 +132,15 @@ def create_app(engines: Engines, hosts: Iterable[str] = LOOPBACK, any_ip: bool =
 
 
 def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: int,
-          allow_hosts: list[str] | None = None, request: MethodRequest = MethodRequest(), results: Path | None = None) -> None:
+          allow_hosts: list[str] | None = None, request: MethodRequest = MethodRequest(), results: Path | None = None,
+          client_header: str | None = None) -> None:
     """Open the methods once, then serve the page and the API on ``host:port`` until Ctrl-C (a
     second Ctrl-C stops at once and raises ``KeyboardInterrupt``). Requests must name this server
     in their Host header: ``host`` (any IP address when it is a wildcard), loopback names when it
     is loopback, or one of ``allow_hosts``. ``request`` gives the methods what they need beyond
-    an index (the LLM reader's model and settings)."""
+    an index (the LLM reader's model and settings); ``client_header`` is the request header a
+    trusted reverse proxy sets to tell its users apart (see ``create_app``)."""
+    check_client_header(client_header)  # refused before the port and the methods are opened
     sock = listen(host, port)
     wildcard = host in ("0.0.0.0", "::", "")
     hosts = [host, *(LOOPBACK if wildcard or host in LOOPBACK else ()), *(allow_hosts or [])]
@@ -137,7 +156,8 @@ def serve(ctx: Context, langs: list[str], methods: list[str], host: str, port: i
                        + ("" if host in LOOPBACK else "; no authentication: anyone who reaches this address can use it"))
             if results is not None:
                 ctx.notify(f"results of {results} at http://{shown}:{port}/results")
-            forced = GracefulServer(create_app(engines, hosts, any_ip=wildcard, results=results), engines.stop).run(sock)
+            app = create_app(engines, hosts, any_ip=wildcard, results=results, client_header=client_header)
+            forced = GracefulServer(app, engines.stop).run(sock)
         finally:
             engines.close(0.0 if forced else CLOSE_SECONDS)
     if forced:

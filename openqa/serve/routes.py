@@ -34,6 +34,8 @@ from openqa.serve.schemas import (
     SearchResponse,
 )
 
+#: How much of a trusted client header keys a client (a longer value is cut: it names, it does not carry).
+CLIENT_KEY_CHARS = 200
 #: How often a request waiting for its answer looks whether its client is still there (seconds).
 POLL_SECONDS = 0.2
 #: Wording of ``openqa answer``'s messages that names its flags, as a web client reads it.
@@ -67,7 +69,14 @@ def _lettered(options: dict[str, str]) -> dict[str, str]:
 
 def peer(request: Request) -> str:
     """Who sent ``request``, as the worker pool shares its threads among clients: the peer's address
-    (its port is left out: one client opening many connections is still one client)."""
+    (its port is left out: one client opening many connections is still one client), or, when the
+    server was told to trust one (``serve --client-header``), the value of that header as a reverse
+    proxy sets it (every user behind one proxy shares its address; two addresses of one machine
+    would count as two clients). A request without the header is keyed by its address."""
+    header = getattr(request.app.state, "client_header", None)
+    given = request.headers.get(header) if header else None
+    if given:
+        return f"{header}:{given[:CLIENT_KEY_CHARS]}"
     return request.client.host if request.client else ""
 
 
