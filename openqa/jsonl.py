@@ -5,8 +5,10 @@ thousands of digits) is reported like a decoding error."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from functools import partial
 from pathlib import Path
 from typing import Any, Iterator
@@ -17,7 +19,11 @@ from openqa.errors import DataError
 def numbered_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int, bytes]]:
     """The raw lines of ``path`` with their numbers (from 1). A line over ``max_bytes`` (``/dev/zero``
     has one endless line) or a file that cannot be read is a ``DataError`` naming it as not ``what``.
-    A FIFO that no program writes to reads as empty instead of waiting for a writer forever."""
+    A FIFO that no program writes to reads as empty instead of waiting for a writer forever. A
+    ``.gz`` file is read through gzip (a damaged one is a ``DataError`` too)."""
+    if path.name.endswith(".gz"):
+        yield from _gzip_lines(path, max_bytes, what)
+        return
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # opening a FIFO waits for a writer unless non-blocking
         os.set_blocking(fd, True)  # then wait for what a writer sends, as usual
@@ -30,6 +36,20 @@ def numbered_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int,
         raise DataError(f"{path}: file not found") from None
     except OSError as exc:
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _gzip_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int, bytes]]:
+    """``numbered_lines`` of a gzip-compressed file."""
+    try:
+        with gzip.open(path, "rb") as handle:
+            for number, raw in enumerate(iter(partial(handle.readline, max_bytes + 1), b""), start=1):
+                if len(raw) > max_bytes:
+                    raise DataError(f"{path}:{number}: line longer than {max_bytes:,} bytes: not {what}")
+                yield number, raw
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except (OSError, EOFError, zlib.error) as exc:  # gzip.BadGzipFile is an OSError
+        raise DataError(f"{path}: cannot read as gzip ({exc}): not {what}") from None
 
 
 #: The byte-order mark some editors put at the start of a UTF-8 file: never part of its first line.

@@ -133,3 +133,27 @@ def test_compare_says_a_nan_probability_in_one_line(tmp_path):
     done = run("compare", str(first), str(second))
     assert done.returncode == 2 and done.stderr == f"openqa: error: {predictions}:2: the probability of A is nan, not a number " \
         "from 0 to 1: rerun openqa eval\n", done.stderr
+
+
+def test_shipped_compact_predictions_compare_and_browse_as_the_predictions_do(tmp_path):
+    """A clean clone has no .predictions.jsonl, only the gzipped compact copy the repository ships
+    (``scripts/maintenance/ship_predictions.py``): compare and the results page read it with the same figures."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from openqa.evaluate.browse import run_questions
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "maintenance" / "ship_predictions.py"
+    first, second = write_run(tmp_path, "a", {0, 1, 2, 3, 4, 5}), write_run(tmp_path, "b", {0, 1, 2, 3, 6, 7, 8})
+    before = compare_runs([first, second], no_lookup)
+    questions = run_questions(tmp_path, "a")
+    done = subprocess.run([sys.executable, str(script), str(first), str(second)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.predictions.jsonl").unlink()
+    assert compare_runs([first, second], no_lookup) == before
+    assert run_questions(tmp_path, "a") == questions
+    (tmp_path / "a.predictions.jsonl.gz").write_bytes(b"\x1f\x8b damaged")
+    with pytest.raises(DataError, match="cannot read as gzip"):
+        compare_runs([first, second], no_lookup)

@@ -24,7 +24,7 @@ import numpy as np
 from openqa.data import dataset_spec
 from openqa.errors import DataError, OpenQAError, UsageError
 from openqa.evaluate.calibration import curves
-from openqa.evaluate.compare import prediction_rows, run_paths
+from openqa.evaluate.compare import PREDICTIONS, SHIPPED, prediction_rows, run_paths
 from openqa.jsonl import decode
 
 #: The largest record read (a larger one is listed as unreadable).
@@ -147,7 +147,10 @@ def inside(folder: Path, name: str, suffix: str) -> Path:
 def run_questions(folder: Path, name: str) -> list[dict[str, Any]]:
     """A run's questions as its predictions file holds them: id, prediction, answer, whether right,
     confidence, each option's probability, whether it abstained, the evidence ids it read."""
-    path = inside(folder, name, ".predictions.jsonl")
+    try:
+        path = inside(folder, name, PREDICTIONS)
+    except UsageError:  # a repository's shipped copy, where the predictions themselves are not kept
+        path = inside(folder, name, SHIPPED)
     rows = []
     for _, row in prediction_rows(path):
         numbers = [row.get("confidence"), *(row["probabilities"].values() if isinstance(row.get("probabilities"), dict) else ())]

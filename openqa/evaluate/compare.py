@@ -93,13 +93,28 @@ def check_row(where: str, row: dict[str, Any]) -> None:
                         f"and the answer {_shown(row['answer'])}: rerun openqa eval")
 
 
+#: A run's predictions as ``openqa eval`` writes them, and the compact gzipped copy a repository
+#: ships in their place (``scripts/maintenance/ship_predictions.py``): read where the first is absent.
+PREDICTIONS = ".predictions.jsonl"
+SHIPPED = ".predictions.jsonl.gz"
+
+
+def predictions_of(record: Path) -> Path:
+    """The predictions file of the record ``<stem>.json``: ``<stem>.predictions.jsonl``, else its
+    shipped copy ``<stem>.predictions.jsonl.gz`` where only that is there."""
+    written = record.with_name(record.name.removesuffix(".json") + PREDICTIONS)
+    shipped = written.with_name(written.name + ".gz")
+    return shipped if not written.exists() and shipped.is_file() else written
+
+
 def run_paths(given: Path) -> tuple[Path, Path]:
     """A run's record and predictions file, from either of them."""
     name = given.name
-    if name.endswith(".predictions.jsonl"):
-        return given.with_name(name.removesuffix(".predictions.jsonl") + ".json"), given
+    for suffix in (PREDICTIONS, SHIPPED):
+        if name.endswith(suffix):
+            return given.with_name(name.removesuffix(suffix) + ".json"), given
     if name.endswith(".json"):
-        return given, given.with_name(name.removesuffix(".json") + ".predictions.jsonl")
+        return given, predictions_of(given)
     raise UsageError(f"{given}: give an eval record (.json) or its predictions file (.predictions.jsonl)")
 
 

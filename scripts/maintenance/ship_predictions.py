@@ -1,0 +1,78 @@
+"""Compact, gzipped copies of eval runs' predictions, for a clean clone to compare and browse.
+
+``openqa eval`` writes ``<stem>.predictions.jsonl`` beside each record; those files are large and
+stay out of git. This script writes ``<stem>.predictions.jsonl.gz`` beside the record, keeping per
+question only what ``openqa compare`` and the results page read (id, digest, prediction, answer,
+whether right, confidence, each option's probability, abstained, tied; not the scores, the replies
+or the evidence), in the same order and with the same numbers; ``openqa compare`` and
+``serve --results`` read it where the predictions themselves are absent. By default: every run of a
+whole test split under ``eval/results/runs`` whose predictions are here.
+
+    python scripts/maintenance/ship_predictions.py [RECORD.json ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
+
+from benchlib import RESULTS
+
+#: What compare and the results page read of a prediction row.
+KEPT = ("qid", "digest", "prediction", "answer", "correct", "confidence", "probabilities", "abstained", "tied")
+
+
+def whole_test_runs() -> list[Path]:
+    """Records of whole test splits (no ``--limit``/``--offset`` slice) whose predictions are here."""
+    found = []
+    for record in sorted((RESULTS / "runs").glob("*/*-test-*.json")):
+        if "-limit" in record.name or "-from" in record.name:
+            continue
+        if record.with_name(record.name.removesuffix(".json") + ".predictions.jsonl").is_file():
+            found.append(record)
+    return found
+
+
+def ship(record: Path) -> tuple[Path, int]:
+    """Write the compact copy of ``record``'s predictions (deterministic bytes: no name or time in
+    the gzip header); return it and its size."""
+    predictions = record.with_name(record.name.removesuffix(".json") + ".predictions.jsonl")
+    if not predictions.is_file():
+        raise SystemExit(f"ship_predictions: {predictions} is not here: run the eval first")
+    lines = []
+    for number, line in enumerate(predictions.read_text(encoding="utf-8").splitlines(), 1):
+        if line.strip():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                raise SystemExit(f"ship_predictions: {predictions}:{number}: not JSON") from None
+            lines.append(json.dumps({key: row[key] for key in KEPT if key in row}, ensure_ascii=False))
+    target = predictions.with_name(predictions.name + ".gz")
+    tmp = target.with_name(f".{target.name}.tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as out:
+        out.write(("\n".join(lines) + "\n").encode("utf-8"))
+    tmp.replace(target)
+    return target, target.stat().st_size
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("records", nargs="*", type=Path, help="eval records (.json) whose predictions to ship "
+                        "(default: every whole test run under eval/results/runs)")
+    args = parser.parse_args()
+    total = 0
+    for record in args.records or whole_test_runs():
+        target, size = ship(record)
+        total += size
+        print(f"{target.relative_to(RESULTS.parent.parent) if target.is_relative_to(RESULTS.parent.parent) else target} "
+              f"({size / 1024:.0f} KB)")
+    print(f"{total / 1e6:.2f} MB in all")
+
+
+if __name__ == "__main__":
+    main()
