@@ -114,3 +114,20 @@ def test_written_in():
 # --- result files: all old or all new -----------------------------------------------------------
 
 
+
+
+@pytest.mark.spawns
+def test_a_reader_that_leaves_the_pipe_stops_the_command_quietly(indexed, tmp_path):
+    """``openqa answer --json ... | head -1``: the command stops when the pipe closes, with the exit
+    status of a program SIGPIPE ended and nothing on standard error (no "Broken pipe", no traceback)."""
+    questions = tmp_path / "many.txt"
+    questions.write_text("\n\n".join(f"Which drug inhibits enzyme {i}?\nA: aspirin\nB: heparin" for i in range(300)) + "\n")
+    with open(questions, "rb") as stdin:
+        proc = subprocess.Popen([OPENQA, "answer", "--json", *TOP1, *indexed], stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stderr is not None
+        assert json.loads(proc.stdout.readline())["prediction"] in ("A", "B")
+        proc.stdout.close()
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=300) == 141, err
+    assert "Broken pipe" not in err and "Traceback" not in err and "Exception ignored" not in err, err

@@ -9,6 +9,7 @@ INTERRUPTED = "openqa: interrupted"
 
 try:  # a Ctrl-C while the command's modules load (a second on a busy machine) stops it as one later does
     import logging
+    import os
     import signal
     from typing import TYPE_CHECKING, cast
 
@@ -44,6 +45,20 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return code
+
+
+#: The exit status of a command whose reader closed the pipe: a program SIGPIPE ended has it in a shell.
+BROKEN_PIPE = 128 + 13
+
+
+def _drop_stdout() -> None:
+    """Point standard output at the null device, so what is left in its buffer is not written to the
+    closed pipe again when the interpreter exits (``Exception ignored ... BrokenPipeError``)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, AttributeError, ValueError):  # no standard output to point anywhere
+        pass
 
 
 #: What a ``MemoryError`` (or a library that cannot be mapped) is reported as.
@@ -87,6 +102,9 @@ def _run(argv: list[str] | None) -> int:
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader left (``| head``): stop quietly, as other programs do
+        _drop_stdout()
+        return BROKEN_PIPE
     except OSError as exc:
         print(printable(f"openqa: error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")), file=sys.stderr)
         return 1
