@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from openqa.answer import AnswerRecord, as_dict, assess, solve
 from openqa.config import Settings
 from openqa.corpus.sources import corpus_tag
-from openqa.data import Question, dataset_spec, load_questions, read_question_file_digest
+from openqa.data import QUESTION_FILE, Question, dataset_spec, load_questions, read_question_file_digest
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import confidence_report, risk_coverage_png
 from openqa.evaluate.metrics import paired_bootstrap, prediction_rows, summarise
@@ -131,7 +131,7 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         path = Path(req.questions)
         questions, digest = read_question_file_digest(path, subset=req.subset)  # one read: a pipe has no second
         data = f"{path.name} (sha256 {digest[:16]})"  # the file by name and content: no machine path in the record
-        name, split = path.stem, "file"
+        name, split = path.stem, QUESTION_FILE
     if req.offset >= len(questions):
         raise OpenQAError(f"--offset {req.offset} is at or past the end: {name} {split} has {len(questions)} questions")
     questions = questions[req.offset:]

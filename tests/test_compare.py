@@ -157,3 +157,13 @@ def test_shipped_compact_predictions_compare_and_browse_as_the_predictions_do(tm
     (tmp_path / "a.predictions.jsonl.gz").write_bytes(b"\x1f\x8b damaged")
     with pytest.raises(DataError, match="cannot read as gzip"):
         compare_runs([first, second], no_lookup)
+
+
+def test_a_run_of_a_question_file_is_compared_with_a_dataset_run_on_their_common_questions(tmp_path):
+    """``eval --questions FILE`` records its file's name as the dataset and "file" as the split: it may hold
+    a dataset's questions, so it is compared with that dataset's run on what they share (by content)."""
+    mine = write_run(tmp_path, "mine", {0, 1}, dataset="five", n=5)
+    record = json.loads(mine.read_text())
+    mine.write_text(json.dumps({**record, "split": "file"}))
+    full = write_run(tmp_path, "full", {0, 1, 2})
+    assert compare_runs([mine, full], no_lookup)["common_questions"] == 5

@@ -4,6 +4,7 @@ from openqa.data.files import load_questions, read_question_file, read_question_
 from openqa.data.questions import (
     DATASETS,
     DEFAULT_EXAMS,
+    QUESTION_FILE,
     SPLITS,
     TRAINABLE_SPLITS,
     DatasetSpec,
@@ -17,6 +18,7 @@ from openqa.data.questions import (
 __all__ = [
     "DATASETS",
     "DEFAULT_EXAMS",
+    "QUESTION_FILE",
     "SPLITS",
     "TRAINABLE_SPLITS",
     "DatasetSpec",

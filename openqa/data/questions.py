@@ -14,6 +14,9 @@ from openqa.text.unicode import normalize
 #: Split names a dataset can be asked for, in the order of the original release.
 SPLITS = ("train", "dev", "test")
 
+#: The split a run of a question file (``eval --questions FILE``) records in place of a dataset's.
+QUESTION_FILE = "file"
+
 #: Splits that may be cut into training and selection parts (test never is).
 TRAINABLE_SPLITS = ("train", "dev")
 

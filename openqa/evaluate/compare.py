@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from openqa.data import QUESTION_FILE
 from openqa.errors import DataError, UsageError
 from openqa.evaluate.calibration import calibrated_ece, calibration_error
 from openqa.evaluate.metrics import paired_difference, wilson_interval
@@ -156,7 +157,9 @@ def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[st
     if len(paths) < 2:
         raise UsageError("give at least two runs to compare")
     runs = [read_run(Path(p), digests_of) for p in paths]
-    datasets = {(r["dataset"], r["split"]) for r in runs}
+    # a run of a question file (``eval --questions``; its split is "file") may hold any dataset's
+    # questions: it is compared with others on the questions they share, matched by content
+    datasets = {(r["dataset"], r["split"]) for r in runs if r["split"] != QUESTION_FILE}
     if len(datasets) > 1:
         shown = ", ".join(f"{r['file']}: {r['dataset']} {r['split']}" for r in runs)
         raise UsageError(f"runs of different datasets cannot be compared question by question ({shown})")
