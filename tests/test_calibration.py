@@ -333,3 +333,11 @@ def test_a_fit_on_few_questions_says_so():
     enough = Calibration.from_dict({"temperature": 2.0, "scale": "logits", "dataset": "us", "n": FEW_QUESTIONS, "bins": [[0, 0]] * 20, "chance": 0.25}, "test")
     assert few.describe().endswith("(20 questions, few: under 100, mostly noise)")
     assert enough.describe().endswith(f"({FEW_QUESTIONS} questions)")
+
+
+def test_the_calibrated_ece_range_does_not_depend_on_question_order():
+    from openqa.evaluate.calibration import calibrated_ece
+
+    confidence = np.random.default_rng(0).uniform(0.25, 1.0, 300)
+    assert calibrated_ece(confidence, draws=200) == calibrated_ece(confidence[::-1].copy(), draws=200)
+    assert calibrated_ece(confidence, draws=200) == calibrated_ece(np.random.default_rng(1).permutation(confidence), draws=200)

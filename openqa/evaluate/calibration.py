@@ -359,7 +359,9 @@ def calibrated_ece(confidence: np.ndarray, draws: int = CALIBRATED_DRAWS, seed: 
     """The calibration error a perfectly calibrated method with these ``confidence`` values would
     show on as many questions: each answer drawn right with probability its confidence, ``draws``
     seeded times; the median and the central 95% of those errors. Sampling noise alone gives an
-    error of a few hundredths on a few hundred questions, which a target must be read against."""
+    error of a few hundredths on a few hundred questions, which a target must be read against. The
+    confidences are drawn for in sorted order, so the range never depends on the questions' order."""
+    confidence = np.sort(np.asarray(confidence, dtype=np.float64))
     rng = np.random.default_rng(seed)
     errors = [calibration_error(confidence, rng.random(len(confidence)) < confidence) for _ in range(draws)]
     low, median, high = np.percentile(errors, [2.5, 50, 97.5])
