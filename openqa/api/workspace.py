@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -44,7 +45,9 @@ class Workspace:
 
     def context(self, notify: Callable[[str], None] | None = None, check_settings: bool = True) -> Context:
         """The ``Context`` the layers below take; ``notify`` receives one-line notes (of work done on
-        the caller's behalf, such as a quick index built first; default: none is said);
+        the caller's behalf, such as a quick index built first; default: logged at INFO level to the
+        ``openqa`` logger, so a program that turns logging on hears of them and one that does not
+        sees nothing printed);
         ``check_settings``: a settings folder asked for (by field or environment) must exist when
         read, as on the command line (a typo would silently fall back to the shipped settings)."""
         from openqa.config import Settings
@@ -56,7 +59,7 @@ class Workspace:
         options = EngineOptions(connection=s.es_url, encoder=self.encoder, models_dir=s.models_dir,
                                 faiss_index=self.faiss_index or "flat")
         if notify is None:
-            return Context(s, options, self.ngram, self.zh_mode, corpus=self.corpus)
+            notify = logging.getLogger("openqa").info
         return Context(s, options, self.ngram, self.zh_mode, notify, corpus=self.corpus)
 
     @classmethod
