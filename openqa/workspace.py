@@ -3,7 +3,9 @@ indexes, and what questions are scored as (``Exam``)."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, Callable, Hashable, TypeVar
 
 from openqa.config import Settings
@@ -18,6 +20,18 @@ T = TypeVar("T")
 
 def _silent(message: str) -> None:
     """The default ``Context.notify``: say nothing."""
+
+
+#: One lock per index folder that a thread of this process is building on demand (``Context.open``).
+_BUILD_LOCKS: dict[Path, threading.Lock] = {}
+_BUILD_LOCKS_GUARD = threading.Lock()
+
+
+def _building(folder: Path) -> threading.Lock:
+    """The lock threads hold while one of them builds ``folder`` on demand, so that threads opening
+    one empty index folder together build it once, not once each."""
+    with _BUILD_LOCKS_GUARD:
+        return _BUILD_LOCKS.setdefault(folder, threading.Lock())
 
 
 @dataclass(frozen=True)
@@ -68,8 +82,13 @@ class Context:
         except IndexMissingError:
             if self.corpus or not engine_class(engine).quick_build or s.data_dir is None:
                 raise
-        self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (a few seconds)")
-        build_index(s.require_data_dir(), s.index_dir, lang, engine, tokenizer, self.options)
+        with _building(Path(s.index_dir).resolve() / f"{lang}-{engine}"):
+            try:  # another thread may have built it while this one waited: opened, not built again
+                return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
+            except IndexMissingError:
+                pass
+            self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (a few seconds)")
+            build_index(s.require_data_dir(), s.index_dir, lang, engine, tokenizer, self.options)
         return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
 
     def sharing(self) -> "Context":

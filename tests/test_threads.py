@@ -57,3 +57,29 @@ def test_methods_and_settings_scored_from_threads_equal_sequential(tmp_path):
     # a question's scores are its own: scored alone or with the 59 others, the same (avgQL is fixed)
     assert all(whole[s] == [one_at_a_time[s, q.qid][0] for q in questions] for s in range(len(scorers)))
     assert whole[0] != whole[1]  # the settings sets differ, so equality above is not vacuous
+
+
+def test_threads_opening_one_empty_index_folder_build_it_once(tmp_path, monkeypatch):
+    import threading
+
+    import openqa.workspace as workspace
+
+    data = make_data_dir(tmp_path)
+    builds = []
+    real = workspace.build_index
+    started = threading.Barrier(4)
+
+    def counted(*args, **kwargs):
+        builds.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(workspace, "build_index", counted)
+    ctx = Context(Settings.resolve(data, tmp_path / "fresh"))
+
+    def open_it(_):
+        started.wait(timeout=60)  # all four ask before any has built it
+        return ctx.open("en", "custom").manifest["paragraphs"]
+
+    with ThreadPoolExecutor(4) as pool:
+        counts = list(pool.map(open_it, range(4)))
+    assert len(builds) == 1 and len(set(counts)) == 1
