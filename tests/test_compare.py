@@ -23,7 +23,8 @@ def write_run(folder, name, right, dataset="us", order_seed=None, n=10, confiden
     if order_seed is not None:
         random.Random(order_seed).shuffle(rows)
     (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / f"{name}.json").write_text(json.dumps({"dataset": dataset, "split": "test", "method": name, "n": n}))
+    (folder / f"{name}.json").write_text(json.dumps({"dataset": dataset, "split": "test", "method": name, "n": n,
+                                                     "accuracy": round(100 * len(set(right) & set(range(n))) / n, 2)}))
     return folder / f"{name}.json"
 
 

@@ -5,8 +5,9 @@ stay out of git. This script writes ``<stem>.predictions.jsonl.gz`` beside the r
 question only what ``openqa compare`` and the results page read (id, digest, prediction, answer,
 whether right, confidence, each option's probability, abstained, tied; not the scores, the replies
 or the evidence), in the same order and with the same numbers; ``openqa compare`` and
-``serve --results`` read it where the predictions themselves are absent. By default: every run of a
-whole test split under ``eval/results/runs`` whose predictions are here.
+``serve --results`` read it where the predictions themselves are absent. The predictions must be
+the record's (as many questions, as many right: a rerun of the record's command gives them). By
+default: every run of a whole test split under ``eval/results/runs`` whose predictions are here.
 
     python scripts/maintenance/ship_predictions.py [RECORD.json ...]
 """
@@ -52,6 +53,11 @@ def ship(record: Path) -> tuple[Path, int]:
             except ValueError:
                 raise SystemExit(f"ship_predictions: {predictions}:{number}: not JSON") from None
             lines.append(json.dumps({key: row[key] for key in KEPT if key in row}, ensure_ascii=False))
+    record_figures = json.loads(record.read_text(encoding="utf-8"))
+    right = sum(json.loads(line)["correct"] is True for line in lines)
+    if len(lines) != record_figures.get("n") or round(100 * right / len(lines), 2) != record_figures.get("accuracy"):
+        raise SystemExit(f"ship_predictions: {predictions.name} holds {right}/{len(lines)} right, but {record.name} says "
+                         f"{record_figures.get('accuracy')}% of {record_figures.get('n')}: not this record's predictions")
     target = predictions.with_name(predictions.name + ".gz")
     tmp = target.with_name(f".{target.name}.tmp")
     with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as out:
