@@ -87,7 +87,7 @@ class Context:
                 return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
             except IndexMissingError:
                 pass
-            self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (a few seconds)")
+            self.notify(f"no {lang} {engine} index in {s.index_dir}: building it first (once: later runs open it; a Chinese PMI index takes a minute or more)")
             build_index(s.require_data_dir(), s.index_dir, lang, engine, tokenizer, self.options)
         return open_index(s.index_dir, lang, engine, tokenizer, s.data_dir, self.options)
 
