@@ -303,3 +303,23 @@ def test_real_index_hits_equal_the_sparse_product(real_engine, medqa_dir, mode):
     groups = [option_queries(q, mode, "en") for q in questions]
     real_engine.threads = 2
     assert_same_hits(real_engine, groups, 10, fitted(real_engine, [q for g in groups for q in g], QUERY_PRESETS["usmle"]))
+
+
+@pytest.mark.spawns
+def test_the_compiled_kernel_is_cached_in_the_users_cache_folder_not_the_package(tmp_path):
+    """numba's default cache sits beside the source: inside an installed package. openqa's goes to
+    $XDG_CACHE_HOME/openqa/numba, or where NUMBA_CACHE_DIR says, and leaves numba's setting as it was."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import numba; from openqa.retrieval import custom_kernel as k; "
+            "print(k._query_weight._cache._cache_path); print(repr(numba.config.CACHE_DIR))")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    env.pop("NUMBA_CACHE_DIR", None)
+    where, setting = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                                    check=True).stdout.splitlines()
+    assert where.startswith(str(tmp_path / "xdg" / "openqa" / "numba")) and setting == "''"
+    named = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           env={**env, "NUMBA_CACHE_DIR": str(tmp_path / "mine")}).stdout.splitlines()[0]
+    assert named.startswith(str(tmp_path / "mine"))

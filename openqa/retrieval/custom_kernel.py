@@ -57,16 +57,38 @@ def _private_cache_dir() -> str | None:
     return str(folder) if info.st_uid == os.getuid() and not info.st_mode & 0o077 else None
 
 
+def _user_cache_dir() -> str | None:
+    """This user's cache folder for openqa's compiled kernel: ``$XDG_CACHE_HOME/openqa/numba``
+    (``~/.cache/openqa/numba``), made if missing; None where it cannot be made."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "openqa" / "numba"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return str(folder) if os.access(folder, os.W_OK) else None
+
+
 def _compiled(function: _Function) -> Dispatcher[_Function]:
-    """``function`` compiled by numba, GIL released, machine code cached on disk: next to this file,
-    else in numba's per-user cache folder, else (a read-only install under a read-only home) in
-    this user's private folder under the temp folder; failing all, compiled in each process."""
+    """``function`` compiled by numba, GIL released, machine code cached on disk: in the folder
+    ``NUMBA_CACHE_DIR`` names when the user set it; else in this user's cache folder, never inside
+    the installed package (numba's default is next to the source); else in this user's private
+    folder under the temp folder; failing all, compiled in each process. numba fixes a function's
+    cache folder when it is decorated, so its setting is changed for that moment only (other numba
+    code of the process keeps its own)."""
+    if numba.config.CACHE_DIR:  # type: ignore[attr-defined]  # numba's config sets its names at run time
+        try:
+            return numba.njit(nogil=True, cache=True)(function)
+        except RuntimeError:  # the folder the user named cannot be written: no cache
+            return numba.njit(nogil=True)(function)
+    folder = _user_cache_dir() or _private_cache_dir()
+    if folder is None:
+        return numba.njit(nogil=True)(function)
+    numba.config.CACHE_DIR = folder  # type: ignore[attr-defined]
     try:
         return numba.njit(nogil=True, cache=True)(function)
-    except RuntimeError:  # numba found no writable cache folder
-        cache_dir = _private_cache_dir() or ""
-        numba.config.CACHE_DIR = cache_dir  # type: ignore[attr-defined]  # numba's config sets its names at run time
-        return numba.njit(nogil=True, cache=bool(cache_dir))(function)
+    finally:
+        numba.config.CACHE_DIR = ""  # type: ignore[attr-defined]
 
 
 @_compiled
