@@ -181,4 +181,4 @@ class TransformersBackend(Backend):
         with torch.inference_mode():
             logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
                                 logits_to_keep=ends.to(self.device)).logits
-        return logits[torch.arange(len(rows)), torch.searchsorted(ends, last).to(logits.device)]
+        return logits[torch.arange(len(rows), device=logits.device), torch.searchsorted(ends, last).to(logits.device)]
