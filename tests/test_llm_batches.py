@@ -51,9 +51,9 @@ def spy(monkeypatch, model, name: str) -> list:
     calls: list = []
     real = getattr(model, name)
 
-    def recorded(*args):
+    def recorded(*args, **kwargs):
         calls.append(args)
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(model, name, recorded)
     return calls
@@ -78,11 +78,30 @@ def test_batched_letters_equal_one_at_a_time(tiny, monkeypatch):
         assert (got["text"], got["tokens_in"], got["tokens_out"]) == (reply["text"], lengths[i], 1)
 
 
+def test_a_counted_prompt_is_not_tokenized_again(tiny, monkeypatch):
+    """The reader counts every prompt's tokens before it asks for replies: the forward reuses those ids."""
+    import openqa.llm.transformers_backend as module
+
+    batched = backend(tiny, batch_size=3)
+    prompts = [messages(i) for i in range(5)]
+    renders = spy(monkeypatch, batched.tokenizer, "apply_chat_template")
+    lengths = [batched.prompt_tokens(m) for m in prompts]
+    assert len(renders) == 5
+    first = dict(batched.replies([(m, LETTERS) for m in prompts]))
+    assert len(renders) == 5 and [r["tokens_in"] for _, r in sorted(first.items())] == lengths
+    monkeypatch.setattr(module, "KEPT_TOKENS", max(lengths))  # room for the longest prompt alone
+    short = backend(tiny, batch_size=3)
+    renders = spy(monkeypatch, short.tokenizer, "apply_chat_template")
+    assert [short.prompt_tokens(m) for m in prompts] == lengths and len(short._kept) == 1  # the last one
+    again = dict(short.replies([(m, LETTERS) for m in prompts]))
+    assert len(renders) == 5 + 5 and again == first  # kept one at a time, each is tokenized again
+
+
 def test_batch_size_one_is_the_one_at_a_time_path(tiny, monkeypatch):
     one = backend(tiny)
     assert one.batch_size == 1 and "batches" not in one.runs_on  # the CPU's default
     gpu = backend(tiny, device="cuda")  # the weights load at the first prompt: none here
-    assert gpu.batch_size == 16 and gpu.runs_on.endswith("letters in batches of 16")
+    assert gpu.batch_size == 32 and gpu.runs_on.endswith("letters in batches of 32")
     forwards = spy(monkeypatch, one, "_last_logits")
     prompts = [messages(i) for i in range(3)]
     assert [reply for _, reply in one.replies([(m, LETTERS) for m in prompts])] == [one.reply(m, LETTERS) for m in prompts]

@@ -42,6 +42,7 @@ class Prompt:
     request: Request
     key: str
 
+
 #: Batches of prompts handed at once to a backend that batches (``Backend.batch_size`` > 1): it sorts
 #: them by length, so that each batch holds prompts of about one length and pads little.
 CALL_BATCHES = 8

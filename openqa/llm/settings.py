@@ -60,7 +60,7 @@ class LLMSettings:
     seed: int = 0
     max_tokens: int | None = None
     threads: int = 1
-    #: Prompts a forward pass of an in-process transformers model scores letters for (None: 16 on a GPU, 1 on the CPU).
+    #: Prompts a forward pass of an in-process transformers model scores letters for (None: 32 on a GPU, 1 on the CPU).
     batch_size: int | None = None
     cache_dir: Path | None = None
     #: Nearest solved questions shown with their answers before the question (few-shot, from the bank).

@@ -8,9 +8,9 @@ configs, so they run on a bare machine with nothing downloaded, and their figure
   read), saved in fp16 safetensors, loaded by openqa's ``MultipleChoiceReader`` (fp32 master
   weights) and trained by openqa's own ``train`` for two epochs: seconds per optimizer step in the
   second (warm) epoch, the precision used, and that the loss is finite and the weights moved.
-- ``letters``: a causal LM shaped as Qwen2.5-1.5B (bf16 on a GPU), with a word-level tokenizer and
-  a Qwen-style chat template built here (no Qwen tokenizer is at hand offline; letters A-D are
-  single tokens as in Qwen's), saved and opened by openqa's ``TransformersBackend``; closed-book
+- ``letters``: a causal LM shaped as Qwen2.5-1.5B (bf16 on a GPU), with a Qwen2 tokenizer and chat
+  template built here (no Qwen tokenizer is at hand offline; letters A-D are single tokens as in
+  Qwen's), saved and opened by openqa's ``TransformersBackend``; closed-book
   questions of about ``--prompt-tokens`` tokens go through openqa's LLM reader (prompt building,
   reply cache, backend) one at a time and in batches: questions per second (median, min and max
   of ``--rounds`` alternating rounds, each on a fresh reply cache) and the largest difference of a
@@ -210,7 +210,7 @@ def spread(values: list[float]) -> dict[str, float]:
     return {"median": round(statistics.median(values), 2), "min": round(min(values), 2), "max": round(max(values), 2)}
 
 
-def letters(device: str, small: bool = False, questions: int = 512, alone: int = 64, batch_sizes: tuple[int, ...] = (8, 16, 32),
+def letters(device: str, small: bool = False, questions: int = 512, alone: int = 64, batch_sizes: tuple[int, ...] = (8, 16, 32, 64),
             prompt_tokens: int = 400, rounds: int = 3) -> dict[str, Any]:
     """Questions per second of openqa's LLM reader over a Qwen2.5-1.5B-shaped model on ``device``:
     ``alone`` questions one at a time, ``questions`` in batches of each of ``batch_sizes``, in
