@@ -145,6 +145,18 @@ def test_in_process_letters_record_and_predictions(root, capsys, evidence):
         assert summary["corpus"].startswith("none (closed book)")
 
 
+def test_letters_in_batches_through_eval(root, capsys):
+    """``--llm-batch-size``: the eval's prompts go to the model in padded batches, with the letter
+    probabilities of one at a time (tests/test_llm_batches.py checks them to 1e-4 unrounded)."""
+    one = eval_llm(root, capsys, "--evidence", "options", "--cache-dir", str(root / "cache-one"))
+    batched = eval_llm(root, capsys, "--evidence", "options", "--llm-batch-size", "2", "--cache-dir", str(root / "cache-batched"))
+    assert batched["settings"]["runs_on"] == "transformers, cpu, float32, letters in batches of 2"
+    assert one["settings"]["runs_on"] == "transformers, cpu, float32"
+    assert batched["model_calls"] == one["model_calls"] == len(QUESTIONS)
+    for alone, together in zip(predictions(one), predictions(batched)):
+        assert all(abs(alone["letter_probabilities"][k] - together["letter_probabilities"][k]) <= 1e-4 for k in "ABCD")
+
+
 def test_evidence_is_cut_to_the_token_budget_in_rank_order(root, capsys):
     full = predictions(eval_llm(root, capsys, "--evidence", "question", "--top-n", "5", "--cache-dir", str(root / "c1")))
     cut = eval_llm(root, capsys, "--evidence", "question", "--top-n", "5", "--evidence-tokens", "30",

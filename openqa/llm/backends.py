@@ -4,8 +4,9 @@ OpenAI-compatible servers (``ChatBackend``). The backends live one per module:
 ``transformers_backend.py`` (a model run in process with transformers), ``llamacpp.py`` (a GGUF
 file run in process by llama.cpp, ``xllamacpp``, the optional ``llamacpp`` extra) and
 ``endpoint.py`` (any OpenAI-compatible server); ``registry.py`` opens the one a command names.
-Each answers one prompt at a time with either the probability of each option letter as the next
-token (``letters``) or a generated reply (``generate``), and counts tokens the way its model does
+Each answers prompts with either the probability of each option letter as the next token
+(``letters``) or a generated reply (``generate``), one at a time unless it batches them (``replies``:
+transformers scores letters in padded batches on a GPU), and counts tokens the way its model does
 (a server without a tokenizer: a stated, conservative estimate)."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import math
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 from openqa.errors import OpenQAError
 from openqa.llm.prompts import Messages
@@ -82,6 +83,8 @@ class Backend(ABC):
     token_count: str
     #: Where the model runs (device and precision, threads, or a server), for the record.
     runs_on: str
+    #: Prompts the model reads in one pass where it batches them (``replies``); 1: one at a time.
+    batch_size: int = 1
 
     def __init__(self) -> None:
         self.calls = 0
@@ -103,14 +106,26 @@ class Backend(ABC):
     def _reply(self, messages: Messages, request: Request) -> dict[str, Any]:
         """One model call: ``{"text", "probs", "tokens_in", "tokens_out"}``."""
 
+    def _replies(self, items: Sequence[tuple[Messages, Request]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """The model's replies to ``items`` as (position in ``items``, reply), each as soon as it is
+        made: here one ``_reply`` at a time, in order; a backend that batches overrides this."""
+        for i, (messages, request) in enumerate(items):
+            yield i, self._reply(messages, request)
+
+    def replies(self, items: Sequence[tuple[Messages, Request]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """A model call for each of ``items`` (messages and request), counted: (position in ``items``,
+        reply) as each reply comes, in any order; a reply that is not well formed is an error (never cached)."""
+        for i, reply in self._replies(items):
+            with self._count_lock:
+                self.calls += 1
+            problem = reply_problem(reply)
+            if problem:
+                raise OpenQAError(f"{getattr(self, 'where', self.name)} sent a reply openqa cannot read ({problem})")
+            yield i, reply
+
     def reply(self, messages: Messages, request: Request) -> dict[str, Any]:
-        """One model call, counted; a reply that is not well formed is an error (never cached)."""
-        with self._count_lock:
-            self.calls += 1
-        reply = self._reply(messages, request)
-        problem = reply_problem(reply)
-        if problem:
-            raise OpenQAError(f"{getattr(self, 'where', self.name)} sent a reply openqa cannot read ({problem})")
+        """One model call (``replies`` of one prompt)."""
+        ((_, reply),) = self.replies([(messages, request)])
         return reply
 
 

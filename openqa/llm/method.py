@@ -57,7 +57,7 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
         retrieval = {"retriever_settings": {k: v for k, v in (retriever_settings or {}).items() if k != "sources"}}
     cache = ReplyCache(llm.cache_dir or ctx.settings.index_dir / "llm-cache")
     how: dict[str, Any] = {"models_dir": ctx.settings.models_dir, "context": llm.context, "timeout": llm.timeout,
-                           "retries": llm.retries, "threads": llm.threads}
+                           "retries": llm.retries, "threads": llm.threads, "batch_size": llm.batch_size}
     model = llm.model
     assert model is not None  # LLMSettings refuses a missing model
     backend = ctx.shared(("llm backend", model, llm.endpoint, *how.items()),  # one model for every language served

@@ -13,7 +13,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from openqa.cancel import checkpoint
 from openqa.data import Question
@@ -41,6 +41,11 @@ class Prompt:
     messages: Messages
     request: Request
     key: str
+
+
+#: Batches of prompts handed at once to a backend that batches (``Backend.batch_size`` > 1): it sorts
+#: them by length, so that each batch holds prompts of about one length and pads little.
+CALL_BATCHES = 8
 
 
 def option_orders(question: Question, k: int, seed: int) -> list[tuple[str, ...]]:
@@ -155,22 +160,59 @@ class LLMScorer(OptionScorer):
                                   reply_key(backend.identity(), messages, request.as_dict())))
         return prompts, [p.pid for p in kept], cut_level
 
-    def _ask(self, prompt: Prompt, tally: Tally) -> dict[str, Any]:
-        """The reply to ``prompt``: from the cache, else from the model (then cached)."""
+    def _cached(self, prompt: Prompt, tally: Tally) -> dict[str, Any] | None:
+        """The cached reply to ``prompt``, or None (also for one kept by an older openqa: it is asked again)."""
         cached = self.cache.get(prompt.key)
-        if cached is not None and reply_problem(cached) is None:  # one kept by an older openqa is asked again
+        if cached is not None and reply_problem(cached) is None:
             tally.add(cached=1)
             return cached
-        start = time.perf_counter()
-        reply = self.backend.reply(prompt.messages, prompt.request)
-        tally.add(model_seconds=time.perf_counter() - start, tokens_in=reply.get("tokens_in") or 0,
+        return None
+
+    def _keep(self, prompt: Prompt, reply: dict[str, Any], seconds: float, tally: Tally) -> None:
+        """Count a reply the model took ``seconds`` to make, and cache it."""
+        tally.add(model_seconds=seconds, tokens_in=reply.get("tokens_in") or 0,
                   tokens_out=reply.get("tokens_out") or 0, reported_seconds=reply.get("model_ms", 0) / 1000,
                   reported_calls="model_ms" in reply)
         self.cache.put(prompt.key, reply)
+
+    def _ask(self, prompt: Prompt, tally: Tally) -> dict[str, Any]:
+        """The reply to ``prompt``: from the cache, else from the model (then cached)."""
+        cached = self._cached(prompt, tally)
+        if cached is not None:
+            return cached
+        start = time.perf_counter()
+        reply = self.backend.reply(prompt.messages, prompt.request)
+        self._keep(prompt, reply, time.perf_counter() - start, tally)
         return reply
 
+    def _in_turn(self, prompts: list[Prompt], tally: Tally, done: Callable[[int, dict[str, Any]], None]) -> None:
+        """Every prompt's reply on this thread, in windows of ``CALL_BATCHES`` of the backend's batches
+        (one prompt where it answers one at a time): the window's cached replies are read, the others
+        asked of the model in one call (each prompt once), each cached as it comes."""
+        size = self.backend.batch_size
+        window = size * CALL_BATCHES if size > 1 else 1
+        for start in range(0, len(prompts), window):
+            asked: dict[str, list[int]] = {}  # a prompt's key -> where it stands (a repeated question: twice)
+            for i in range(start, min(start + window, len(prompts))):
+                checkpoint()
+                cached = self._cached(prompts[i], tally)
+                if cached is not None:
+                    done(i, cached)
+                else:
+                    asked.setdefault(prompts[i].key, []).append(i)
+            first = [where[0] for where in asked.values()]
+            began = time.perf_counter()
+            for j, reply in self.backend.replies([(prompts[i].messages, prompts[i].request) for i in first]):
+                self._keep(prompts[first[j]], reply, time.perf_counter() - began, tally)
+                for repeat, i in enumerate(asked[prompts[first[j]].key]):
+                    tally.add(cached=repeat > 0)
+                    done(i, reply)
+                checkpoint()
+                began = time.perf_counter()
+
     def _run(self, prompts: list[Prompt], n_questions: int, progress: bool, tally: Tally) -> list[dict[str, Any]]:
-        """Every prompt's reply, in order; ``--concurrency`` requests at a time to an endpoint."""
+        """Every prompt's reply, in order: ``--concurrency`` requests at a time to an endpoint, else in
+        turn (in batches where the backend batches); the bar counts questions whose replies are all in."""
         replies: list[dict[str, Any] | None] = [None] * len(prompts)
         left = [0] * n_questions
         for p in prompts:
@@ -188,9 +230,7 @@ class LLMScorer(OptionScorer):
                                     calls=self.backend.calls, refresh=False)
 
             if self.settings.concurrency == 1:
-                for i, prompt in enumerate(prompts):
-                    checkpoint()
-                    done(i, self._ask(prompt, tally))
+                self._in_turn(prompts, tally, done)
             else:
                 pool = ThreadPoolExecutor(self.settings.concurrency, thread_name_prefix="openqa-llm")
                 try:

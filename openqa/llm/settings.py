@@ -60,6 +60,8 @@ class LLMSettings:
     seed: int = 0
     max_tokens: int | None = None
     threads: int = 1
+    #: Prompts a forward pass of an in-process transformers model scores letters for (None: 32 on a GPU, 1 on the CPU).
+    batch_size: int | None = None
     cache_dir: Path | None = None
     #: Nearest solved questions shown with their answers before the question (few-shot, from the bank).
     demonstrations: int = 0
@@ -76,6 +78,7 @@ class LLMSettings:
                                  ("--context", self.context, 64), ("--permutations", self.permutations, 1),
                                  ("--concurrency", self.concurrency, 1), ("--retries", self.retries, 0),
                                  ("--max-tokens", self.max_tokens, 1), ("--threads", self.threads, 1),
+                                 ("--llm-batch-size", self.batch_size, 1),
                                  ("--demonstrations", self.demonstrations, 0)):
             if count is not None and count < low:
                 raise OpenQAError(f"{name} must be at least {low}, not {count}")

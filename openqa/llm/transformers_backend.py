@@ -1,25 +1,46 @@
 """A causal LM run in process with transformers (torch and transformers are imported when one is
-opened, never with openqa)."""
+opened, never with openqa).
+
+Letters on a GPU are scored in padded batches: one forward reads ``batch_size`` prompts, sorted by
+length so that little is padding. The padding goes on the right, so each prompt's tokens keep the
+positions and the causal attention they have alone (no row attends to nothing, which left padding
+gives its pad tokens), and the letters are read at each prompt's own last token: the probabilities
+equal those of one prompt at a time up to rounding (the tests check 1e-4 on the CPU in fp32; in a
+GPU's bf16 the rounding of other shapes moves them by up to about 0.01: gpu_models.py measures it).
+
+The token ids of a prompt counted (the LLM reader counts every prompt to fit the context before any
+is scored) are kept for its forward, so no prompt is tokenized twice."""
 
 from __future__ import annotations
 
 import threading
+from array import array
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Sequence
 
 from openqa.errors import OpenQAError
 from openqa.llm.backends import DEFAULT_CONTEXT, Backend, Request, first_line
 from openqa.llm.prompts import Messages
 
+#: Prompts per forward pass for letters on a GPU: the fastest of 8, 16 and 32 for a Qwen2.5-1.5B shape
+#: on an H200 (400-token prompts through the LLM reader: scripts/benchmarks/gpu_models.py).
+GPU_BATCH = 32
+#: Token ids kept of prompts counted and not yet read (first in, first out past this many tokens: 64 MB).
+KEPT_TOKENS = 1 << 24
+
 
 class TransformersBackend(Backend):
     """A causal LM run in process: its chat template, bf16 on a GPU (fp16 where bf16 is not
-    supported), fp32 on the CPU; letters from the exact next-token distribution. The weights load
-    at the first prompt the cache does not answer (a cached rerun reads only the tokenizer)."""
+    supported), fp32 on the CPU; letters from the exact next-token distribution, ``batch_size``
+    prompts a forward (default: ``GPU_BATCH`` on a GPU, one at a time on the CPU, where batching
+    gains little); generated replies one at a time. The weights load at the first prompt the cache
+    does not answer (a cached rerun reads only the tokenizer)."""
 
     kind = "transformers"
 
-    def __init__(self, model: str, models_dir: Path | None = None, context: int | None = None) -> None:
+    def __init__(self, model: str, models_dir: Path | None = None, context: int | None = None,
+                 device: str | None = None, batch_size: int | None = None) -> None:
         super().__init__()
         import torch
         from transformers import AutoConfig, AutoTokenizer
@@ -38,9 +59,11 @@ class TransformersBackend(Backend):
                               "reachable from here") from None
         if not getattr(self.tokenizer, "chat_template", None):
             raise OpenQAError(f"model {model!r} has no chat template: --method llm needs an instruction (chat) model")
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        gpu = torch.device(self.device).type == "cuda"
+        self.batch_size = batch_size or (GPU_BATCH if gpu else 1)
         self.dtype = torch.float32
-        if self.device == "cuda":
+        if gpu:
             self.dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         try:
             config = AutoConfig.from_pretrained(self.source)
@@ -53,10 +76,15 @@ class TransformersBackend(Backend):
                                                             else f"assumed {DEFAULT_CONTEXT} (give --context)")
         self.token_count = "the model's own tokenizer"
         self.runs_on = f"transformers, {self.device}, {str(self.dtype).removeprefix('torch.')}"
+        if self.batch_size > 1:
+            self.runs_on += f", letters in batches of {self.batch_size}"
         self._torch = torch
         #: One thread at a time uses the tokenizer and the weights (a fast tokenizer shared between
         #: threads fails with "Already borrowed"; the server scores on several threads).
         self._lock = threading.RLock()
+        #: Token ids by prompt (its messages' roles and texts), and how many ids are kept in all.
+        self._kept: OrderedDict[tuple[tuple[str, str], ...], array[int]] = OrderedDict()
+        self._kept_tokens = 0
 
     @property
     def model(self) -> Any:
@@ -78,14 +106,26 @@ class TransformersBackend(Backend):
         with self._lock:
             return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    def _ids(self, messages: Messages) -> array[int]:
+        """The prompt's token ids (its chat template with the assistant's turn opened), tokenized once
+        and kept for a while (``KEPT_TOKENS``); the caller holds the lock."""
+        key = tuple((m["role"], m["content"]) for m in messages)
+        ids = self._kept.get(key)
+        if ids is None:
+            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            ids = self._kept[key] = array("i", self.tokenizer(text, add_special_tokens=False)["input_ids"])
+            self._kept_tokens += len(ids)
+            while self._kept_tokens > KEPT_TOKENS:
+                self._kept_tokens -= len(self._kept.popitem(last=False)[1])
+        return ids
+
     def _encode(self, messages: Messages) -> Any:
-        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        ids = self.tokenizer(text, add_special_tokens=False, return_tensors="pt")
-        return ids["input_ids"].to(self.device), ids["attention_mask"].to(self.device)
+        ids = self._torch.tensor([self._ids(messages)], device=self.device)
+        return ids, self._torch.ones_like(ids)
 
     def prompt_tokens(self, messages: Messages) -> int:
         with self._lock:
-            return int(self._encode(messages)[0].shape[1])
+            return len(self._ids(messages))
 
     def _letter_ids(self, letter: str) -> list[int]:
         ids = {enc[0] for variant in (letter, f" {letter}")
@@ -94,6 +134,24 @@ class TransformersBackend(Backend):
             raise OpenQAError(f"the tokenizer of {self.name!r} has no single token for the letter {letter}: "
                               "use --scoring generate")
         return sorted(ids)
+
+    def _letters(self, logits: Any, requests: Sequence[Request], tokens_in: Sequence[int]) -> list[dict[str, Any]]:
+        """The replies of letter scoring from next-token ``logits`` (a row per prompt, of ``tokens_in``
+        tokens, asking ``requests``), brought from the device in one copy."""
+        torch = self._torch
+        probs = torch.softmax(logits.float(), dim=-1)
+        letters = sorted({letter for request in requests for letter in request.letters})
+        # each letter's mass summed where the probabilities are (as one prompt's always was), then one copy
+        masses = torch.stack([probs[:, self._letter_ids(letter)].sum(dim=-1) for letter in letters], dim=-1).tolist()
+        best = probs.argmax(dim=-1).tolist()
+        replies = []
+        for request, row, top, tokens in zip(requests, masses, best, tokens_in):
+            mass = {letter: row[letters.index(letter)] for letter in request.letters}
+            total = sum(mass.values())
+            replies.append({"text": self.tokenizer.decode([top]), "tokens_in": tokens, "tokens_out": 1,
+                            "probs": {k: v / total for k, v in mass.items()} if total > 0 else {},
+                            "letter_mass": round(total, 6)})
+        return replies
 
     def _reply(self, messages: Messages, request: Request) -> dict[str, Any]:
         with self._lock:
@@ -104,14 +162,8 @@ class TransformersBackend(Backend):
         input_ids, mask = self._encode(messages)
         with torch.inference_mode():
             if request.scoring == "letters":
-                logits = self.model(input_ids=input_ids, attention_mask=mask).logits[0, -1].float()
-                probs = torch.softmax(logits, dim=-1)
-                mass = {letter: float(probs[self._letter_ids(letter)].sum()) for letter in request.letters}
-                total = sum(mass.values())
-                best = int(probs.argmax())
-                return {"text": self.tokenizer.decode([best]), "tokens_in": int(input_ids.shape[1]), "tokens_out": 1,
-                        "probs": {k: v / total for k, v in mass.items()} if total > 0 else {},
-                        "letter_mass": round(total, 6)}
+                logits = self.model(input_ids=input_ids, attention_mask=mask).logits[:, -1]
+                return self._letters(logits, [request], [int(input_ids.shape[1])])[0]
             torch.manual_seed(request.seed)
             sample = request.temperature > 0
             out = self.model.generate(
@@ -122,3 +174,39 @@ class TransformersBackend(Backend):
         new = out[0, input_ids.shape[1]:]
         return {"text": self.tokenizer.decode(new, skip_special_tokens=True), "probs": None,
                 "tokens_in": int(input_ids.shape[1]), "tokens_out": int(new.shape[0])}
+
+    def _replies(self, items: Sequence[tuple[Messages, Request]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Letters ``batch_size`` prompts a forward, the prompts sorted by length; the rest (and
+        everything at batch size 1) one at a time, in order."""
+        batched = [i for i, (_, request) in enumerate(items) if request.scoring == "letters"] if self.batch_size > 1 else []
+        if batched:
+            with self._lock:
+                ids = {i: self._ids(items[i][0]) for i in batched}
+            batched.sort(key=lambda i: len(ids[i]))
+            for start in range(0, len(batched), self.batch_size):
+                chunk = batched[start : start + self.batch_size]
+                with self._lock:
+                    logits = self._last_logits([ids[i] for i in chunk])
+                    replies = self._letters(logits, [items[i][1] for i in chunk], [len(ids[i]) for i in chunk])
+                yield from zip(chunk, replies)
+        chosen = set(batched)
+        for i, (messages, request) in enumerate(items):
+            if i not in chosen:
+                yield i, self._reply(messages, request)
+
+    def _last_logits(self, rows: list[array[int]]) -> Any:
+        """The next-token logits after each of ``rows`` (token ids), read in one forward: the rows padded
+        on the right, the logits computed only at the positions where some row ends."""
+        torch = self._torch
+        width = max(map(len, rows))
+        ids = torch.zeros((len(rows), width), dtype=torch.long)  # masked, and after every token a row reads
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for r, row in enumerate(rows):
+            ids[r, : len(row)] = torch.tensor(row)
+            mask[r, : len(row)] = 1
+        last = torch.tensor([len(row) - 1 for row in rows])
+        ends = torch.unique(last)  # sorted
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                                logits_to_keep=ends.to(self.device)).logits
+        return logits[torch.arange(len(rows), device=logits.device), torch.searchsorted(ends, last).to(logits.device)]

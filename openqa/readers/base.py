@@ -35,6 +35,25 @@ def pick_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def bf16_supported(device: torch.device) -> bool:
+    """Whether ``device`` computes bf16 natively: a GPU with bf16 units (emulation does not count:
+    it is slower than fp16 there), a CPU with AVX512-BF16."""
+    if device.type == "cuda":
+        return bool(torch.cuda.is_bf16_supported(including_emulation=False))
+    return device.type == "cpu" and torch.cpu._is_avx512_bf16_supported()
+
+
+def choose_precision(device_type: str, bf16: bool) -> str:
+    """The mixed precision readers train and read in on a device of ``device_type`` that computes bf16
+    natively (``bf16``) or not: bf16 wherever it is native (its range is fp32's, so no loss scaling);
+    fp16 with loss scaling on a GPU without it; fp32 on any other device (MiniLM trains 1.7x faster
+    in bf16 than in fp32 on this project's CPU, but fp16 on a CPU gains nothing). The weights stay
+    fp32 in every case (autocast only computes in the lower precision)."""
+    if bf16:
+        return "bf16"
+    return "fp16" if device_type == "cuda" else "fp32"
+
+
 class Reader(ABC):
     """A trainable option scorer over evidence."""
 
@@ -70,16 +89,13 @@ class Reader(ABC):
 
     @property
     def precision(self) -> str:
-        """fp16 on a GPU; bf16 on a CPU that computes it natively (MiniLM trains 1.7x faster than in
-        fp32 on this project's CPU); fp32 otherwise or when the reader opts out."""
+        """``choose_precision`` for the device the reader is on; fp32 when the reader opts out."""
         if not self.mixed_precision:
             return "fp32"
-        if self.device.type == "cuda":
-            return "fp16"
-        return "bf16" if torch.cpu._is_avx512_bf16_supported() else "fp32"
+        return choose_precision(self.device.type, bf16_supported(self.device))
 
     def autocast(self) -> torch.autocast:
-        """The autocast context for ``precision`` (weights stay fp32)."""
+        """The autocast context for ``precision`` (the weights stay fp32: readers load them so)."""
         dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(self.precision)
         return torch.autocast(self.device.type, dtype=dtype, enabled=dtype is not None)
 

@@ -43,7 +43,9 @@ class MultipleChoiceReader(Reader):
         source = path or resolve_model(model, models_dir)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source)
-            self.model = AutoModelForMultipleChoice.from_pretrained(source).to(pick_device())
+            # fp32 master weights whatever the checkpoint stores (transformers keeps a stored fp16 or bf16):
+            # the optimizer's small updates vanish in fp16, and loss scaling refuses fp16 gradients
+            self.model = AutoModelForMultipleChoice.from_pretrained(source, dtype=torch.float32).to(pick_device())
         except (OSError, ValueError) as exc:
             raise OpenQAError(f"cannot load a multiple-choice model from {source}: {str(exc).splitlines()[0]}") from None
         self.settings = {"model": model, "max_length": max_length}

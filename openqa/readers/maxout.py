@@ -35,7 +35,8 @@ class MaxoutNet(nn.Module):
 
     def __init__(self, vectors: np.ndarray, hidden: int = 128) -> None:
         super().__init__()
-        self.embed = nn.Embedding.from_pretrained(torch.from_numpy(vectors), freeze=False, padding_idx=0)
+        # fp32 whatever the vectors (or a saved reader's embedding) are stored in, like every reader's weights
+        self.embed = nn.Embedding.from_pretrained(torch.from_numpy(vectors).float(), freeze=False, padding_idx=0)
         dim = vectors.shape[1]
         self.context = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)
         self.qa = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)

@@ -48,7 +48,8 @@ class T5Reader(Reader):
                 if kind not in T5_TYPES:  # transformers would warn and start from random weights
                     raise OpenQAError(f"{source} is a {kind} model, not a T5 one; --reader t5 needs a T5 checkpoint (e.g. google/flan-t5-base)")
                 self.tokenizer = AutoTokenizer.from_pretrained(source)
-                self.model = T5ForConditionalGeneration.from_pretrained(source)
+                # fp32 master weights whatever the checkpoint stores (see MultipleChoiceReader)
+                self.model = T5ForConditionalGeneration.from_pretrained(source, dtype=torch.float32)
             except (OSError, ValueError) as exc:
                 raise OpenQAError(f"cannot load a T5 model from {source}: {str(exc).splitlines()[0]}") from None
         # transformers wraps Module.to with functools.wraps, whose type mypy does not bind (python/mypy#17166)

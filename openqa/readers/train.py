@@ -1,5 +1,6 @@
 """Training any reader: seeded shuffles, gradient accumulation, linear warm-up, mixed precision
-(fp16 on a GPU, bf16 on a CPU that has it), selection accuracy after each epoch, the best checkpoint kept, and resumption from the
+(bf16 where the device has it, else fp16 with loss scaling on a GPU: ``Reader.precision``) over fp32
+weights, selection accuracy after each epoch, the best checkpoint kept, and resumption from the
 last finished epoch when a run is restarted."""
 
 from __future__ import annotations
@@ -104,7 +105,8 @@ def train(
     if first_epoch:
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
-    scaler = torch.amp.GradScaler("cuda", enabled=reader.precision == "fp16")  # bf16 needs no loss scaling
+    # fp16 gradients underflow without loss scaling; bf16 has fp32's range and needs none
+    scaler = torch.amp.GradScaler(reader.device.type, enabled=reader.precision == "fp16")
     for epoch in range(first_epoch, config.epochs):
         start = time.perf_counter()
         order = list(range(len(train_set)))
