@@ -99,9 +99,12 @@ def test_a_counted_prompt_is_not_tokenized_again(tiny, monkeypatch):
 
 def test_batch_size_one_is_the_one_at_a_time_path(tiny, monkeypatch):
     one = backend(tiny)
-    assert one.batch_size == 1 and "batches" not in one.runs_on  # the CPU's default
+    assert one.batch_size == 1 and "batches" not in one.runs_on  # the default, on any device
     gpu = backend(tiny, device="cuda")  # the weights load at the first prompt: none here
-    assert gpu.batch_size == 32 and gpu.runs_on.endswith("letters in batches of 32")
+    assert gpu.batch_size == 1 and "letters_batch" not in gpu.identity()  # an answer depends on its question alone
+    batched = backend(tiny, device="cuda", batch_size=32)
+    assert batched.runs_on.endswith("letters in batches of 32") and batched.identity()["letters_batch"] == 32  # cached apart
+    assert {k: v for k, v in batched.identity().items() if k != "letters_batch"} == gpu.identity()
     forwards = spy(monkeypatch, one, "_last_logits")
     prompts = [messages(i) for i in range(3)]
     assert [reply for _, reply in one.replies([(m, LETTERS) for m in prompts])] == [one.reply(m, LETTERS) for m in prompts]
@@ -131,8 +134,10 @@ def test_a_batch_reads_cached_replies_and_asks_the_model_only_for_the_rest(tiny,
     questions = [question(i) for i in range(10)]
     repeat = Question("q-again", questions[6].question, questions[6].options, "A", "aspirin")  # the same prompt
     reference, _ = scores(tiny, backend(tiny), [*questions, repeat], tmp_path / "reference")
-    first, stats = scores(tiny, backend(tiny), questions[:4], tmp_path / "cache")  # one at a time
+    first, stats = scores(tiny, backend(tiny, batch_size=3), questions[:4], tmp_path / "cache")
     assert stats["cached"] == 0
+    _, alone = scores(tiny, backend(tiny), questions[:4], tmp_path / "cache")
+    assert alone["cached"] == 0  # one at a time never reads batched replies: they are cached apart
     batched = backend(tiny, batch_size=3)
     asked = spy(monkeypatch, batched, "_replies")
     got, stats = scores(tiny, batched, [*questions, repeat], tmp_path / "cache")

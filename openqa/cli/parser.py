@@ -71,7 +71,7 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=120.0, help="with --endpoint: seconds per request before it is retried (default: 120)")
     g.add_argument("--retries", type=int, default=4, help="with --endpoint: retries of a request after 429, 5xx or a timeout, with exponential backoff (default: 4)")
     g.add_argument("--threads", type=int, default=1, help="with a .gguf model: llama.cpp threads (default: 1; more threads spin and slow down on a loaded machine)")
-    g.add_argument("--llm-batch-size", type=int, metavar="N", help="with an in-process transformers model and --scoring letters: prompts read in one forward pass, sorted by length (the letter probabilities of one at a time, up to rounding) (default: 32 on a GPU, 1 on the CPU)")
+    g.add_argument("--llm-batch-size", type=int, metavar="N", help="with an in-process transformers model and --scoring letters: prompts read in one forward pass, sorted by length (the letter probabilities of one at a time up to rounding: about 1e-4 on a CPU, 0.01 in a GPU's bf16, so an answer then depends slightly on its batch; cached apart) (default: 1; 32 was fastest on an H200)")
     g.add_argument("--demonstrations", type=int, default=0, metavar="K", help="show the K nearest solved questions of the "
                    "exam's bank (its dev split, train where present, --bank files) with their answers before the question "
                    "(a question never sees itself) (default: 0)")

@@ -1,12 +1,15 @@
 """A causal LM run in process with transformers (torch and transformers are imported when one is
 opened, never with openqa).
 
-Letters on a GPU are scored in padded batches: one forward reads ``batch_size`` prompts, sorted by
-length so that little is padding. The padding goes on the right, so each prompt's tokens keep the
-positions and the causal attention they have alone (no row attends to nothing, which left padding
-gives its pad tokens), and the letters are read at each prompt's own last token: the probabilities
+Letters can be scored in padded batches (``--llm-batch-size N``, off by default): one forward reads
+``batch_size`` prompts, sorted by length so that little is padding. The padding goes on the right,
+so each prompt's tokens keep the positions and the causal attention they have alone (no row
+attends to nothing, which left padding gives its pad tokens), and the letters are read at each prompt's own last token: the probabilities
 equal those of one prompt at a time up to rounding (the tests check 1e-4 on the CPU in fp32; in a
 GPU's bf16 the rounding of other shapes moves them by up to about 0.01: gpu_models.py measures it).
+So a batched question's probabilities depend a little on the prompts it shares a batch with: the
+default is one prompt at a time (an answer depends on its question alone), batching is asked for,
+and a batched run's replies are cached apart from one-at-a-time replies (``identity``).
 
 The token ids of a prompt counted (the LLM reader counts every prompt to fit the context before any
 is scored) are kept for its forward, so no prompt is tokenized twice."""
@@ -23,9 +26,6 @@ from openqa.errors import OpenQAError
 from openqa.llm.backends import DEFAULT_CONTEXT, Backend, Request, first_line
 from openqa.llm.prompts import Messages
 
-#: Prompts per forward pass for letters on a GPU: the fastest of 8, 16 and 32 for a Qwen2.5-1.5B shape
-#: on an H200 (400-token prompts through the LLM reader: scripts/benchmarks/gpu_models.py).
-GPU_BATCH = 32
 #: Token ids kept of prompts counted and not yet read (first in, first out past this many tokens: 64 MB).
 KEPT_TOKENS = 1 << 24
 
@@ -33,8 +33,9 @@ KEPT_TOKENS = 1 << 24
 class TransformersBackend(Backend):
     """A causal LM run in process: its chat template, bf16 on a GPU (fp16 where bf16 is not
     supported), fp32 on the CPU; letters from the exact next-token distribution, ``batch_size``
-    prompts a forward (default: ``GPU_BATCH`` on a GPU, one at a time on the CPU, where batching
-    gains little); generated replies one at a time. The weights load at the first prompt the cache
+    prompts a forward (default one: see the module's docstring; 32 was the fastest of 8, 16 and 32
+    for a Qwen2.5-1.5B shape on an H200, scripts/benchmarks/gpu_models.py); generated replies one
+    at a time. The weights load at the first prompt the cache
     does not answer (a cached rerun reads only the tokenizer)."""
 
     kind = "transformers"
@@ -61,7 +62,7 @@ class TransformersBackend(Backend):
             raise OpenQAError(f"model {model!r} has no chat template: --method llm needs an instruction (chat) model")
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         gpu = torch.device(self.device).type == "cuda"
-        self.batch_size = batch_size or (GPU_BATCH if gpu else 1)
+        self.batch_size = batch_size or 1
         self.dtype = torch.float32
         if gpu:
             self.dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
@@ -100,7 +101,10 @@ class TransformersBackend(Backend):
         return self._model
 
     def identity(self) -> dict[str, Any]:
-        return {"kind": self.kind, "model": self.source}
+        """What the cache keys replies by: the model, and the batch size where prompts share forwards
+        (their rounding then differs from one at a time's; one-at-a-time keys are as they always were)."""
+        batched = {"letters_batch": self.batch_size} if self.batch_size > 1 else {}
+        return {"kind": self.kind, "model": self.source, **batched}
 
     def count(self, text: str) -> int:
         with self._lock:
