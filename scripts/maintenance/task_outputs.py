@@ -8,7 +8,7 @@ nothing else: indexes are built into the copy's ``indexes/``, results written in
 ``eval/results/``, as the commands' defaults put them. The tasks run in the page's order (each
 after the ones before it, as a reader following the page: the index of the first is there for the
 rest). Each command is one ``bash -c`` of the line the page shows, timed by the wall clock, its
-output (standard output and error as a terminal shows them, without progress bars) kept where the
+output (standard output and error as a terminal is left showing them, without progress bars) kept where the
 page quotes it, with the copy's folder written as the paths relative to it and the data folder as
 ``$OPENQA_DATA``. A command that fails stops the script. Time it on a quiet machine: the figures
 are the page's "how long it takes".
@@ -143,10 +143,24 @@ def clean_copy(folder: Path) -> str:
 
 def environment(data: Path) -> dict[str, str]:
     """A researcher's: ``OPENQA_DATA`` and no other openqa variable, this Python's commands first on
-    ``PATH`` (``openqa``, ``python``), this checkout's openqa, progress bars off (a file is no terminal)."""
+    ``PATH`` (``openqa``, ``python``), this checkout's openqa, output unbuffered (in a terminal's order)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENQA_")}
     return {**env, "OPENQA_DATA": str(data), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-            "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1", "TQDM_DISABLE": "1"}
+            "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+
+
+#: A progress bar as tqdm draws it: ``desc: 40%|####  | 80/200 [00:01<...`` or ``desc: 72885para [00:18, ...``.
+BAR = re.compile(r"^[^:]*: +(?:\d+%\|.*\| *)?\d+(?:/\d+)?\w* \[\d\d:\d\d")
+
+
+def terminal_lines(text: str) -> list[str]:
+    """The lines a terminal is left showing, without progress bars: of a line redrawn with ``\\r``,
+    its last fragment that is no bar (none: the line goes); other lines as they are, blank ones too."""
+    lines = []
+    for line in text.rstrip("\n").split("\n"):
+        fragments = [f for f in line.split("\r") if f.strip() and not BAR.search(f)] if "\r" in line else [line]
+        lines += [f for f in fragments[-1:] if not BAR.search(f)]
+    return lines
 
 
 def run(step: Step, clone: Path, data: Path, env: dict[str, str]) -> dict[str, object]:
@@ -157,7 +171,7 @@ def run(step: Step, clone: Path, data: Path, env: dict[str, str]) -> dict[str, o
     text = done.stdout.replace(f"{clone}/", "").replace(str(clone), ".").replace(str(data), "$OPENQA_DATA")
     if done.returncode != 0:
         raise SystemExit(f"`{step.command}` failed (exit {done.returncode}):\n{text[-2000:]}")
-    lines = text.rstrip("\n").splitlines()
+    lines = terminal_lines(text)
     return {"command": step.command, "seconds": round(seconds, 1), "lines": len(lines),
             "output": [line for line in lines if not step.shown or re.search(step.shown, line)]}
 
@@ -189,7 +203,7 @@ def main() -> None:
         "load_average": f"(1, 5, 15 min) {load_before} before the tasks, "
                         f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} after",
         "notes": "wall seconds of each command on this machine, the first run of each (no index or cache before it "
-                 "but those the earlier tasks built); progress bars off (TQDM_DISABLE=1); outputs' paths relative to "
+                 "but those the earlier tasks built); outputs without progress bars, their paths relative to "
                  "the copy of the repository, the data folder as $OPENQA_DATA",
     }
     path = write_record("tasks.json", record, "python scripts/maintenance/task_outputs.py")
