@@ -166,9 +166,10 @@ def terminal_lines(text: str) -> list[str]:
 def run(step: Step, clone: Path, data: Path, env: dict[str, str]) -> dict[str, object]:
     """Run one command in ``clone``: its wall seconds, its output's line count and the lines the page quotes."""
     start = time.perf_counter()
-    done = subprocess.run(["bash", "-c", step.command], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    done = subprocess.run(["bash", "-c", step.command], cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     seconds = time.perf_counter() - start
-    text = done.stdout.replace(f"{clone}/", "").replace(str(clone), ".").replace(str(data), "$OPENQA_DATA")
+    # decoded here: text mode would make each "\r" of a redrawn progress bar a line of its own
+    text = done.stdout.decode("utf-8").replace(f"{clone}/", "").replace(str(clone), ".").replace(str(data), "$OPENQA_DATA")
     if done.returncode != 0:
         raise SystemExit(f"`{step.command}` failed (exit {done.returncode}):\n{text[-2000:]}")
     lines = terminal_lines(text)
