@@ -5,22 +5,25 @@ each takes; writes eval/results/studies/tasks.json, then the page's quoted outpu
 Every task runs in a clean copy of this repository (``git archive HEAD``: the committed files, as a
 fresh clone has them) in a temporary folder, with this checkout's openqa, ``OPENQA_DATA`` set and
 nothing else: indexes are built into the copy's ``indexes/``, results written into its
-``eval/results/``, as the commands' defaults put them. The tasks run in the page's order (each
-after the ones before it, as a reader following the page: the index of the first is there for the
-rest). Each command is one ``bash -c`` of the line the page shows, timed by the wall clock, its
-output (standard output and error as a terminal is left showing them, without progress bars) kept where the
-page quotes it, with the copy's folder written as the paths relative to it and the data folder as
-``$OPENQA_DATA``. A command that fails stops the script. Time it on a quiet machine: the figures
-are the page's "how long it takes".
+``eval/results/``, as the commands' defaults put them. The tasks run in the page's order (as a
+reader following the page: the index of the first is there for the rest), ``--repeats`` times,
+each round in a fresh copy. Each command is one ``bash -c`` of the line the page shows, timed by
+the wall clock (the page gives the median of the rounds); its output (standard output and error as
+a terminal is left showing them, without progress bars) is kept where the page quotes it, the
+copy's folder written as the paths relative to it and the data folder as ``$OPENQA_DATA``. A
+command that fails stops the script. Time it on a quiet machine: the figures are the page's "how
+long it takes".
 
     python scripts/maintenance/task_outputs.py            # needs OPENQA_DATA (the MedQA data_clean folder)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 
 from docs_figures import PAGES, rewrite
 
-from benchlib import REPO, data_dir, write_record
+from benchlib import REPO, command_line, data_dir, write_record
 
 
 @dataclass(frozen=True)
@@ -177,37 +180,57 @@ def run(step: Step, clone: Path, data: Path, env: dict[str, str]) -> dict[str, o
             "output": [line for line in lines if not step.shown or re.search(step.shown, line)]}
 
 
-def main() -> None:
-    data = data_dir()
-    books = sorted(p.name for p in (data / "textbooks" / "en").glob("*.txt"))
-    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    tasks = {}
+def run_all(data: Path) -> tuple[str, list[list[dict[str, object]]]]:
+    """Every task in a fresh clean copy, in order: the commit copied, and each task's steps (``run``)."""
     with tempfile.TemporaryDirectory(prefix="openqa-tasks-") as tmp:
         clone = Path(tmp) / "openqa"
         commit = clean_copy(clone)
         env = environment(data)
-        for name, task in TASKS.items():
+        done = []
+        for task in TASKS.values():
             for path, text in task.files.items():
                 (clone / path).parent.mkdir(parents=True, exist_ok=True)
                 (clone / path).write_text(text, encoding="utf-8")
-            steps = [run(step, clone, data, env) for step in task.steps]
-            tasks[name] = {"title": task.title, "files": task.files, "commands": [step.command for step in task.steps],
-                           "steps": steps, "seconds": round(sum(step["seconds"] for step in steps), 1)}
-            print(f"{name}: {tasks[name]['seconds']} s", flush=True)
+            done.append([run(step, clone, data, env) for step in task.steps])
+        return commit, done
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of every task, each in a fresh copy (default: 3)")
+    args = parser.parse_args()
+    data = data_dir()
+    books = sorted(p.name for p in (data / "textbooks" / "en").glob("*.txt"))
+    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    rounds = []
+    for repeat in range(args.repeats):
+        commit, done = run_all(data)
+        rounds.append(done)
+        print(f"round {repeat + 1}: {sum(step['seconds'] for steps in done for step in steps):.1f} s", flush=True)
+    tasks = {}
+    for t, (name, task) in enumerate(TASKS.items()):
+        steps = []
+        for s, first in enumerate(rounds[0][t]):  # the outputs of the first round, the times of all
+            seconds = [r[t][s]["seconds"] for r in rounds]
+            steps.append({**first, "seconds": round(statistics.median(seconds), 1), "seconds_range": [min(seconds), max(seconds)]})
+        tasks[name] = {"title": task.title, "files": task.files, "commands": [step.command for step in task.steps],
+                       "steps": steps, "seconds": round(sum(step["seconds"] for step in steps), 1)}
     record = {
         "dataset": "us", "split": "test", "method": None, "n": None, "accuracy": None,
         "study": "the tasks of docs/tasks.md run as written, in a clean copy of the repository, one after another",
         "books": len(books), "corpus": f"en: {len(books)} books of $OPENQA_DATA/textbooks/en ({', '.join(books)})",
         "clean_copy_of": commit,
+        "repeats": args.repeats,
         "tasks": tasks,
         "seconds": round(sum(task["seconds"] for task in tasks.values()), 1),
-        "load_average": f"(1, 5, 15 min) {load_before} before the tasks, "
+        "load_average": f"(1, 5, 15 min) {load_before} before the rounds, "
                         f"{', '.join(f'{x:.2f}' for x in os.getloadavg())} after",
-        "notes": "wall seconds of each command on this machine, the first run of each (no index or cache before it "
-                 "but those the earlier tasks built); outputs without progress bars, their paths relative to "
-                 "the copy of the repository, the data folder as $OPENQA_DATA",
+        "notes": "wall seconds of each command on this machine: the median of the rounds (each in a fresh copy: "
+                 "no index or cache but those the earlier tasks of the round built), with the least and the most; "
+                 "outputs of the first round, without progress bars, their paths relative to the copy of the "
+                 "repository, the data folder as $OPENQA_DATA",
     }
-    path = write_record("tasks.json", record, "python scripts/maintenance/task_outputs.py")
+    path = write_record("tasks.json", record, command_line("scripts/maintenance/task_outputs.py", sys.argv[1:]))
     print(f"wrote {path.relative_to(REPO)}")
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
