@@ -1,21 +1,19 @@
 """MkDocs hooks: the command reference is generated from openqa's own argparse parser when the site
 is built (never written twice), and the results page takes the figures RESULTS.md holds, which
-``scripts/maintenance/results_md.py`` writes from the records under eval/results/."""
+``scripts/maintenance/results_md.py`` writes from the records under eval/results/. The other pages'
+figures are written in their sources (``scripts/maintenance/docs_figures.py``): nothing to fill here."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 MARKER = "<!-- openqa-cli-reference -->"
 RESULTS_MARKER = "<!-- openqa-results -->"
 ROOT = Path(__file__).resolve().parents[1]
-#: The records of eval/results/ whose figures the pages show (a record found by name: ``find_record``);
-#: its PNG figures are served under figures/, in the same folders.
+#: The results tree, whose PNG figures the site serves under figures/, in the same folders.
 FIGURES = ROOT / "eval" / "results"
 
 
@@ -74,35 +72,6 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
-#: ``{{ FILE:dotted.key }}`` or ``{{ FILE:dotted.key:FORMAT }}``: a figure read from the record FILE under eval/results/
-#: (named by its file name alone: ``openqa.evaluate.results.find_record`` knows its folder).
-FIGURE = re.compile(r"\{\{\s*([\w.+-]+\.json):([\w.]+)(?::([^}\s]+))?\s*\}\}")
-
-
-def figure(match: re.Match[str]) -> str:
-    """The value a placeholder names, formatted; a missing record or key fails the build."""
-    from openqa.evaluate.results import find_record
-
-    file, key, spec = match.groups()
-    value: Any = json.loads(find_record(FIGURES, file).read_text(encoding="utf-8"))
-    parts = key.split(".")
-    while parts:  # a dict's key (the longest that matches: "0.7" too), or a list's index (ci95.0: an interval's low end)
-        if isinstance(value, list) and parts[0].isdigit() and int(parts[0]) < len(value):
-            value, parts = value[int(parts[0])], parts[1:]
-            continue
-        taken = next((n for n in range(len(parts), 0, -1) if isinstance(value, dict) and ".".join(parts[:n]) in value), 0)
-        if not taken:
-            raise ValueError(f"{file} has no {key} (a figure of the documentation)")
-        value, parts = value[".".join(parts[:taken])], parts[taken:]
-    return format(value, spec) if spec else str(value)
-
-
-def figures(markdown: str) -> str:
-    """Every figure placeholder of a page replaced by its record's value."""
-    return FIGURE.sub(figure, markdown)
-
-
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    markdown = figures(markdown)
     markdown = markdown.replace(MARKER, cli_reference()) if MARKER in markdown else markdown
     return markdown.replace(RESULTS_MARKER, results_page()) if RESULTS_MARKER in markdown else markdown

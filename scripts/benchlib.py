@@ -78,13 +78,13 @@ def command_line(script: str, argv: list[str], folders: tuple[str, ...] = ("--ca
     return " ".join(words)
 
 
-def record_path(name: str) -> Path:
+def record_path(name: str, results: Path = RESULTS) -> Path:
     """Where the repository keeps the record (or figure, report) named ``name``: under ``eval/results/``
-    in the folder its name belongs in (``openqa.record_folder``; e.g. ``bench-core.json`` in
-    ``benchmarks/``, ``us-test-ir-custom.json`` in ``runs/us/``); one still directly inside
-    ``eval/results/`` (written there by ``openqa eval --output eval/results``, not yet moved) is found there."""
-    flat = RESULTS / name
-    return flat if flat.exists() else RESULTS / record_folder(name) / name
+    (or the results tree ``results``) in the folder its name belongs in (``openqa.record_folder``; e.g.
+    ``bench-core.json`` in ``benchmarks/``, ``us-test-ir-custom.json`` in ``runs/us/``); one still directly
+    inside it (written there by ``openqa eval --output eval/results``, not yet moved) is found there."""
+    flat = results / name
+    return flat if flat.exists() else results / record_folder(name) / name
 
 
 def write_atomic(path: Path, text: str) -> None:
