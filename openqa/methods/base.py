@@ -19,7 +19,7 @@ from openqa.evaluate.calibration import (
 from openqa.llm.settings import LLMSettings
 from openqa.retrieval.base import Index
 from openqa.scorers.base import OptionScorer, OptionScores
-from openqa.scorers.ir import IRScorer, IRSettings
+from openqa.scorers.ir import IRScorer, IRSettings, option_queries
 from openqa.tuning import (
     resolve_settings,
 )
@@ -40,22 +40,64 @@ FIRST_PART_KEYS = ("top_n", "aggregate", "query")
 @dataclass(frozen=True)
 class Limits:
     """What one request to a method may ask of a server: characters of question and options together,
-    and seconds from arriving to answered (queueing included); a request over ``heavy_chars``
-    characters is heavy (it waits in a queue of its own and shares half the workers with other heavy ones)."""
+    and seconds from arriving to answered (queueing included). How heavy a request is, the method's
+    ``Cost`` says (``Method.estimate``)."""
 
     max_chars: int
     seconds: float
-    heavy_chars: int = 4_000
 
 
 #: The limits of a method that searches an inverted or vector index once per option (under half a
-#: second at 20,000 characters); heavy above MedQA's longest question with its options (3,637 characters).
+#: second at 20,000 characters).
 SEARCH_LIMITS = Limits(20_000, 15.0)
-#: PMI counts co-occurrences of every question term with every option term in windows of the positional
-#: index: 4 Chinese options of 4,000 characters took 2.9 s here; heavy from 2,000 characters. An
-#: ensemble runs PMI among its parts (every language's default parts), so it takes these limits: a
-#: request that could never finish in its time is refused at once.
-PMI_LIMITS = Limits(6_000, 15.0, 2_000)
+#: PMI counts co-occurrences of every question n-gram with every option n-gram in windows of the positional
+#: index: 4 Chinese options of 4,000 characters took 2.9 s here. An ensemble runs PMI among its parts
+#: (every language's default parts), so it takes these limits: a request that could never finish in
+#: its time is refused at once.
+PMI_LIMITS = Limits(6_000, 15.0)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What one question costs a method in one language: ``fixed`` seconds, plus ``per_unit`` seconds
+    per unit of its work (``Method.work_units``)."""
+
+    lang: str
+    fixed: float
+    per_unit: float
+
+
+@dataclass(frozen=True)
+class Cost:
+    """How long a method takes on one question, estimated from its work before it runs: a ``Rate``
+    per language, fitted by ``scripts/benchmarks/bench_costs.py`` on a quiet machine
+    (``eval/results/benchmarks/bench-costs.json``). A language without a rate of its own takes the
+    costliest of the others."""
+
+    rates: tuple[Rate, ...]
+
+    def seconds(self, lang: str, units: float) -> float:
+        """Estimated seconds of ``units`` of work in ``lang``."""
+        rates = [r for r in self.rates if r.lang == lang] or self.rates
+        return max(r.fixed + r.per_unit * units for r in rates)
+
+
+def query_terms(index: Index, queries: Sequence[str]) -> int:
+    """The index terms of ``queries``, summed: an engine reads each term's postings once per query,
+    so this is the work of searching them."""
+    tokenizer = index.tokenizer
+    return sum(len(tokenizer.tokenize(tokenizer.prepare_query(query))) for query in queries)
+
+
+#: IR-Custom's cost per query term of its option queries (with the evidence paragraphs of an answer),
+#: also taken by the IR methods whose engines were not measured (IR-ES, dense, a reader's retrieval,
+#: the bank): ``bench-costs.json`` (``fits.ir_custom_en``, ``fits.ir_custom_zh``).
+IR_COST = Cost((Rate("en", 0.00105, 4.11e-06), Rate("zh", 0.00114, 8.19e-06)))
+#: One search's (``/v1/search``) cost per query term: ``bench-costs.json`` (``fits.search_en``, ``fits.search_zh``).
+SEARCH_COST = Cost((Rate("en", 9.51e-05, 2.18e-06), Rate("zh", 0.000312, 4.61e-06)))
+#: PMI's cost per (question n-gram, option n-gram) pair: ``bench-costs.json`` (``fits.pmi_en``, ``fits.pmi_zh``;
+#: the issue's 1,960-character Chinese question, 1.6 million pairs, took 6.7 s there and is estimated at 7.3 s).
+PMI_COST = Cost((Rate("en", 0.00353, 2.16e-06), Rate("zh", 0.000796, 4.52e-06)))
 
 
 @dataclass(frozen=True)
@@ -136,11 +178,23 @@ class Method(ABC):
     limits: Limits = SEARCH_LIMITS
     #: How pages name the method for a person (default: its name).
     display_name: str = ""
+    #: How long a question takes it, from its ``work_units`` (``estimate``; a server weighs requests by it).
+    cost: Cost = IR_COST
 
     @property
     def shown_name(self) -> str:
         """The method's name for a person."""
         return self.display_name or self.name
+
+    def work_units(self, opened: Opened, question: Question, lang: str) -> float:
+        """How much work scoring ``question`` with ``opened`` is, in the units of ``cost``: by default
+        an IR method's, the index terms of its option queries (question part and option), summed."""
+        mode = opened.retriever.settings.query if opened.retriever is not None else "full"
+        return query_terms(opened.index, option_queries(question, mode, lang))
+
+    def estimate(self, opened: Opened, question: Question, lang: str) -> float:
+        """Seconds scoring ``question`` with ``opened`` is estimated to take (``cost`` of its ``work_units``)."""
+        return self.cost.seconds(lang, self.work_units(opened, question, lang))
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:

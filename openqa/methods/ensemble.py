@@ -139,6 +139,13 @@ class EnsembleMethod(Method):
         parts = [p for p in self.parts_for(lang, request) if not p.precomputed]
         return tuple(sorted({key for p in parts for key in method(p.method).reads(lang, Request(p.overrides, llm=request.llm))}))
 
+    def estimate(self, opened: Opened, question: Question, lang: str) -> float:
+        """Its parts' estimates, summed (a part read from a predictions file costs nothing)."""
+        from openqa.scorers.precomputed import PrecomputedScorer
+
+        return sum(method(label.partition(":")[0]).estimate(part, question, lang) for label, part in opened.parts.items()
+                   if not isinstance(part.scorer, PrecomputedScorer))
+
     def variant(self, request: Request) -> list[str]:
         """The name its weights are filed under, when given (``Request.ensemble``)."""
         return [request.ensemble] if request.ensemble else []
