@@ -269,7 +269,7 @@ def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
     from openqa.llm.settings import LLMSettings
     from openqa.methods import METHODS, Request
     from openqa.serve.app import create_app
-    from openqa.serve.engines import HEAVY_SECONDS, Engines
+    from openqa.serve.engines import Engines
     from openqa.workspace import Context
 
     settings = Settings.resolve(data_dir=root / "data_clean", index_dir=root / "indexes", settings_dir=root / "tuned")
@@ -284,7 +284,7 @@ def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
         # the evidence budget (1,024 tokens) when it reads evidence; heavy with or without
         first = make_question(QUESTIONS[0]["question"], QUESTIONS[0]["options"])
         assert METHODS["llm"].work_units(engines.offers["en", "llm"].opened, first, "en") == 60 + (1024 if evidence != "none" else 0)
-        assert METHODS["llm"].estimate(engines.offers["en", "llm"].opened, first, "en") > HEAVY_SECONDS
+        assert METHODS["llm"].estimate(engines.offers["en", "llm"].opened, first, "en").heavy
         with running(create_app(engines)) as url:
             asked = [{"question": q["question"], "options": q["options"], "method": "llm"} for q in QUESTIONS] * 2
             with ThreadPoolExecutor(6) as pool:  # the model's first replies, on several threads at once

@@ -35,6 +35,7 @@ from openqa.evaluate import browse as browse_module
 from openqa.evaluate import compare as compare_module
 from openqa.evaluate import metrics as metrics_module
 from openqa.methods import METHODS, Cost, Limits, Overrides, Rate, Request
+from openqa.methods import base as methods_base
 from openqa.pipeline import Context
 from openqa.retrieval.registry import build_index
 from openqa.serve import engines as engines_module
@@ -487,7 +488,7 @@ def test_short_requests_never_wait_behind_heavy_ones(site, monkeypatch):
     url, engines = site[0], site[1]
     monkeypatch.setitem(METHODS, "ir-custom", replace(METHODS["ir-custom"], limits=Limits(20_000, HANG_S),
                                                       cost=Cost((Rate("en", 0.0, 1.0),))))  # a second per query term:
-    monkeypatch.setattr(engines_module, "HEAVY_SECONDS", 150.0)  # heavy from 150 (the heavy question's queries have 240)
+    monkeypatch.setattr(methods_base, "HEAVY_SECONDS", 150.0)  # heavy from 150 (the heavy question's queries have 240)
     scoring = Checkpointed(monkeypatch, HANG_S, only="HEAVY")
     heavy = {"question": "HEAVY which drug? " + "cell wall " * 40, "options": EN["options"], "lang": "en"}
     clients = [threading.Thread(target=call, args=(url, "/v1/answer", heavy))  # all one client may have in flight but one

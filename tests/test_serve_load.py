@@ -26,6 +26,7 @@ from openqa.cancel import checkpoint
 from openqa.config import Settings
 from openqa.data.pasted import make_question
 from openqa.methods import METHODS, Cost, Rate
+from openqa.methods import base as methods_base
 from openqa.methods.base import IR_COST, PMI_COST, SEARCH_COST
 from openqa.pipeline import Context
 from openqa.serve import engines as engines_module
@@ -38,7 +39,7 @@ from tests.helpers import HANG_S, Started, gated, wait_until
 
 #: A MedQA-sized Chinese question (the tiny site's), as ``make_question`` takes it.
 ZH_QUESTION = ("哪种药物抑制细菌细胞壁合成？", {"A": "阿司匹林", "B": "头孢曲松", "C": "庆大霉素"})
-from tests.servers import EN, TOP1, port_of, read_by_server, serving, tiny_engines, tiny_site
+from tests.servers import EN, TOP1, call, port_of, read_by_server, serving, tiny_engines, tiny_site
 
 
 def test_one_client_leaves_a_heavy_worker_to_the_others_and_short_jobs_never_wait():
@@ -252,7 +253,7 @@ def test_a_heavy_request_waits_behind_a_looping_client_when_it_is_the_same_clien
 def test_heavy_searches_share_as_heavy_answers_do_and_short_answers_pass_them(site, monkeypatch):
     url, engines = site
     monkeypatch.setattr(engines_module, "SEARCH_COST", Cost((Rate("en", 0.0, 1.0),)))  # a second per query term:
-    monkeypatch.setattr(engines_module, "HEAVY_SECONDS", 30.0)  # heavy from 30 terms (the long query has 80)
+    monkeypatch.setattr(methods_base, "HEAVY_SECONDS", 30.0)  # heavy from 30 terms (the long query has 80)
     started, release = Started(), threading.Event()
     held(monkeypatch, "search_hits", "LONG", started, release)
     query = "LONG cell wall synthesis " * 20
@@ -276,6 +277,7 @@ def test_heavy_searches_share_as_heavy_answers_do_and_short_answers_pass_them(si
 
 def test_a_client_past_its_cap_of_jobs_in_flight_gets_a_429_and_others_are_answered(site, monkeypatch):
     url, engines = site
+    assert call(url, "/v1/methods")[1]["limits"]["max_in_flight"] == engines_module.CLIENT_JOBS == 2 * engines_module.WORKERS
     monkeypatch.setattr(engines.jobs, "cap", 2)
     started, release = Started(), threading.Event()
     held(monkeypatch, "answer_record", "HELD", started, release)
@@ -346,7 +348,7 @@ def test_work_is_weighed_by_its_estimated_cost_not_its_characters(tmp_path, monk
             engines.answer(question, method, "zh").result(HANG_S)
         assert heavy == [True, False, False]
         opened = engines.offers["zh", "pmi"].opened
-        assert METHODS["pmi"].estimate(opened, long, "zh") > engines_module.HEAVY_SECONDS > METHODS["pmi"].estimate(opened, short, "zh")
+        assert METHODS["pmi"].estimate(opened, long, "zh").heavy and not METHODS["pmi"].estimate(opened, short, "zh").heavy
     finally:
         engines.close(0)
 

@@ -16,10 +16,11 @@ from openqa.evaluate.calibration import (
     Calibration,
     uncalibrated,
 )
+from openqa.languages import LANGS
 from openqa.llm.settings import LLMSettings
 from openqa.retrieval.base import Index
 from openqa.scorers.base import OptionScorer, OptionScores
-from openqa.scorers.ir import IRScorer, IRSettings, option_queries
+from openqa.scorers.ir import IRScorer, IRSettings, question_query
 from openqa.tuning import (
     resolve_settings,
 )
@@ -67,6 +68,34 @@ class Rate:
     per_unit: float
 
 
+#: Estimated seconds above which a question (or a search) is heavy work: a server shares heavy requests
+#: among at most half its workers (``openqa.serve``); every US and Mainland test question is light for
+#: IR-Custom and PMI (``bench-costs.json``, ``test_questions``).
+HEAVY_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What scoring a question (or running a search) is estimated to cost before it runs, as
+    ``openqa serve`` weighs its requests: the method's work ``units`` (IR methods: the index terms
+    of their queries; PMI: its question n-gram x option n-gram pairs; an LLM: its prompt tokens; an
+    ensemble: its parts' estimated seconds) and the ``seconds`` they take at the rates
+    ``scripts/benchmarks/bench_costs.py`` fitted on a 2-core machine (one thread)."""
+
+    units: float
+    seconds: float
+
+    @property
+    def heavy_seconds(self) -> float:
+        """The estimated seconds above which work is heavy (``HEAVY_SECONDS``)."""
+        return HEAVY_SECONDS
+
+    @property
+    def heavy(self) -> bool:
+        """Whether a server weighs it as heavy: estimated at over ``heavy_seconds``."""
+        return self.seconds > HEAVY_SECONDS
+
+
 @dataclass(frozen=True)
 class Cost:
     """How long a method takes on one question, estimated from its work before it runs: a ``Rate``
@@ -76,10 +105,10 @@ class Cost:
 
     rates: tuple[Rate, ...]
 
-    def seconds(self, lang: str, units: float) -> float:
-        """Estimated seconds of ``units`` of work in ``lang``."""
+    def estimate(self, lang: str, units: float) -> Estimate:
+        """The estimate of ``units`` of work in ``lang``."""
         rates = [r for r in self.rates if r.lang == lang] or self.rates
-        return max(r.fixed + r.per_unit * units for r in rates)
+        return Estimate(units, max(r.fixed + r.per_unit * units for r in rates))
 
 
 def query_terms(index: Index, queries: Sequence[str]) -> int:
@@ -92,12 +121,14 @@ def query_terms(index: Index, queries: Sequence[str]) -> int:
 #: IR-Custom's cost per query term of its option queries (with the evidence paragraphs of an answer),
 #: also taken by the IR methods whose engines were not measured (IR-ES, dense, a reader's retrieval,
 #: the bank): ``bench-costs.json`` (``fits.ir_custom_en``, ``fits.ir_custom_zh``).
-IR_COST = Cost((Rate("en", 0.00105, 4.11e-06), Rate("zh", 0.00114, 8.19e-06)))
+IR_COST = Cost((Rate("en", 0.00126, 1.45e-06), Rate("zh", 0.00112, 5.5e-06)))
 #: One search's (``/v1/search``) cost per query term: ``bench-costs.json`` (``fits.search_en``, ``fits.search_zh``).
-SEARCH_COST = Cost((Rate("en", 9.51e-05, 2.18e-06), Rate("zh", 0.000312, 4.61e-06)))
+SEARCH_COST = Cost((Rate("en", 0.000114, 1.38e-06), Rate("zh", 0.000351, 3.03e-06)))
+#: The cost of work already counted in estimated seconds (an ensemble's: its parts').
+SECONDS = Cost(tuple(Rate(lang, 0.0, 1.0) for lang in LANGS))
 #: PMI's cost per (question n-gram, option n-gram) pair: ``bench-costs.json`` (``fits.pmi_en``, ``fits.pmi_zh``;
-#: the issue's 1,960-character Chinese question, 1.6 million pairs, took 6.7 s there and is estimated at 7.3 s).
-PMI_COST = Cost((Rate("en", 0.00353, 2.16e-06), Rate("zh", 0.000796, 4.52e-06)))
+#: the issue's 1,960-character Chinese question, 1.6 million pairs, took 4.3 s there and is estimated at 6.2 s).
+PMI_COST = Cost((Rate("en", 0.00185, 1.73e-06), Rate("zh", 0.000797, 3.84e-06)))
 
 
 @dataclass(frozen=True)
@@ -188,13 +219,15 @@ class Method(ABC):
 
     def work_units(self, opened: Opened, question: Question, lang: str) -> float:
         """How much work scoring ``question`` with ``opened`` is, in the units of ``cost``: by default
-        an IR method's, the index terms of its option queries (question part and option), summed."""
+        an IR method's, the index terms of its option queries (question part, then option), summed.
+        No term spans the space between the two parts, so the question part is read once."""
         mode = opened.retriever.settings.query if opened.retriever is not None else "full"
-        return query_terms(opened.index, option_queries(question, mode, lang))
+        asked = query_terms(opened.index, [question_query(question, mode, lang)])
+        return len(question.options) * asked + query_terms(opened.index, list(question.options.values()))
 
-    def estimate(self, opened: Opened, question: Question, lang: str) -> float:
-        """Seconds scoring ``question`` with ``opened`` is estimated to take (``cost`` of its ``work_units``)."""
-        return self.cost.seconds(lang, self.work_units(opened, question, lang))
+    def estimate(self, opened: Opened, question: Question, lang: str) -> Estimate:
+        """What scoring ``question`` with ``opened`` is estimated to cost (its ``work_units`` at its ``cost``)."""
+        return self.cost.estimate(lang, self.work_units(opened, question, lang))
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:

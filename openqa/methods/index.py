@@ -183,9 +183,9 @@ class LLMMethod(Method):
     #: evidence (requests queue behind each other there), a GPU server about a second.
     limits: Limits = Limits(20_000, 600.0)
     #: The fastest model measured (``bench-llm.json``: SmolLM2-135M as GGUF on one CPU thread) took 903 s for
-    #: 400 closed-book questions (letters scoring), and read 197 prompt tokens/s: a question costs that much,
-    #: and as much again per token of its question, options and evidence. A larger model is slower: every
-    #: LLM request is heavy.
+    #: 400 closed-book questions (letters scoring) and read 197 prompt tokens/s: a question is estimated at
+    #: 903 / 400 s, plus 1 / 197 s per token of its question, options and evidence (both languages). A
+    #: larger model is slower: every LLM request is heavy.
     cost: Cost = Cost((Rate("en", 903 / 400, 1 / 197),))
 
     def ready(self, request: Request) -> bool:

@@ -69,9 +69,6 @@ WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
 #: so at least two: one client's heavy requests hold all but one (``FairPool.client_share``), and another
 #: client's heavy request starts beside them at once.
 HEAVY_SHARE = WORKERS // 2
-#: A request its method estimates at more seconds than this (``Method.estimate``) is heavy: every US and
-#: Mainland test question is light for IR-Custom and PMI (``bench-costs.json``, ``test_questions``).
-HEAVY_SECONDS = 0.5
 #: A request asking for more paragraphs per option than this is heavy.
 HEAVY_TOP_N = 20
 #: The most jobs one client may have in flight (queued or running): twice the workers, so a client
@@ -385,7 +382,7 @@ class Engines:
         seconds = limits(method).seconds
         what = f"{method} ({lang})"
         current = self.offers[lang, method].opened
-        heavy = (current is None or METHODS[method].estimate(current, question, lang) > HEAVY_SECONDS
+        heavy = (current is None or METHODS[method].estimate(current, question, lang).heavy
                  or (top_n or 0) > HEAVY_TOP_N)  # an offer being reopened is weighed as heavy
 
         def attempts() -> dict[str, Any]:
@@ -438,7 +435,7 @@ class Engines:
             return {"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]}
 
         index = self.ctx.opened.get((lang, engine))
-        heavy = index is None or SEARCH_COST.seconds(lang, query_terms(index, [query])) > HEAVY_SECONDS
+        heavy = index is None or SEARCH_COST.estimate(lang, query_terms(index, [query])).heavy
         seconds = SEARCH_LIMITS.seconds
         return self.submit(work, f"search ({engine})", seconds, client, lang, heavy, abandoned or threading.Event(),
                            deadline if deadline is not None else time.monotonic() + seconds, self._worker(reading[0], lang))

@@ -134,7 +134,7 @@ def add_api(app: FastAPI, engines: Engines) -> None:
             "default": {"method": engines.methods[0], "lang": engines.langs[0]},
             "served": await run_in_threadpool(engines.describe),
             "limits": {"max_chars": MAX_CHARS, "max_options": MAX_OPTIONS, "max_top_n": MAX_TOP_N,
-                       "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY},
+                       "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY, "max_in_flight": engines.jobs.cap},
         }
 
     @app.get("/v1/examples", summary="Real MedQA questions with their answer keys, chosen by a stated rule (none without a data folder)")

@@ -1,22 +1,21 @@
 """The cost model a server weighs requests by: measured seconds against each method's work units.
 
 ``openqa serve`` calls a request heavy when its method estimates it at over ``HEAVY_SECONDS``
-(``Method.estimate``: a fixed part plus seconds per work unit, per language). This script measures
-what those coefficients are: for IR-Custom and PMI in English and Chinese (and one search of the
-custom index), one thread, it times the server's own work on questions of every size
-(``Solver.answer`` with 3 evidence paragraphs per option, as ``/v1/answer``; ``Searcher.search``
-top-10, as ``/v1/search``) and counts their work units (``Method.work_units``: IR, the index terms
-of the option queries; PMI, question n-grams x option n-grams summed over the options; a search,
-its query's terms). The questions: the first ``--real`` test questions of MedQA US and Mainland,
-the longest test question of each, and long ones put together from their text (the question and
-four options cut at given lengths, up to the method's size limit), among them the issue's
-1,960-character Chinese PMI question (1,000 characters and four options of 240). Each is timed
-``--rounds`` times (one method after the other, after one warm-up), its median kept; the
-coefficients are a least-squares fit of seconds =
-fixed + per_unit x units with relative errors (each question counts alike, short or long). The
-record holds every point, the fit, its errors, and how many questions the estimate puts on the
-other side of ``HEAVY_SECONDS`` than their measured time, and how many of each test split's
-questions the fit estimates as heavy.
+(``Solver.estimate`` / ``Method.estimate``: a fixed part plus seconds per work unit, per language).
+This script measures those coefficients for IR-Custom and PMI in English and Chinese, and for one
+search of the custom index, on one thread: it times the server's own work (``Solver.answer`` with
+3 evidence paragraphs per option, as ``/v1/answer``; ``Searcher.search`` top-10, as ``/v1/search``)
+and counts its work units (``Solver.estimate`` and ``Searcher.estimate``: IR, the index terms of the
+option queries; PMI, question n-grams x option n-grams summed over the options; a search, its
+query's terms). The questions: the first ``--real`` test questions of MedQA US and Mainland, the
+longest test question of each, and long ones cut from their text (a question and four options of
+given lengths, up to the method's size limit), among them the issue's 1,960-character Chinese PMI
+question (1,000 characters and four options of 240). Each is timed ``--rounds`` times, one method
+after the other after a warm-up, and its median kept. The coefficients are a least-squares fit of
+seconds = fixed + per_unit x units on relative errors (each question counts alike, short or long).
+The record holds every point, each fit with its errors, how many points it puts on the other side
+of ``HEAVY_SECONDS`` than their measured time, and how many of each test split's questions it
+estimates as heavy.
 
     /work/llm/quiet.sh python scripts/benchmarks/bench_costs.py   -> eval/results/benchmarks/bench-costs.json
 """
@@ -38,10 +37,6 @@ import numpy as np
 
 from benchlib import command_line, data_dir, write_record
 from openqa import Question, Searcher, Solver, load_questions
-from openqa.data.pasted import make_question
-from openqa.methods import METHODS
-from openqa.methods.base import query_terms
-from openqa.serve.engines import HEAVY_SECONDS
 
 #: The test split of each language's exam.
 DATASETS = {"en": "us", "zh": "mainland"}
@@ -55,13 +50,13 @@ LONG = {("ir-custom", "en"): IR_LONG, ("ir-custom", "zh"): IR_LONG,
 SEARCHES = [500, 2_000, 5_000, 10_000, 20_000]
 
 
-def long_questions(text: str, sizes: list[tuple[int, int]]) -> list[tuple[str, Question]]:
+def long_questions(solver: Solver, text: str, sizes: list[tuple[int, int]]) -> list[tuple[str, Question]]:
     """Questions cut from ``text`` (real questions' text run together): the question, then four
     options, each named by its sizes (``long 1000+4x240``)."""
     out = []
     for q_chars, o_chars in sizes:
         cuts = [text[q_chars + i * o_chars: q_chars + (i + 1) * o_chars] for i in range(4)]
-        out.append((f"long {q_chars}+4x{o_chars}", make_question(text[:q_chars], dict(zip("ABCD", cuts)))))
+        out.append((f"long {q_chars}+4x{o_chars}", solver.question(text[:q_chars], dict(zip("ABCD", cuts)))))
     return out
 
 
@@ -75,8 +70,9 @@ def timed(run: Callable[[], Any], rounds: int) -> dict[str, Any]:
     return {"seconds": round(statistics.median(seconds), 5), "min": round(min(seconds), 5), "max": round(max(seconds), 5)}
 
 
-def fit(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """seconds = fixed + per_unit x units, least squares on relative errors (fixed kept at 0 or more)."""
+def fit(points: list[dict[str, Any]], heavy_seconds: float) -> dict[str, Any]:
+    """seconds = fixed + per_unit x units, least squares on relative errors (fixed kept at 0 or more),
+    and how many points it puts on the other side of ``heavy_seconds`` than their measured time."""
     units = np.array([p["units"] for p in points], dtype=float)
     seconds = np.array([p["seconds"] for p in points], dtype=float)
     weights = 1 / seconds
@@ -86,7 +82,7 @@ def fit(points: list[dict[str, Any]]) -> dict[str, Any]:
         fixed, per_unit = 0.0, float(np.sum(units * weights * weights * seconds) / np.sum((units * weights) ** 2))
     predicted = fixed + per_unit * units
     ratio = seconds / predicted
-    heavy, estimated = seconds > HEAVY_SECONDS, predicted > HEAVY_SECONDS
+    heavy, estimated = seconds > heavy_seconds, predicted > heavy_seconds
     return {"fixed": float(f"{fixed:.3g}"), "per_unit": float(f"{per_unit:.3g}"),
             "median_abs_relative_error": round(float(np.median(np.abs(ratio - 1))), 3),
             "measured_over_estimated": {"min": round(float(ratio.min()), 2), "max": round(float(ratio.max()), 2)},
@@ -109,14 +105,14 @@ def main() -> None:
         longest = max(real, key=lambda q: len(q.question) + sum(map(len, q.options.values())))
         for name in ("ir-custom", "pmi"):
             solver = Solver.open(name, lang)
-            asked = [("real", q) for q in real[: args.real]] + [("longest test question", longest)] + long_questions(text, LONG[name, lang])
+            asked = [("real", q) for q in real[: args.real]] + [("longest test question", longest)] + long_questions(solver, text, LONG[name, lang])
             solver.answer(asked[0][1], evidence=3)  # warm: numba, caches
             key = f"{name}_{lang}".replace("-", "_")  # a key a page's {{ record:key }} placeholder can name
-            split_units[key] = [METHODS[name].work_units(solver.opened, q, lang) for q in real]
+            split_units[key] = [solver.estimate(q).units for q in real]
             points[key] = []
             for kind, q in asked:
                 start = time.perf_counter()
-                units = METHODS[name].work_units(solver.opened, q, lang)
+                units = solver.estimate(q).units
                 estimate_seconds[key] = max(estimate_seconds.get(key, 0.0), time.perf_counter() - start)
                 took = timed(lambda q=q, solver=solver: solver.answer(q, evidence=3), args.rounds)
                 points[key].append({"kind": kind, "characters": len(q.question) + sum(map(len, q.options.values())),
@@ -128,15 +124,16 @@ def main() -> None:
         key = f"search_{lang}"
         points[key] = []
         for kind, query in queries:
-            units = query_terms(searcher.engine, [query])
+            units = searcher.estimate(query).units
             took = timed(lambda query=query, searcher=searcher: searcher.search(query, k=10), args.rounds)
             points[key].append({"kind": kind, "characters": len(query), "units": units, **took})
             print(key, points[key][-1], flush=True)
-    fits = {key: fit(rows) for key, rows in points.items()}
+    heavy_seconds = searcher.estimate(queries[0][1]).heavy_seconds  # the server's mark (HEAVY_SECONDS)
+    fits = {key: fit(rows, heavy_seconds) for key, rows in points.items()}
     for key, units in split_units.items():
         estimated = fits[key]["fixed"] + fits[key]["per_unit"] * np.array(units)
         fits[key]["test_split"] = {"questions": len(units), "estimated_max_seconds": round(float(estimated.max()), 3),
-                                   "estimated_heavy": int((estimated > HEAVY_SECONDS).sum())}
+                                   "estimated_heavy": int((estimated > heavy_seconds).sum())}
     issue = next(p for p in points["pmi_zh"] if p["kind"] == "long 1000+4x240")
     record = {
         "dataset": "us, mainland", "split": "test", "method": "cost model of ir-custom, pmi and a custom search (serve)",
@@ -144,7 +141,7 @@ def main() -> None:
         "units": {"ir-custom": "index terms of the option queries (question part + option), summed",
                   "pmi": "question n-grams x option n-grams, summed over the options",
                   "search": "index terms of the query"},
-        "heavy_seconds": HEAVY_SECONDS, "fits": fits,
+        "heavy_seconds": heavy_seconds, "fits": fits,
         "test_questions": {"questions": sum(f["test_split"]["questions"] for f in fits.values() if "test_split" in f),
                            "estimated_heavy": sum(f["test_split"]["estimated_heavy"] for f in fits.values() if "test_split" in f),
                            "what": "US and Mainland test questions, each weighed for IR-Custom and for PMI"},
