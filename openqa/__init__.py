@@ -25,6 +25,7 @@ _EXPORTS = {
                    "openqa.api"),
     **dict.fromkeys(("OpenQAError", "MissingExtraError", "DataError", "UsageError"), "openqa.errors"),
     **dict.fromkeys(("Question", "load_questions"), "openqa.data"),
+    "Estimate": "openqa.methods.base",
     **dict.fromkeys(("record_folder", "run_record"), "openqa.evaluate.results"),
 }
 
@@ -52,10 +53,11 @@ if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-ex
     from openqa.errors import UsageError as UsageError
     from openqa.evaluate.results import record_folder as record_folder
     from openqa.evaluate.results import run_record as run_record
+    from openqa.methods.base import Estimate as Estimate
 
 #: Written out (not computed) so that type checkers read it.
 __all__ = [
-    "__version__", "Answer", "BatchHits", "Built", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning", "Workspace",
+    "__version__", "Answer", "BatchHits", "Built", "Estimate", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning", "Workspace",
     "browse_results", "build_index", "corpus_fingerprint", "result_curves", "run_eval", "tune", "OpenQAError", "MissingExtraError", "DataError", "UsageError",
     "Question", "load_questions", "record_folder", "run_record",
 ]

@@ -1,7 +1,7 @@
 """What the tests share that is not a fixture: a MedQA-shaped data folder written to tmp_path, the
 console script run as a user runs it, a free loopback port, waits that poll until a condition holds
 (with generous deadlines, so a loaded machine only makes them slower), threads started at once, and
-a pseudo-terminal. Fixtures built on these live in ``tests/conftest.py``; the HTTP server helpers
+a pseudo-terminal, runs of eval predictions written by hand. Fixtures built on these live in ``tests/conftest.py``; the HTTP server helpers
 in ``tests/servers.py``."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import random
 import select
 import signal
 import socket
@@ -242,3 +243,17 @@ def gated(started: Started, gates: dict[str, threading.Event], name: str) -> Cal
         return name
 
     return run
+
+
+def write_run(folder: Path, name: str, right: set[int], dataset: str = "us", order_seed: int | None = None, n: int = 10,
+              confidence: float = 0.5) -> Path:
+    """A run of ``n`` questions (digests d0, d1, ...; ids of the run's own) right on the indices in
+    ``right``, its rows shuffled when ``order_seed`` is given (so only content can match them)."""
+    rows = [{"qid": f"{name}-{i}", "digest": f"d{i}", "prediction": "A", "answer": "A" if i in right else "B",
+             "correct": i in right, "confidence": confidence} for i in range(n)]
+    if order_seed is not None:
+        random.Random(order_seed).shuffle(rows)
+    (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / f"{name}.json").write_text(json.dumps({"dataset": dataset, "split": "test", "method": name, "n": n,
+                                                     "accuracy": round(100 * len(set(right) & set(range(n))) / n, 2)}))
+    return folder / f"{name}.json"

@@ -126,3 +126,26 @@ def test_careless_calls_raise_only_openqa_errors_and_print_nothing(site, capfd):
 
     careless()
     assert sum(outcomes.values()) >= 1000 and outcomes["ok"] > 100 and outcomes["refused"] > 300, outcomes  # both kinds of call were made
+
+
+def test_careless_estimates_raise_only_openqa_errors(site, capfd):
+    """``Solver.estimate`` and ``Searcher.estimate`` (what a server weighs a request by) keep the same contract."""
+    _, solver, searcher = site
+    outcomes = {"ok": 0, "refused": 0}
+
+    @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(st.one_of(st.builds(lambda q, o: lambda: solver.estimate(q, o), QUESTION, OPTIONS),
+                     st.builds(lambda q: lambda: searcher.estimate(q), st.one_of(QUESTION, st.lists(QUESTION, max_size=3)))))
+    def careless(call: Callable[[], Any]) -> None:
+        try:
+            estimate = call()
+            assert estimate.units >= 0 and estimate.seconds > 0 and estimate.heavy == (estimate.seconds > estimate.heavy_seconds)
+            outcomes["ok"] += 1
+        except OpenQAError as exc:
+            assert str(exc) and "\n" not in str(exc)
+            outcomes["refused"] += 1
+        out, err = capfd.readouterr()
+        assert out == "" and err == "", (out, err)
+
+    careless()
+    assert outcomes["ok"] > 30 and outcomes["refused"] > 30, outcomes

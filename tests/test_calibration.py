@@ -28,7 +28,7 @@ from openqa.evaluate.metrics import paired_bootstrap, wilson_interval
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.scorers.ensemble import EnsembleScorer, letter_prior
 from openqa.scorers.logits import option_logits
-from tests.helpers import run, site_env
+from tests.helpers import QUESTIONS, run, site_env
 
 LETTERS = "ABCD"
 
@@ -302,7 +302,8 @@ def test_tune_fits_probabilities_that_eval_and_answer_use(site):
 def test_an_ensemble_is_tuned_evaluated_against_its_best_part(site):
     root, env = site
     from openqa.config import Settings
-    from openqa.methods import method
+    from openqa.data.pasted import make_question
+    from openqa.methods import method, open_method
     from openqa.workspace import Context, Exam
 
     with pytest.raises(OpenQAError, match="no ensemble is fitted for us5: run openqa tune --method ensemble --dataset us5"):
@@ -323,6 +324,12 @@ def test_an_ensemble_is_tuned_evaluated_against_its_best_part(site):
     assert "2-fold cross-fitting" in summary["settings"]["probabilities"]
     done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", "ensemble", env=env)
     assert done.returncode == 2 and "cannot be a part" in done.stderr
+    ctx = Context(Settings.resolve(data_dir=env["OPENQA_DATA"], index_dir=root / "indexes", settings_dir=root / "tuned"))
+    opened = open_method(ctx, "ensemble", Exam.resolve("us"))
+    question = make_question(QUESTIONS[0]["question"], QUESTIONS[0]["options"])
+    parts = {label: method(label.partition(":")[0]).estimate(part, question, "en").seconds for label, part in opened.parts.items()}
+    assert parts["ir-custom"] == parts["ir-custom:top_n=1"] > 0 and parts["pmi"] > 0  # its depth leaves the queries as they are
+    assert method("ensemble").estimate(opened, question, "en").seconds == pytest.approx(sum(parts.values()))  # all its parts' work
 
 
 def test_a_fit_on_few_questions_says_so():

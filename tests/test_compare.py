@@ -1,31 +1,20 @@
 """``openqa compare``: runs matched by question content, accuracy with Wilson intervals, the seeded
 paired bootstrap, the exact McNemar test and the disagreements, checked against a case worked out by
-hand; runs of different datasets are refused in one line."""
+hand; runs of different datasets are refused in one line; the bootstrap, drawn in chunks, can be
+stopped between them."""
 
 from __future__ import annotations
 
 import json
-import random
 
 import pytest
 
+from openqa.cancel import cancellable
 from openqa.errors import DataError, UsageError
+from openqa.evaluate import metrics
 from openqa.evaluate.compare import compare_runs, mcnemar_exact
-from openqa.evaluate.metrics import wilson_interval
-from tests.helpers import run
-
-
-def write_run(folder, name, right, dataset="us", order_seed=None, n=10, confidence=0.5):
-    """A run of ``n`` questions (digests d0..d9; ids of the run's own) right on the indices in
-    ``right``, its rows shuffled when ``order_seed`` is given (so only content can match them)."""
-    rows = [{"qid": f"{name}-{i}", "digest": f"d{i}", "prediction": "A", "answer": "A" if i in right else "B",
-             "correct": i in right, "confidence": confidence} for i in range(n)]
-    if order_seed is not None:
-        random.Random(order_seed).shuffle(rows)
-    (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    (folder / f"{name}.json").write_text(json.dumps({"dataset": dataset, "split": "test", "method": name, "n": n,
-                                                     "accuracy": round(100 * len(set(right) & set(range(n))) / n, 2)}))
-    return folder / f"{name}.json"
+from openqa.evaluate.metrics import paired_difference, wilson_interval
+from tests.helpers import run, write_run
 
 
 def no_lookup(dataset, split):
@@ -168,3 +157,23 @@ def test_a_run_of_a_question_file_is_compared_with_a_dataset_run_on_their_common
     mine.write_text(json.dumps({**record, "split": "file"}))
     full = write_run(tmp_path, "full", {0, 1, 2})
     assert compare_runs([mine, full], no_lookup)["common_questions"] == 5
+
+
+def test_the_bootstrap_passes_a_checkpoint_between_chunks_and_draws_the_same_in_any_chunks(monkeypatch):
+    first, second = [i % 2 == 0 for i in range(100)], [i % 3 == 0 for i in range(100)]
+    whole = paired_difference(first, second)  # 2,000 resamples of 100 questions: one chunk
+    monkeypatch.setattr(metrics, "BOOTSTRAP_CHUNK", 7 * 100)  # 7 resamples a chunk: 286 chunks
+    checks: list[int] = []
+    with cancellable(lambda: checks.append(1)):
+        assert paired_difference(first, second) == whole
+    assert len(checks) == 286  # ceil(2000 / 7)
+
+    def third_stops() -> None:
+        checks.append(1)
+        if len(checks) == 3:
+            raise RuntimeError("stopped")
+
+    checks.clear()
+    with cancellable(third_stops), pytest.raises(RuntimeError, match="stopped"):
+        paired_difference(first, second)
+    assert len(checks) == 3  # stopped before its third chunk

@@ -277,8 +277,9 @@ def test_in_process_faults_are_one_line_errors(root, capsys, args, message):
 @pytest.mark.parametrize("evidence", ["question", "none"])
 def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
     from openqa.config import Settings
+    from openqa.data.pasted import make_question
     from openqa.llm.settings import LLMSettings
-    from openqa.methods import Request
+    from openqa.methods import METHODS, Request
     from openqa.serve.app import create_app
     from openqa.serve.engines import Engines
     from openqa.workspace import Context
@@ -291,6 +292,11 @@ def test_serve_answers_with_the_llm_beside_an_index_method(root, evidence):
         assert offered["llm"]["available"] and offered["llm"]["limits"]["seconds"] == 600
         assert offered["llm"]["settings"]["evidence"] == evidence
         assert engines.methods == ["ir-custom", "llm"]
+        # weighed by its prompt tokens: 133 + 10 + 13 + 11 + 12 = 179 characters at 3 a token, 60 tokens, and
+        # the evidence budget (1,024 tokens) when it reads evidence; heavy with or without
+        first = make_question(QUESTIONS[0]["question"], QUESTIONS[0]["options"])
+        assert METHODS["llm"].work_units(engines.offers["en", "llm"].opened, first, "en") == 60 + (1024 if evidence != "none" else 0)
+        assert METHODS["llm"].estimate(engines.offers["en", "llm"].opened, first, "en").heavy
         with running(create_app(engines)) as url:
             asked = [{"question": q["question"], "options": q["options"], "method": "llm"} for q in QUESTIONS] * 2
             with ThreadPoolExecutor(6) as pool:  # the model's first replies, on several threads at once

@@ -13,11 +13,12 @@ import json
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from http.client import HTTPConnection
 from pathlib import Path
@@ -30,14 +31,19 @@ from openqa.cancel import cancellable, checkpoint
 from openqa.config import Settings
 from openqa.data.pasted import make_question
 from openqa.errors import IndexDamagedError
-from openqa.methods import METHODS, Limits, Overrides, Request
+from openqa.evaluate import browse as browse_module
+from openqa.evaluate import compare as compare_module
+from openqa.evaluate import metrics as metrics_module
+from openqa.methods import METHODS, Cost, Limits, Overrides, Rate, Request
+from openqa.methods import base as methods_base
 from openqa.pipeline import Context
 from openqa.retrieval.registry import build_index
 from openqa.serve import engines as engines_module
+from openqa.serve import results as results_module
 from openqa.serve.app import create_app
 from openqa.serve.engines import Engines
 from openqa.serve.transport import header_timed
-from tests.helpers import HANG_S, OPENQA, Started, wait_until
+from tests.helpers import HANG_S, OPENQA, Started, wait_until, write_run
 from tests.servers import (
     EN,
     TOP1,
@@ -480,10 +486,13 @@ def test_a_job_whose_client_left_stops_scoring(site, monkeypatch):
 
 def test_short_requests_never_wait_behind_heavy_ones(site, monkeypatch):
     url, engines = site[0], site[1]
-    monkeypatch.setitem(METHODS, "ir-custom", replace(METHODS["ir-custom"], limits=Limits(20_000, HANG_S, heavy_chars=300)))
+    monkeypatch.setitem(METHODS, "ir-custom", replace(METHODS["ir-custom"], limits=Limits(20_000, HANG_S),
+                                                      cost=Cost((Rate("en", 0.0, 1.0),))))  # a second per query term:
+    monkeypatch.setattr(methods_base, "HEAVY_SECONDS", 150.0)  # heavy from 150 (the heavy question's queries have 240)
     scoring = Checkpointed(monkeypatch, HANG_S, only="HEAVY")
     heavy = {"question": "HEAVY which drug? " + "cell wall " * 40, "options": EN["options"], "lang": "en"}
-    clients = [threading.Thread(target=call, args=(url, "/v1/answer", heavy)) for _ in range(2 * engines_module.WORKERS)]
+    clients = [threading.Thread(target=call, args=(url, "/v1/answer", heavy))  # all one client may have in flight but one
+               for _ in range(engines_module.CLIENT_JOBS - 1)]
     try:
         for client in clients:
             client.start()
@@ -628,3 +637,160 @@ def test_a_request_with_two_body_framings_is_refused_and_its_connection_closed(t
             assert b"both Content-Length and Transfer-Encoding" in received
     finally:
         engines.close()
+
+
+# -- the results endpoints: on the pool, within their time limit, stopped when no longer wanted ---
+
+
+@pytest.fixture()
+def results_site(tmp_path):
+    """A results folder of two runs of 2,000 questions (written by hand) and the tiny site's engines
+    (each test serves them, after making its fakes)."""
+    folder = tmp_path / "results"
+    folder.mkdir()
+    write_run(folder, "a", set(range(0, 2_000, 2)), n=2_000)
+    write_run(folder, "b", set(range(0, 2_000, 3)), n=2_000)
+    engines = tiny_engines(tmp_path / "site", ["ir-custom"])
+    yield folder, engines
+    engines.close(0)
+
+
+class Bootstrapping:
+    """Comparisons made to draw a billion bootstrap resamples (in chunks, with a cancellation
+    checkpoint between them: they never finish on their own): whether the real bootstrap began, and
+    how it ended ("stopped" at a checkpoint, or "finished")."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.begun, self.ended = threading.Event(), threading.Event()
+        self.endings: list[str] = []
+        real = compare_module.paired_difference
+        monkeypatch.setattr(metrics_module, "BOOTSTRAP_ROUNDS", 10**9)
+
+        def drawing(*args: Any) -> Any:
+            self.begun.set()
+            try:
+                result = real(*args)
+            except BaseException:
+                self.endings.append("stopped")
+                raise
+            finally:
+                self.ended.set()
+            self.endings.append("finished")
+            return result
+
+        monkeypatch.setattr(compare_module, "paired_difference", drawing)
+
+
+def test_a_comparison_past_its_time_limit_gets_a_503_and_stops_at_a_bootstrap_checkpoint(results_site, monkeypatch):
+    folder, engines = results_site
+    monkeypatch.setattr(results_module, "RESULTS_SECONDS", 1.0)
+    drawing = Bootstrapping(monkeypatch)
+    with running(create_app(engines, results=folder)) as url:
+        status, error = call(url, "/v1/compare?runs=a.json,b.json")
+    assert status == 503 and "the comparison did not answer within its limit of 1 s per request" in error["error"]
+    assert drawing.ended.wait(HANG_S) and drawing.endings == ["stopped"]
+
+
+def test_a_comparison_in_flight_when_the_server_stops_gets_a_503_and_stops(results_site, monkeypatch):
+    folder, engines = results_site
+    drawing = Bootstrapping(monkeypatch)
+    with running(create_app(engines, results=folder)) as url:
+        asked = ThreadPoolExecutor(1).submit(call, url, "/v1/compare?runs=a.json,b.json")
+        assert drawing.begun.wait(HANG_S)
+        engines.stop()
+        status, error = asked.result(HANG_S)
+    assert status == 503 and "the server is stopping" in error["error"]
+    assert drawing.ended.wait(HANG_S) and drawing.endings == ["stopped"]
+
+
+def test_a_comparison_whose_client_left_stops(results_site, monkeypatch):
+    folder, engines = results_site
+    drawing = Bootstrapping(monkeypatch)
+    with running(create_app(engines, results=folder)) as url:
+        connection = HTTPConnection(url.removeprefix("http://"), timeout=HANG_S)
+        connection.request("GET", "/v1/compare?runs=a.json,b.json")
+        assert drawing.begun.wait(HANG_S)
+        connection.sock.shutdown(socket.SHUT_RDWR)
+        connection.close()
+        assert drawing.ended.wait(HANG_S) and drawing.endings == ["stopped"]
+
+
+class Looping:
+    """A stand-in for a function that runs until it is stopped at a cancellation checkpoint (as a
+    long read of prediction rows does): whether it began, and how it ended."""
+
+    def __init__(self) -> None:
+        self.begun, self.ended = threading.Event(), threading.Event()
+        self.endings: list[str] = []
+
+    def __call__(self, *args: Any) -> None:
+        self.begun.set()
+        try:
+            for _ in range(int(HANG_S / 0.01)):
+                checkpoint()
+                time.sleep(0.01)  # the fake's pace
+            self.endings.append("finished")
+        except BaseException:
+            self.endings.append("stopped")
+            raise
+        finally:
+            self.ended.set()
+
+
+@pytest.mark.parametrize("path, module, name", [
+    ("/v1/results", browse_module, "list_runs"),
+    ("/v1/results/a.json", browse_module, "run_questions"),
+    ("/v1/results/a.json/curves", browse_module, "run_curves"),
+    ("/v1/compare?runs=a.json,b.json", compare_module, "compare_runs"),
+])
+def test_every_results_endpoint_runs_on_the_pool_within_its_time_limit(results_site, monkeypatch, path, module, name):
+    folder, engines = results_site
+    monkeypatch.setattr(results_module, "RESULTS_SECONDS", 1.0)
+    looping = Looping()
+    monkeypatch.setattr(module, name, looping)  # before the app is made: it takes the functions then
+    futures = submissions(monkeypatch, engines)
+    with running(create_app(engines, results=folder)) as url:
+        status, error = call(url, path)
+    assert status == 503 and "within its limit of 1 s per request" in error["error"]
+    assert looping.ended.wait(HANG_S) and looping.endings == ["stopped"] and len(futures) == 1
+
+
+#: ``openqa serve`` whose comparisons draw a billion bootstrap resamples (they never end on their own,
+#: but pass a cancellation checkpoint between chunks), writing a line to the file named by its first
+#: argument when the bootstrap begins.
+SLOW_COMPARE = """
+import sys
+from openqa.cli import main
+from openqa.evaluate import compare, metrics
+
+marks, real = sys.argv.pop(1), compare.paired_difference
+metrics.BOOTSTRAP_ROUNDS = 10**9
+
+def drawing(*args):
+    with open(marks, "a") as out:
+        out.write("bootstrap\\n")
+    return real(*args)
+
+compare.paired_difference = drawing
+sys.exit(main())
+"""
+
+
+@pytest.mark.spawns
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_during_a_comparison_answers_it_and_ends_the_server(tmp_path, sig, openqa_serve):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    write_run(folder, "a", set(range(0, 2_000, 2)), n=2_000)
+    write_run(folder, "b", set(range(0, 2_000, 3)), n=2_000)
+    data, indexes = tiny_site(tmp_path)
+    marks = tmp_path / "begun.txt"
+    server, url = openqa_serve("--lang", "en", "--data-dir", str(data), "--index-dir", str(indexes), "--results",
+                               str(folder), cwd=tmp_path, command=(sys.executable, "-c", SLOW_COMPARE, str(marks)))
+    asked = ThreadPoolExecutor(1).submit(call, url, "/v1/compare?runs=a.json,b.json")
+    wait_until(marks.exists, "the comparison draws its bootstrap", alive=lambda: server.poll() is None)
+    server.send_signal(sig)
+    out, err = server.communicate(timeout=HANG_S)  # before, the comparison held a thread the server waited for
+    status, error = asked.result(HANG_S)
+    assert server.returncode == 0 and "Traceback" not in err, err
+    assert status == 503 and "the server is stopping" in error["error"]

@@ -1,5 +1,6 @@
-"""``openqa serve`` under load: heavy capacity shared per client and language, and a stop with
-requests in flight. Slowness is faked (scoring or searching that waits for the test to release it,
+"""``openqa serve`` under load: heavy capacity shared per client and language, requests weighed by
+their method's cost model (not their characters), a cap on one client's jobs in flight, and a stop
+with requests in flight. Slowness is faked (scoring or searching that waits for the test to release it,
 passing cancellation checkpoints meanwhile) and every assertion is about order and outcome (which
 job started, which request was answered with what), never about how long something took, so a
 loaded machine only makes these tests slower."""
@@ -14,8 +15,8 @@ import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
 from http.client import HTTPConnection
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,16 +24,22 @@ import uvicorn
 
 from openqa.cancel import checkpoint
 from openqa.config import Settings
-from openqa.methods import METHODS, Limits
+from openqa.data.pasted import make_question
+from openqa.methods import METHODS, Cost, Rate
+from openqa.methods import base as methods_base
+from openqa.methods.base import IR_COST, PMI_COST, SEARCH_COST
 from openqa.pipeline import Context
 from openqa.serve import engines as engines_module
 from openqa.serve import transport
 from openqa.serve.app import create_app
 from openqa.serve.engines import Engines
 from openqa.serve.transport import admit, header_timed
-from openqa.serve.workers import FairPool
+from openqa.serve.workers import FairPool, JobCap, TooManyJobs
 from tests.helpers import HANG_S, Started, gated, wait_until
-from tests.servers import EN, TOP1, port_of, read_by_server, serving, tiny_site
+
+#: A MedQA-sized Chinese question (the tiny site's), as ``make_question`` takes it.
+ZH_QUESTION = ("哪种药物抑制细菌细胞壁合成？", {"A": "阿司匹林", "B": "头孢曲松", "C": "庆大霉素"})
+from tests.servers import EN, TOP1, call, port_of, read_by_server, serving, tiny_engines, tiny_site
 
 
 def test_one_client_leaves_a_heavy_worker_to_the_others_and_short_jobs_never_wait():
@@ -100,6 +107,52 @@ def test_the_pool_serves_lanes_in_turn_and_drops_cancelled_jobs():
             gate.set()
         assert [f.result(HANG_S) for f in first] == ["a0", "a1", "a2"] and light.result(HANG_S) == "b1"
         assert "b-gone" not in started.names
+    finally:
+        for gate in gates.values():
+            gate.set()
+        pool.shutdown(1.0)
+
+
+def test_a_clients_jobs_in_flight_are_capped_across_pools_until_they_end_or_are_cancelled():
+    cap = JobCap(3)
+    pool, other = FairPool(2, "test", heavy_share=1, cap=cap), FairPool(1, "test-other", heavy_share=1, cap=cap)
+    started, gates = Started(), {}
+    try:
+        first = [pool.submit("a", "en", False, gated(started, gates, f"a{n}")) for n in range(2)]
+        queued = other.submit("a", "zh", False, gated(started, gates, "a-other"))  # the cap counts every pool it shares
+        started.wait_count(2)
+        with pytest.raises(TooManyJobs, match="at most 3 at once"):
+            pool.submit("a", "en", False, gated(started, gates, "a-over"))
+        assert pool.submit("b", "en", False, gated(started, gates, "b0"))  # another client is not held by a's cap
+        assert cap.in_flight("a") == 3
+        gates["a0"].set()
+        assert first[0].result(HANG_S) == "a0"
+        wait_until(lambda: cap.in_flight("a") == 2, "a job that ended left the cap")  # its done callback ran
+        more = pool.submit("a", "en", False, gated(started, gates, "a3"))
+        for gate in gates.values():
+            gate.set()
+        assert [f.result(HANG_S) for f in (first[1], queued, more)] == ["a1", "a-other", "a3"]
+        wait_until(lambda: cap.in_flight("a") == 0, "every job of a ended")
+    finally:
+        for gate in gates.values():
+            gate.set()
+        pool.shutdown(1.0)
+        other.shutdown(1.0)
+
+
+def test_a_queued_job_cancelled_leaves_the_cap_at_once():
+    cap = JobCap(2)
+    pool = FairPool(1, "test", heavy_share=1, cap=cap)
+    started, gates = Started(), {}
+    try:
+        running = pool.submit("a", "en", False, gated(started, gates, "a0"))
+        started.wait_for("a0")
+        queued = pool.submit("a", "en", False, gated(started, gates, "a1"))
+        assert cap.in_flight("a") == 2 and queued.cancel() and cap.in_flight("a") == 1  # its client left
+        again = pool.submit("a", "en", False, gated(started, gates, "a2"))
+        for gate in gates.values():
+            gate.set()
+        assert (running.result(HANG_S), again.result(HANG_S)) == ("a0", "a2") and "a1" not in started.names
     finally:
         for gate in gates.values():
             gate.set()
@@ -199,8 +252,8 @@ def test_a_heavy_request_waits_behind_a_looping_client_when_it_is_the_same_clien
 
 def test_heavy_searches_share_as_heavy_answers_do_and_short_answers_pass_them(site, monkeypatch):
     url, engines = site
-    monkeypatch.setitem(METHODS, "ir-custom", replace(METHODS["ir-custom"], limits=Limits(20_000, 15.0, heavy_chars=300)))
-    monkeypatch.setattr(engines_module, "SEARCH_LIMITS", Limits(20_000, 15.0, heavy_chars=300))
+    monkeypatch.setattr(engines_module, "SEARCH_COST", Cost((Rate("en", 0.0, 1.0),)))  # a second per query term:
+    monkeypatch.setattr(methods_base, "HEAVY_SECONDS", 30.0)  # heavy from 30 terms (the long query has 80)
     started, release = Started(), threading.Event()
     held(monkeypatch, "search_hits", "LONG", started, release)
     query = "LONG cell wall synthesis " * 20
@@ -220,6 +273,84 @@ def test_heavy_searches_share_as_heavy_answers_do_and_short_answers_pass_them(si
         release.set()
         pool.shutdown(wait=False)
     assert [f.result(HANG_S)[0] for f in searches] == [200] * 6
+
+
+def test_a_client_past_its_cap_of_jobs_in_flight_gets_a_429_and_others_are_answered(site, monkeypatch):
+    url, engines = site
+    assert call(url, "/v1/methods")[1]["limits"]["max_in_flight"] == engines_module.CLIENT_JOBS == 2 * engines_module.WORKERS
+    monkeypatch.setattr(engines.jobs, "cap", 2)
+    started, release = Started(), threading.Event()
+    held(monkeypatch, "answer_record", "HELD", started, release)
+    holding = [answer_in_thread(url, {"question": f"HELD{n} {EN['question']}", "options": EN["options"]}, "127.0.0.2")
+               for n in range(2)]
+    try:
+        started.wait_count(2)
+        status, error = post(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]}, "127.0.0.2")
+        assert status == 429 and "at most 2 at once" in error["error"] and "\n" not in error["error"]
+        status, error = post(url, "/v1/search", {"query": "cell wall"}, "127.0.0.2")  # searches count alike
+        assert status == 429
+        status, answer = post(url, "/v1/answer", {"question": EN["question"], "options": EN["options"], **TOP1}, "127.0.0.3")
+        assert status == 200 and answer["prediction"] == "C"
+    finally:
+        release.set()
+    assert [f.result(HANG_S)[0] for f in holding] == [200, 200]
+    wait_until(lambda: engines.jobs.in_flight("127.0.0.2") == 0, "the held jobs left the cap")
+    assert post(url, "/v1/answer", {"question": EN["question"], "options": EN["options"]}, "127.0.0.2")[0] == 200
+
+
+def test_the_cost_model_counts_pmi_pairs_by_hand(tmp_path):
+    engines = tiny_engines(tmp_path, ["ir-custom", "pmi"])
+    try:
+        # question 头孢曲松|抑制|细胞壁 (jieba's words): 3 words, 2 bigrams, 1 trigram, 1 skip-bigram = 7 n-grams;
+        # options 阿司匹林 (1 n-gram) and 细胞壁|合成 (2 words, 1 bigram: 3): 7 x (1 + 3) = 28 pairs
+        question = make_question("头孢曲松抑制细胞壁", {"A": "阿司匹林", "B": "细胞壁合成"})
+        assert METHODS["pmi"].work_units(engines.offers["zh", "pmi"].opened, question, "zh") == 28
+        # IR-Custom's Chinese index holds characters and their bigrams (none across the space between question
+        # and option): its option queries have 9 + 8 + 4 + 3 = 24 and 9 + 8 + 5 + 4 = 26 terms
+        assert METHODS["ir-custom"].work_units(engines.offers["zh", "ir-custom"].opened, question, "zh") == 24 + 26
+    finally:
+        engines.close(0)
+
+
+def test_the_cost_coefficients_are_the_benchmarks_fits():
+    """The coefficients in the code are those ``scripts/benchmarks/bench_costs.py`` fitted (its record)."""
+    fits = json.loads((Path(__file__).resolve().parents[1] / "eval/results/benchmarks/bench-costs.json").read_text())["fits"]
+    for cost, name in ((IR_COST, "ir_custom"), (PMI_COST, "pmi"), (SEARCH_COST, "search")):
+        assert cost.rates == tuple(Rate(lang, fits[f"{name}_{lang}"]["fixed"], fits[f"{name}_{lang}"]["per_unit"])
+                                   for lang in ("en", "zh"))
+    assert METHODS["pmi"].cost == PMI_COST and METHODS["ir-custom"].cost == METHODS["bank"].cost == IR_COST
+
+
+def weights(monkeypatch, engines: Engines) -> list[bool]:
+    """Whether each job submitted to ``engines``' pool from now on was weighed heavy, in order."""
+    heavy: list[bool] = []
+    real = engines.pool.submit
+
+    def submit(client: Any, lane: Any, is_heavy: bool, run: Any) -> Future:
+        heavy.append(is_heavy)
+        return real(client, lane, is_heavy, run)
+
+    monkeypatch.setattr(engines.pool, "submit", submit)
+    return heavy
+
+
+def test_work_is_weighed_by_its_estimated_cost_not_its_characters(tmp_path, monkeypatch):
+    """The issue's case: a 1,960-character Chinese PMI question (1,000 characters and four options of
+    240) took seconds, under the 2,000-character heavy mark of the time; by its cost it is heavy,
+    while IR-Custom's work on the same text, and PMI's on a MedQA-sized question, are light."""
+    engines = tiny_engines(tmp_path, ["ir-custom", "pmi"])
+    try:
+        heavy = weights(monkeypatch, engines)
+        text = "".join(chr(0x4E00 + (i * 7919) % 20_000) for i in range(2_000))  # CJK characters, no word twice
+        long = make_question(text[:1_000], {letter: text[1_000 + 240 * i: 1_240 + 240 * i] for i, letter in enumerate("ABCD")})
+        short = make_question(*ZH_QUESTION)
+        for question, method in ((long, "pmi"), (long, "ir-custom"), (short, "pmi")):
+            engines.answer(question, method, "zh").result(HANG_S)
+        assert heavy == [True, False, False]
+        opened = engines.offers["zh", "pmi"].opened
+        assert METHODS["pmi"].estimate(opened, long, "zh").heavy and not METHODS["pmi"].estimate(opened, short, "zh").heavy
+    finally:
+        engines.close(0)
 
 
 # -- stopping ----------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from openqa.retrieval.base import SearchEngine
 if TYPE_CHECKING:
     import numpy as np
 
+    from openqa.methods.base import Estimate
     from openqa.retrieval.base import Index
 
 
@@ -215,6 +216,17 @@ class Searcher:
         if isinstance(query, str):
             return search_hits(self.engine, [query], k, self._params)[0]
         return search_hits(self.engine, arg.texts("query", query), k, self._params)
+
+    def estimate(self, query: str) -> Estimate:
+        """What searching ``query`` is estimated to cost before it runs (an ``Estimate``: the query's
+        index terms, and the seconds they take), as ``openqa serve`` weighs ``POST /v1/search``.
+
+        :param query: the query.
+        :returns: its ``Estimate``."""
+        from openqa.methods.base import SEARCH_COST, query_terms
+
+        check_queries([query], DEFAULT_K)
+        return SEARCH_COST.estimate(self.engine.manifest.get("lang", ""), query_terms(self.engine, [query]))
 
     def batch_search(self, queries: Sequence[str], qids: Sequence[str] | None = None, k: int = DEFAULT_K,
                      threads: int = 1) -> BatchHits:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from openqa.data import Question
     from openqa.llm.settings import LLMSettings
     from openqa.methods import Opened, Request
+    from openqa.methods.base import Estimate
     from openqa.retrieval.base import Index
     from openqa.scorers.base import OptionScores
     from openqa.workspace import Context, Exam
@@ -174,6 +175,19 @@ class Solver:
 
         asked = self._asked(question, options, evidence)
         return Answer(answer_record(self.opened, asked, evidence, arg.probability("min_confidence", min_confidence)))
+
+    def estimate(self, question: str | Question, options: Mapping[str, str] | Sequence[str] | None = None) -> Estimate:
+        """What scoring one question is estimated to cost before it runs (an ``Estimate``: the
+        method's work units and the seconds they take, and whether that is heavy), as ``openqa serve``
+        weighs ``POST /v1/answer``: ``options`` as ``answer`` takes them, or a ``Question`` alone.
+
+        :param question: the question's text, or a ``Question``.
+        :param options: letter -> option text, or a list of texts.
+        :returns: its ``Estimate``."""
+        from openqa.methods import method
+
+        asked = self._asked(question, options, 0)
+        return method(self.method).estimate(self.opened, asked, self.exam.lang)
 
     def text(self, question: Question, show: int = 2, evidence: int = 2, color: bool = False,
              min_confidence: float | None = None) -> tuple[str, bool]:

@@ -21,6 +21,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from openqa.cancel import checkpoint
 from openqa.data import dataset_spec
 from openqa.errors import DataError, OpenQAError, UsageError
 from openqa.evaluate.calibration import curves
@@ -123,8 +124,13 @@ def list_runs(folder: Path) -> list[dict[str, Any]]:
     top = folder.resolve()
     paths = sorted((path for where in folders(folder) for path in where.glob("*.json") if path.is_file() and within(top, path)),
                    key=lambda path: (path.name, len(path.parts), path))
-    rows = (run_row(path) for path in paths)
-    return [row for row in rows if row is not None]
+    rows = []
+    for path in paths:
+        checkpoint()  # a server's listing stops here once it is no longer wanted
+        row = run_row(path)
+        if row is not None:
+            rows.append(row)
+    return rows
 
 
 def inside(folder: Path, name: str, suffix: str) -> Path:

@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
+from openqa.cancel import checkpoint
 from openqa.errors import OpenQAError, UsageError
 from openqa.evaluate.metrics import wilson_interval
 from openqa.scorers.base import OptionScores
@@ -363,7 +364,10 @@ def calibrated_ece(confidence: np.ndarray, draws: int = CALIBRATED_DRAWS, seed: 
     confidences are drawn for in sorted order, so the range never depends on the questions' order."""
     confidence = np.sort(np.asarray(confidence, dtype=np.float64))
     rng = np.random.default_rng(seed)
-    errors = [calibration_error(confidence, rng.random(len(confidence)) < confidence) for _ in range(draws)]
+    errors = []
+    for _ in range(draws):
+        checkpoint()  # a server's comparison stops here once it is no longer wanted
+        errors.append(calibration_error(confidence, rng.random(len(confidence)) < confidence))
     low, median, high = np.percentile(errors, [2.5, 50, 97.5])
     return {"median": round(float(median), 4), "ci95": [round(float(low), 4), round(float(high), 4)],
             "definition": f"the ECE of a perfectly calibrated method with the same confidences: each answer right "

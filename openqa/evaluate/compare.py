@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
+from openqa.cancel import checkpoint
 from openqa.data import QUESTION_FILE
 from openqa.errors import DataError, UsageError
 from openqa.evaluate.calibration import calibrated_ece, calibration_error
@@ -45,6 +46,7 @@ def prediction_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """The rows of an eval's predictions file with where each stands (``file:line``); a line that
     is not a prediction row is a one-line error."""
     for number, raw in numbered_lines(path, MAX_ROW_BYTES, "a predictions file"):
+        checkpoint()  # a server's request reading it stops here once it is no longer wanted
         where = f"{path}:{number}"
         line = text_line(where, raw)
         if not line.strip():

@@ -8,6 +8,7 @@ votes of generated answers) of the orders are averaged per original option."""
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from openqa.cancel import checkpoint
 from openqa.data import Question
 from openqa.errors import OpenQAError
-from openqa.llm.backends import Backend, ChatBackend, Request, reply_problem
+from openqa.llm.backends import CHARS_PER_TOKEN, Backend, ChatBackend, Request, reply_problem
 from openqa.llm.cache import ReplyCache, reply_key
 from openqa.llm.extract import cited_ids, extract_letter
 from openqa.llm.prompts import Messages, Passage, build_messages, fit_passages, option_block
@@ -256,6 +257,14 @@ class LLMScorer(OptionScorer):
         if letter is None:
             return None, None
         return {o: float(o == shown[letter]) for o in prompt.order}, shown[letter]
+
+    def prompt_tokens_estimate(self, question: Question) -> int:
+        """The prompt tokens scoring ``question`` reads, estimated without the model (a server weighs
+        the request by them before it runs): per order of its options, its question and options at
+        ``CHARS_PER_TOKEN`` characters a token, and the evidence budget when it reads evidence."""
+        s = self.settings
+        text = len(question.question) + sum(map(len, question.options.values()))
+        return s.permutations * (math.ceil(text / CHARS_PER_TOKEN) + (s.evidence_tokens if s.evidence != "none" else 0))
 
     def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
         tally = Tally(self.backend.calls)

@@ -11,7 +11,18 @@ from __future__ import annotations
 
 from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
 from openqa.methods.bank import BankMethod
-from openqa.methods.base import FIRST_PART_KEYS, PMI_LIMITS, Limits, Method, Opened, Overrides, Request
+from openqa.methods.base import (
+    FIRST_PART_KEYS,
+    PMI_COST,
+    PMI_LIMITS,
+    Cost,
+    Limits,
+    Method,
+    Opened,
+    Overrides,
+    Rate,
+    Request,
+)
 from openqa.methods.ensemble import (
     DEFAULT_PARTS,
     ENSEMBLE_L2,
@@ -29,6 +40,7 @@ from openqa.methods.index import (
     ir_custom_scorer,
     ir_es_scorer,
     paper_query_params,
+    pmi_pairs,
     pmi_scorer,
 )
 from openqa.methods.registry import (
@@ -50,7 +62,7 @@ register(
                 make=ir_es_scorer, tuner=tune_ir, display_name="IR-ES"),
     IndexMethod(name="pmi", summary="PMI of question and option n-grams", engine="pmi",
                 make=pmi_scorer, tuner=tune_query_mode, retrieves=False, uses=("query",), limits=PMI_LIMITS,
-                display_name="PMI"),
+                cost=PMI_COST, work=pmi_pairs, display_name="PMI"),
     IndexMethod(name="dense", summary="sentence-embedding search (FAISS)", engine="dense", make=dense_scorer, tuner=tune_ir,
                 display_name="Dense"),
     FusedMethod(name="hybrid", summary="ir-custom and dense option scores fused", parts=("ir-custom", "dense"), extra="dense",
@@ -62,6 +74,6 @@ register(
     EnsembleMethod(name="ensemble", summary="training-free methods (or --parts) combined by weights fitted on dev"),
 )
 
-__all__ = ["DEFAULT_METHOD", "DEFAULT_PARTS", "ENSEMBLE_L2", "FIRST_PART_KEYS", "METHODS", "Limits", "EnsembleMethod", "EnsembleSettings",
+__all__ = ["DEFAULT_METHOD", "DEFAULT_PARTS", "ENSEMBLE_L2", "FIRST_PART_KEYS", "METHODS", "Cost", "Limits", "Rate", "EnsembleMethod", "EnsembleSettings",
            "BankMethod", "FusedMethod", "IndexMethod", "LLMMethod", "Method", "Opened", "Overrides", "Part", "ReaderMethod", "Request",
            "calibration_key", "ensemble_features", "method", "open_method", "open_retriever", "open_retrieving"]

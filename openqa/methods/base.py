@@ -16,10 +16,11 @@ from openqa.evaluate.calibration import (
     Calibration,
     uncalibrated,
 )
+from openqa.languages import LANGS
 from openqa.llm.settings import LLMSettings
 from openqa.retrieval.base import Index
 from openqa.scorers.base import OptionScorer, OptionScores
-from openqa.scorers.ir import IRScorer, IRSettings
+from openqa.scorers.ir import IRScorer, IRSettings, question_query
 from openqa.tuning import (
     resolve_settings,
 )
@@ -40,22 +41,94 @@ FIRST_PART_KEYS = ("top_n", "aggregate", "query")
 @dataclass(frozen=True)
 class Limits:
     """What one request to a method may ask of a server: characters of question and options together,
-    and seconds from arriving to answered (queueing included); a request over ``heavy_chars``
-    characters is heavy (it waits in a queue of its own and shares half the workers with other heavy ones)."""
+    and seconds from arriving to answered (queueing included). How heavy a request is, the method's
+    ``Cost`` says (``Method.estimate``)."""
 
     max_chars: int
     seconds: float
-    heavy_chars: int = 4_000
 
 
 #: The limits of a method that searches an inverted or vector index once per option (under half a
-#: second at 20,000 characters); heavy above MedQA's longest question with its options (3,637 characters).
+#: second at 20,000 characters).
 SEARCH_LIMITS = Limits(20_000, 15.0)
-#: PMI counts co-occurrences of every question term with every option term in windows of the positional
-#: index: 4 Chinese options of 4,000 characters took 2.9 s here; heavy from 2,000 characters. An
-#: ensemble runs PMI among its parts (every language's default parts), so it takes these limits: a
-#: request that could never finish in its time is refused at once.
-PMI_LIMITS = Limits(6_000, 15.0, 2_000)
+#: PMI counts co-occurrences of every question n-gram with every option n-gram in windows of the positional
+#: index: 4 Chinese options of 4,000 characters took 2.9 s here. An ensemble runs PMI among its parts
+#: (every language's default parts), so it takes these limits: a request that could never finish in
+#: its time is refused at once.
+PMI_LIMITS = Limits(6_000, 15.0)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """What one question costs a method in one language: ``fixed`` seconds, plus ``per_unit`` seconds
+    per unit of its work (``Method.work_units``)."""
+
+    lang: str
+    fixed: float
+    per_unit: float
+
+
+#: Estimated seconds above which a question (or a search) is heavy work: a server shares heavy requests
+#: among at most half its workers (``openqa.serve``); every US and Mainland test question is light for
+#: IR-Custom and PMI (``bench-costs.json``, ``test_questions``).
+HEAVY_SECONDS = 0.5
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What scoring a question (or running a search) is estimated to cost before it runs, as
+    ``openqa serve`` weighs its requests: the method's work ``units`` (IR methods: the index terms
+    of their queries; PMI: its question n-gram x option n-gram pairs; an LLM: its prompt tokens; an
+    ensemble: its parts' estimated seconds) and the ``seconds`` they take at the rates
+    ``scripts/benchmarks/bench_costs.py`` fitted on a 2-core machine (one thread)."""
+
+    units: float
+    seconds: float
+
+    @property
+    def heavy_seconds(self) -> float:
+        """The estimated seconds above which work is heavy (``HEAVY_SECONDS``)."""
+        return HEAVY_SECONDS
+
+    @property
+    def heavy(self) -> bool:
+        """Whether a server weighs it as heavy: estimated at over ``heavy_seconds``."""
+        return self.seconds > HEAVY_SECONDS
+
+
+@dataclass(frozen=True)
+class Cost:
+    """How long a method takes on one question, estimated from its work before it runs: a ``Rate``
+    per language, fitted by ``scripts/benchmarks/bench_costs.py`` on a quiet machine
+    (``eval/results/benchmarks/bench-costs.json``). A language without a rate of its own takes the
+    costliest of the others."""
+
+    rates: tuple[Rate, ...]
+
+    def estimate(self, lang: str, units: float) -> Estimate:
+        """The estimate of ``units`` of work in ``lang``."""
+        rates = [r for r in self.rates if r.lang == lang] or self.rates
+        return Estimate(units, max(r.fixed + r.per_unit * units for r in rates))
+
+
+def query_terms(index: Index, queries: Sequence[str]) -> int:
+    """The index terms of ``queries``, summed: an engine reads each term's postings once per query,
+    so this is the work of searching them."""
+    tokenizer = index.tokenizer
+    return sum(len(tokenizer.tokenize(tokenizer.prepare_query(query))) for query in queries)
+
+
+#: IR-Custom's cost per query term of its option queries (with the evidence paragraphs of an answer),
+#: also taken by the IR methods whose engines were not measured (IR-ES, dense, a reader's retrieval,
+#: the bank): ``bench-costs.json`` (``fits.ir_custom_en``, ``fits.ir_custom_zh``).
+IR_COST = Cost((Rate("en", 0.00126, 1.45e-06), Rate("zh", 0.00112, 5.5e-06)))
+#: One search's (``/v1/search``) cost per query term: ``bench-costs.json`` (``fits.search_en``, ``fits.search_zh``).
+SEARCH_COST = Cost((Rate("en", 0.000114, 1.38e-06), Rate("zh", 0.000351, 3.03e-06)))
+#: The cost of work already counted in estimated seconds (an ensemble's: its parts').
+SECONDS = Cost(tuple(Rate(lang, 0.0, 1.0) for lang in LANGS))
+#: PMI's cost per (question n-gram, option n-gram) pair: ``bench-costs.json`` (``fits.pmi_en``, ``fits.pmi_zh``;
+#: the issue's 1,960-character Chinese question, 1.6 million pairs, took 4.3 s there and is estimated at 6.2 s).
+PMI_COST = Cost((Rate("en", 0.00185, 1.73e-06), Rate("zh", 0.000797, 3.84e-06)))
 
 
 @dataclass(frozen=True)
@@ -136,11 +209,25 @@ class Method(ABC):
     limits: Limits = SEARCH_LIMITS
     #: How pages name the method for a person (default: its name).
     display_name: str = ""
+    #: How long a question takes it, from its ``work_units`` (``estimate``; a server weighs requests by it).
+    cost: Cost = IR_COST
 
     @property
     def shown_name(self) -> str:
         """The method's name for a person."""
         return self.display_name or self.name
+
+    def work_units(self, opened: Opened, question: Question, lang: str) -> float:
+        """How much work scoring ``question`` with ``opened`` is, in the units of ``cost``: by default
+        an IR method's, the index terms of its option queries (question part, then option), summed.
+        No term spans the space between the two parts, so the question part is read once."""
+        mode = opened.retriever.settings.query if opened.retriever is not None else "full"
+        asked = query_terms(opened.index, [question_query(question, mode, lang)])
+        return len(question.options) * asked + query_terms(opened.index, list(question.options.values()))
+
+    def estimate(self, opened: Opened, question: Question, lang: str) -> Estimate:
+        """What scoring ``question`` with ``opened`` is estimated to cost (its ``work_units`` at its ``cost``)."""
+        return self.cost.estimate(lang, self.work_units(opened, question, lang))
 
     @abstractmethod
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:

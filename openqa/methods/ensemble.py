@@ -18,7 +18,7 @@ from openqa.evaluate.calibration import (
     fit_conditional_logit,
 )
 from openqa.evaluate.metrics import summarise
-from openqa.methods.base import FIRST_PART_KEYS, PMI_LIMITS, Limits, Method, Opened, Overrides, Request
+from openqa.methods.base import FIRST_PART_KEYS, PMI_LIMITS, SECONDS, Cost, Limits, Method, Opened, Overrides, Request
 from openqa.methods.registry import METHODS, calibration_key, method, open_method
 from openqa.retrieval.base import Index
 from openqa.scorers.base import OptionScores
@@ -116,6 +116,7 @@ class EnsembleMethod(Method):
     fuses_parts: bool = True
     limits: Limits = PMI_LIMITS
     display_name: str = "Ensemble"
+    cost: Cost = SECONDS
 
     def takes_llm(self, model_given: bool) -> bool:
         """When a model is named: for an ``llm`` part (``--parts ...,llm``, or weights fitted with one)."""
@@ -138,6 +139,13 @@ class EnsembleMethod(Method):
     def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
         parts = [p for p in self.parts_for(lang, request) if not p.precomputed]
         return tuple(sorted({key for p in parts for key in method(p.method).reads(lang, Request(p.overrides, llm=request.llm))}))
+
+    def work_units(self, opened: Opened, question: Question, lang: str) -> float:
+        """Its parts' estimated seconds, summed (a part read from a predictions file costs nothing)."""
+        from openqa.scorers.precomputed import PrecomputedScorer
+
+        return sum(method(label.partition(":")[0]).estimate(part, question, lang).seconds for label, part in opened.parts.items()
+                   if not isinstance(part.scorer, PrecomputedScorer))
 
     def variant(self, request: Request) -> list[str]:
         """The name its weights are filed under, when given (``Request.ensemble``)."""

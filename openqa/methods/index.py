@@ -11,7 +11,20 @@ from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method
 from openqa.data import Question
 from openqa.errors import OpenQAError, UsageError
 from openqa.languages import language
-from openqa.methods.base import FIRST_PART_KEYS, SEARCH_LIMITS, IndexT, Limits, Method, Opened, Request, ScorerT, Tuner
+from openqa.methods.base import (
+    FIRST_PART_KEYS,
+    IR_COST,
+    SEARCH_LIMITS,
+    Cost,
+    IndexT,
+    Limits,
+    Method,
+    Opened,
+    Rate,
+    Request,
+    ScorerT,
+    Tuner,
+)
 from openqa.methods.registry import method, open_method, open_retriever, open_retrieving
 from openqa.retrieval.base import Index, SearchEngine
 from openqa.retrieval.custom_bm25 import QUERY_PRESETS, CustomBM25, QueryParams
@@ -48,9 +61,15 @@ class IndexMethod(Method, Generic[ScorerT]):
     uses: tuple[str, ...] = ("top_n", "aggregate", "query")
     limits: Limits = SEARCH_LIMITS
     display_name: str = ""
+    cost: Cost = IR_COST
+    #: Its work units (``Method.work_units``) where they are not an IR method's query terms (PMI's pairs).
+    work: Callable[[Opened, Question, str], float] | None = None
 
     def takes(self, setting: str) -> bool:
         return setting in self.uses
+
+    def work_units(self, opened: Opened, question: Question, lang: str) -> float:
+        return self.work(opened, question, lang) if self.work is not None else super().work_units(opened, question, lang)
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
         chosen, record, sources = self.settings(ctx, target, request.overrides, lambda key: key in self.uses)
@@ -86,6 +105,10 @@ class FusedMethod(Method):
 
     def takes(self, setting: str) -> bool:
         return any(method(part).takes(setting) for part in self.parts)
+
+    def work_units(self, opened: Opened, question: Question, lang: str) -> float:
+        """Each part runs the option queries: theirs, once per part."""
+        return len(self.parts) * super().work_units(opened, question, lang)
 
     def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
         """Its parts' indexes."""
@@ -159,9 +182,20 @@ class LLMMethod(Method):
     #: One prompt per order of the options: a 1.5B GGUF model on one CPU thread takes 10-30 s a prompt with
     #: evidence (requests queue behind each other there), a GPU server about a second.
     limits: Limits = Limits(20_000, 600.0)
+    #: The fastest model measured (``bench-llm.json``: SmolLM2-135M as GGUF on one CPU thread) took 903 s for
+    #: 400 closed-book questions (letters scoring) and read 197 prompt tokens/s: a question is estimated at
+    #: 903 / 400 s, plus 1 / 197 s per token of its question, options and evidence (both languages). A
+    #: larger model is slower: every LLM request is heavy.
+    cost: Cost = Cost((Rate("en", 903 / 400, 1 / 197),))
 
     def ready(self, request: Request) -> bool:
         return request.llm is not None
+
+    def work_units(self, opened: Opened, question: Question, lang: str) -> float:
+        """Prompt tokens (``LLMScorer.prompt_tokens_estimate``)."""
+        from openqa.llm.scorer import LLMScorer
+
+        return cast(LLMScorer, opened.scorer).prompt_tokens_estimate(question)
 
     def takes_llm(self, model_given: bool) -> bool:
         """Always, so that a missing ``--model`` is said in one line."""
@@ -225,6 +259,11 @@ def dense_scorer(index: Index, exam: str, settings: IRSettings) -> IRScorer:
     """Dense: the IR scorer over embedding search (question part + option, top-N aggregate)."""
     engine = _needs(index, (DenseIndex,), "dense needs the dense index: openqa index --engine dense")
     return IRScorer(engine, settings)
+
+
+def pmi_pairs(opened: Opened, question: Question, lang: str) -> float:
+    """PMI's work units: its scorer's (question n-gram, option n-gram) pairs (``PMIScorer.pairs``)."""
+    return cast(PMIScorer, opened.scorer).pairs(question)
 
 
 def pmi_scorer(index: Index, exam: str, settings: IRSettings) -> PMIScorer:

@@ -44,11 +44,22 @@ class PMIScorer(OptionScorer):
         self.window = window
         self.lang = index.manifest["lang"]
 
+    def grams(self, text: str) -> list[Gram]:
+        """The distinct n-grams of ``text``'s index terms."""
+        tok = self.index.tokenizer
+        return ngrams(tok.tokenize(tok.prepare_query(text)))
+
+    def pairs(self, question: Question) -> int:
+        """The (question n-gram, option n-gram) pairs of ``question``, summed over its options: what
+        scoring it costs, since ``pair_counts`` counts each pair whose n-grams occur in the corpus
+        (found before any index is read: every n-gram is counted as if it occurred)."""
+        asked = len(self.grams(question_query(question, self.settings.query, self.lang)))
+        return asked * sum(len(self.grams(text)) for text in question.options.values())
+
     def _present(self, text: str) -> list[tuple[Gram, int]]:
         """The n-grams of ``text`` that occur in the corpus, with their counts."""
         checkpoint()
-        tok = self.index.tokenizer
-        counted = ((g, len(self.index.grams(g))) for g in ngrams(tok.tokenize(tok.prepare_query(text))))
+        counted = ((g, len(self.index.grams(g))) for g in self.grams(text))
         return [(g, c) for g, c in counted if c > 0]
 
     def option_pmi(self, asked: list[tuple[Gram, int]], option: list[tuple[Gram, int]]) -> float:

@@ -4,14 +4,16 @@ that keep a request from stalling the others or reading an index that changed on
 Every index is opened once at start-up and shared by all requests. Scorers and engines take
 their query settings per call, so one opened index serves many threads: questions are scored on
 a pool of ``WORKERS`` threads shared fairly (``openqa.serve.workers``: a queue per client, language
-and weight, served in turn; heavy requests hold at most ``HEAVY_SHARE`` workers, one client's all
-but one of them). A method whose engine calls into a JVM (ir-es over Lucene, whose threads must be
-attached) keeps one long-lived thread of its own, and so does an LLM run in process (it answers one
-prompt at a time: its queue must not hold the pool's threads). A model is opened once for every
-language served.
+and weight, served in turn; heavy requests, those their method estimates at over ``HEAVY_SECONDS``
+from the work they are (``Method.estimate``), hold at most ``HEAVY_SHARE`` workers, one client's
+all but one of them; one client has at most ``CLIENT_JOBS`` jobs in flight). A method whose engine
+calls into a JVM (ir-es over Lucene, whose threads must be attached) keeps one long-lived thread of
+its own, and so does an LLM run in process (it answers one prompt at a time: its queue must not hold
+the pool's threads). A model is opened once for every language served.
 
 Limits: each method has a size limit (characters of question and options) and a time limit per
-request (waiting and working). A request that goes over its time, whose client disconnects, or
+request (waiting and working); so do the other jobs run here (searches, the results page's
+reading and comparing). A request that goes over its time, whose client disconnects, or
 that is in flight when the server stops is abandoned: a job still queued never starts; one already
 scoring stops at its scorer's next cancellation checkpoint (``openqa.cancel``: between options or
 batches).
@@ -38,19 +40,19 @@ from typing import Any, Callable, Hashable, TypeVar, cast
 import openqa
 from openqa.answer import language_note, no_match_message
 from openqa.api import search_hits
-from openqa.cancel import cancellable
+from openqa.cancel import cancellable, checkpoint
 from openqa.data import Question, load_questions
 from openqa.data.pasted import clean_text
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
 from openqa.languages import LANGS
 from openqa.methods import METHODS, Limits, Opened, Overrides, Request, open_method
-from openqa.methods.base import SEARCH_LIMITS
+from openqa.methods.base import SEARCH_COST, SEARCH_LIMITS, query_terms
 from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index
 from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.registry import ENGINES, engine_class, index_folder, open_index
 from openqa.serve.examples import measured_accuracy
-from openqa.serve.workers import FairPool
+from openqa.serve.workers import FairPool, JobCap, TooManyJobs
 from openqa.workspace import Context, Exam, OpenOnce
 
 T = TypeVar("T")
@@ -69,6 +71,9 @@ WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
 HEAVY_SHARE = WORKERS // 2
 #: A request asking for more paragraphs per option than this is heavy.
 HEAVY_TOP_N = 20
+#: The most jobs one client may have in flight (queued or running): twice the workers, so a client
+#: alone can keep every worker busy with as many waiting; past it, a request is refused with a 429.
+CLIENT_JOBS = 2 * WORKERS
 #: Seconds ``Engines.close`` waits for the jobs in flight to reach a checkpoint and stop.
 CLOSE_SECONDS = 1.0
 
@@ -195,11 +200,10 @@ def pick(items: list[str], known: tuple[str, ...], what: str) -> list[str]:
     return chosen
 
 
-def overtime(what: str) -> RequestError:
-    """The 503 of a request over its method's time limit."""
-    method = what.split(" ")[0]
-    return RequestError(f"{what} did not answer within its limit of {limits(method).seconds:g} s per request "
-                        "(the server is busy or the question is large); try again", 503)
+def overtime(what: str, seconds: float) -> RequestError:
+    """The 503 of a request (``what``) over its time limit of ``seconds``."""
+    return RequestError(f"{what} did not answer within its limit of {seconds:g} s per request "
+                        "(the server is busy or the request is large); try again", 503)
 
 
 def stopping() -> RequestError:
@@ -221,9 +225,10 @@ class Engines:
         self.methods = [n for n, m in METHODS.items() if m.ready(request)] if methods == [ALL] else pick(methods, tuple(METHODS), "method")
         for name in self.methods:
             METHODS[name].require(request)
-        self.pool = FairPool(WORKERS, "openqa-score", HEAVY_SHARE)
-        self.jvm = FairPool(1, "openqa-jvm", 1)
-        self.alone = FairPool(1, "openqa-model", 1)
+        self.jobs = JobCap(CLIENT_JOBS)  # one client's jobs in flight, in all three pools together
+        self.pool = FairPool(WORKERS, "openqa-score", HEAVY_SHARE, self.jobs)
+        self.jvm = FairPool(1, "openqa-jvm", 1, self.jobs)
+        self.alone = FairPool(1, "openqa-model", 1, self.jobs)
         self.stopping = threading.Event()
         self._reload = {(lang, name): threading.Lock() for lang in self.langs for name in self.methods}
         self.reloads: list[dict[str, Any]] = []
@@ -333,23 +338,15 @@ class Engines:
             raise RequestError(f"{method} ({lang}) is not available: {offer.error}", 404)
         return method, lang
 
-    def answer(self, question: Question, method: str | None = None, lang: str | None = None, top_n: int | None = None,
-               evidence: int = 3, abandoned: threading.Event | None = None, deadline: float | None = None,
-               min_confidence: float | None = None, client: Hashable = "") -> Future[dict[str, Any]]:
-        """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
-        language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
-        index. The job waits in the queue of its ``client`` (whoever asks: the server gives the peer
-        address), language and weight (heavy: over its method's ``heavy_chars`` or ``HEAVY_TOP_N``),
-        and stops (before scoring, or at the scorer's next checkpoint) once ``abandoned`` is set, the
-        server stops, or ``deadline`` (``time.monotonic``; default: the method's time limit from now)
-        has passed; below ``min_confidence`` the answer abstains."""
-        method, lang = self.offer(method, lang)
-        if top_n is not None and not METHODS[method].takes("top_n"):
-            raise RequestError(f"top_n does not apply to {method}: leave it out (the server's settings choose its evidence)")
-        abandoned = abandoned or threading.Event()
-        deadline = deadline if deadline is not None else time.monotonic() + limits(method).seconds
-        what = f"{method} ({lang})"
-        heavy = size(question) > limits(method).heavy_chars or (top_n or 0) > HEAVY_TOP_N
+    def submit(self, work: Callable[[], T], what: str, seconds: float, client: Hashable, lane: Hashable, heavy: bool,
+               abandoned: threading.Event, deadline: float, worker: FairPool | None = None) -> Future[T]:
+        """Queue ``work`` (``what``, with a time limit of ``seconds``) on ``worker`` (default: the pool)
+        as ``client``'s in ``lane``, heavy or not. It runs with a cancellation check
+        (``openqa.cancel``): it never starts, or stops at its next checkpoint, once ``abandoned`` is set
+        (its client left), the server stops (a 503 saying so), or ``deadline`` (``time.monotonic``)
+        has passed (a 503 naming the limit). A 429 when ``client`` already has ``CLIENT_JOBS`` in flight."""
+        if self.stopping.is_set():
+            raise stopping()
 
         def check() -> None:
             if abandoned.is_set():
@@ -357,17 +354,42 @@ class Engines:
             if self.stopping.is_set():
                 raise stopping()
             if time.monotonic() > deadline:
-                raise overtime(what)
+                raise overtime(what, seconds)
 
-        def work() -> dict[str, Any]:
+        def run() -> T:
             with cancellable(check):
-                return attempts()
+                checkpoint()  # a job whose request went away while it waited never starts
+                return work()
+
+        try:
+            return (worker or self.pool).submit(client, lane, heavy, run)
+        except TooManyJobs as exc:
+            raise RequestError(str(exc), 429) from None
+
+    def answer(self, question: Question, method: str | None = None, lang: str | None = None, top_n: int | None = None,
+               evidence: int = 3, abandoned: threading.Event | None = None, deadline: float | None = None,
+               min_confidence: float | None = None, client: Hashable = "") -> Future[dict[str, Any]]:
+        """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
+        language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
+        index. The job waits in the queue of its ``client`` (whoever asks: the server gives the peer
+        address), language and weight (heavy: estimated by its method at over ``HEAVY_SECONDS``, or
+        asking for over ``HEAVY_TOP_N`` paragraphs), and stops (before scoring, or at the scorer's next
+        checkpoint) once ``abandoned`` is set, the server stops, or ``deadline`` (``time.monotonic``;
+        default: the method's time limit from now) has passed; below ``min_confidence`` the answer abstains."""
+        method, lang = self.offer(method, lang)
+        if top_n is not None and not METHODS[method].takes("top_n"):
+            raise RequestError(f"top_n does not apply to {method}: leave it out (the server's settings choose its evidence)")
+        seconds = limits(method).seconds
+        what = f"{method} ({lang})"
+        current = self.offers[lang, method].opened
+        heavy = (current is None or METHODS[method].estimate(current, question, lang).heavy
+                 or (top_n or 0) > HEAVY_TOP_N)  # an offer being reopened is weighed as heavy
 
         def attempts() -> dict[str, Any]:
             failed: Offer | None = None
             failure = "it kept changing"
             for _ in range(3):  # an index swapped while scoring: score again on the new one
-                check()
+                checkpoint()
                 offer = self._fresh(method, lang, failed)
                 try:
                     opened = offer.opened if top_n is None else self._with_top_n(method, lang, top_n)
@@ -384,12 +406,15 @@ class Engines:
             raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "
                                "has finished", 503)
 
-        return self._worker(method, lang).submit(client, lang, heavy, work)
+        return self.submit(attempts, what, seconds, client, lang, heavy, abandoned or threading.Event(),
+                           deadline if deadline is not None else time.monotonic() + seconds, self._worker(method, lang))
 
-    def search(self, query: str, lang: str | None, engine: str, k: int, client: Hashable = "") -> Future[dict[str, Any]]:
+    def search(self, query: str, lang: str | None, engine: str, k: int, client: Hashable = "",
+               abandoned: threading.Event | None = None, deadline: float | None = None) -> Future[dict[str, Any]]:
         """The top ``k`` paragraphs of the ``lang``/``engine`` index for ``query`` (``openqa.api.search_hits``),
         on the worker of a served method that reads that index (reopened first if it changed on disk),
-        queued as ``answer`` queues a question of ``client``."""
+        queued and stopped as ``answer`` queues and stops a question of ``client`` (heavy: estimated at
+        over ``HEAVY_SECONDS`` by ``SEARCH_COST``)."""
         lang = lang or self.langs[0]
         if lang not in self.langs:
             raise RequestError(f"unknown language {lang!r}: this server serves {', '.join(self.langs)}", 400)
@@ -409,8 +434,11 @@ class Engines:
             hits = search_hits(self.ctx.opened[lang, engine], [query], k)[0]
             return {"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]}
 
-        heavy = len(query) > SEARCH_LIMITS.heavy_chars  # a long query is weighed as a long question is
-        return self._worker(reading[0], lang).submit(client, lang, heavy, work)
+        index = self.ctx.opened.get((lang, engine))
+        heavy = index is None or SEARCH_COST.estimate(lang, query_terms(index, [query])).heavy
+        seconds = SEARCH_LIMITS.seconds
+        return self.submit(work, f"search ({engine})", seconds, client, lang, heavy, abandoned or threading.Event(),
+                           deadline if deadline is not None else time.monotonic() + seconds, self._worker(reading[0], lang))
 
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""

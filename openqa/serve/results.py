@@ -1,4 +1,10 @@
-"""The read-only results page (``/results``) and its JSON over a folder of eval records."""
+"""The read-only results page (``/results``) and its JSON over a folder of eval records.
+
+Every endpoint that reads records runs as its client's job on the server's worker pool
+(``Engines.submit``), within ``RESULTS_SECONDS``, and stops at its next cancellation checkpoint (between
+prediction rows, records, bootstrap chunks and calibration draws) once its client leaves, its time
+runs out or the server stops. A comparison is heavy (it shares the heavy workers with long questions);
+the others are light."""
 
 from __future__ import annotations
 
@@ -7,11 +13,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import FileResponse
 
 from openqa.errors import OpenQAError, UsageError
 from openqa.serve.engines import Engines
+from openqa.serve.routes import on_pool
 
 #: The results page (beside the main page in ``static/``).
 PAGE = Path(__file__).parent / "static" / "results.html"
@@ -19,6 +26,11 @@ PAGE = Path(__file__).parent / "static" / "results.html"
 
 #: The most runs one comparison (``/v1/compare``) reads.
 MAX_COMPARED = 8
+#: Seconds a results request may take (queueing included): a comparison of 8 runs of 20,000 questions
+#: reads and resamples them in a few seconds.
+RESULTS_SECONDS = 30.0
+#: The lane of the results jobs in their client's queues (answers' lanes are languages).
+LANE = "results"
 
 
 class Relative:
@@ -60,43 +72,56 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
         return FileResponse(PAGE)
 
     @app.get("/v1/results", summary="Every eval run of the results folder (unreadable ones with their reason)")
-    def runs() -> dict[str, Any]:
-        with relative.errors():
-            listing = list_runs(folder)
-        return {"folder": shown, "runs": [{**row, "unreadable": relative(row["unreadable"])} if "unreadable" in row else row
-                                          for row in listing]}
+    async def runs(request: Request) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            with relative.errors():
+                listing = list_runs(folder)
+            return {"folder": shown, "runs": [{**row, "unreadable": relative(row["unreadable"])} if "unreadable" in row else row
+                                              for row in listing]}
+
+        return await on_pool(engines, request, work, "the results listing", RESULTS_SECONDS, LANE, heavy=False)
 
     @app.get("/v1/results/{run}", summary="A run's questions: prediction, answer, probabilities, and the question's text where known")
-    def questions(run: str) -> dict[str, Any]:
-        with relative.errors():
-            rows = run_questions(folder, run)  # the name is checked there: a plain file of the folder or its subfolders
-            try:
-                summary: Path | None = inside(folder, run, ".json")
-            except OpenQAError:
-                summary = None
-            record = run_row(summary) if summary is not None else None  # that run's record alone, not the whole folder's
-        texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
-        return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
+    async def questions(run: str, request: Request) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            with relative.errors():
+                rows = run_questions(folder, run)  # the name is checked there: a plain file of the folder or its subfolders
+                try:
+                    summary: Path | None = inside(folder, run, ".json")
+                except OpenQAError:
+                    summary = None
+                record = run_row(summary) if summary is not None else None  # that run's record alone, not the whole folder's
+            texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
+            return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
+
+        return await on_pool(engines, request, work, "a run's questions", RESULTS_SECONDS, LANE, heavy=False)
 
     @app.get("/v1/results/{run}/curves", summary="A run's risk-coverage curve and reliability diagram, from its predictions")
-    def run_curve(run: str) -> dict[str, Any]:
-        with relative.errors():
-            return run_curves(folder, run)
+    async def run_curve(run: str, request: Request) -> dict[str, Any]:
+        def work() -> dict[str, Any]:
+            with relative.errors():
+                return run_curves(folder, run)
+
+        return await on_pool(engines, request, work, "a run's curves", RESULTS_SECONDS, LANE, heavy=False)
 
     @app.get("/v1/compare", summary=f"Runs compared question by question (as openqa compare): ?runs=A,B[,C...], at most {MAX_COMPARED}")
-    def compare(runs: str) -> dict[str, Any]:
+    async def compare(runs: str, request: Request) -> dict[str, Any]:
         names = runs.split(",")
         if len(names) > MAX_COMPARED:
             raise UsageError(f"compare at most {MAX_COMPARED} runs at once, not {len(names)}")
-        with relative.errors():
-            paths = [inside(folder, name, ".json") for name in names]
-            top = folder.resolve()
-            for path in paths:
-                predictions = run_paths(path)[1]
-                if predictions.is_symlink() and not within(top, predictions):  # a link out of the folder is never followed
-                    raise UsageError(f"no run named {path.name!r} here")
-            seen = [path.resolve() for path in paths]
-            twice = next((path.name for path, where in zip(paths, seen) if seen.count(where) > 1), None)
-            if twice is not None:
-                raise UsageError(f"run {twice!r} is given more than once: compare different runs")
-            return compare_runs(paths, lookup)
+
+        def work() -> dict[str, Any]:
+            with relative.errors():
+                paths = [inside(folder, name, ".json") for name in names]
+                top = folder.resolve()
+                for path in paths:
+                    predictions = run_paths(path)[1]
+                    if predictions.is_symlink() and not within(top, predictions):  # a link out of the folder is never followed
+                        raise UsageError(f"no run named {path.name!r} here")
+                seen = [path.resolve() for path in paths]
+                twice = next((path.name for path, where in zip(paths, seen) if seen.count(where) > 1), None)
+                if twice is not None:
+                    raise UsageError(f"run {twice!r} is given more than once: compare different runs")
+                return compare_runs(paths, lookup)
+
+        return await on_pool(engines, request, work, "the comparison", RESULTS_SECONDS, LANE, heavy=True)

@@ -8,7 +8,7 @@ import asyncio
 import threading
 import time
 from concurrent.futures import Future
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -33,6 +33,8 @@ from openqa.serve.schemas import (
     SearchRequest,
     SearchResponse,
 )
+
+T = TypeVar("T")
 
 #: How much of a trusted client header keys a client (a longer value is cut: it names, it does not carry).
 CLIENT_KEY_CHARS = 200
@@ -80,11 +82,12 @@ def peer(request: Request) -> str:
     return request.client.host if request.client else ""
 
 
-async def _answered(future: Future[dict[str, Any]], request: Request, deadline: float, what: str,
-                    stopped: threading.Event) -> dict[str, Any]:
-    """The result of a scoring job, waited for without blocking the event loop; a 503 past the
-    deadline or once the server stops (``stopped``), a 499 once the client has disconnected (the
-    job is then abandoned by the caller)."""
+async def answered(future: Future[T], abandoned: threading.Event, request: Request, deadline: float, what: str,
+                   seconds: float, stopped: threading.Event) -> T:
+    """The result of a job (``Engines.submit``), waited for without blocking the event loop; a 503
+    past the ``deadline`` (naming the limit of ``seconds``) or once the server stops (``stopped``), a
+    499 once the client has disconnected. However the wait ends, the job is abandoned: one still
+    queued never starts, one running stops at its next checkpoint."""
     waiting = asyncio.wrap_future(future)
     try:
         while True:
@@ -96,9 +99,21 @@ async def _answered(future: Future[dict[str, Any]], request: Request, deadline: 
             if stopped.is_set():
                 raise stopping()
             if time.monotonic() > deadline:
-                raise overtime(what)
+                raise overtime(what, seconds)
     finally:
         waiting.cancel()  # a job that ends later sets no result here
+        abandoned.set()
+        future.cancel()
+
+
+async def on_pool(engines: Engines, request: Request, work: Callable[[], T], what: str, seconds: float, lane: str,
+                  heavy: bool) -> T:
+    """``work`` run as the client's job on the engines' pool (``Engines.submit``) within its time limit
+    of ``seconds``, and its result (or the refusal that stopped it)."""
+    deadline = time.monotonic() + seconds
+    abandoned = threading.Event()
+    future = engines.submit(work, what, seconds, peer(request), lane, heavy, abandoned, deadline)
+    return await answered(future, abandoned, request, deadline, what, seconds, engines.stopping)
 
 
 def add_api(app: FastAPI, engines: Engines) -> None:
@@ -119,7 +134,7 @@ def add_api(app: FastAPI, engines: Engines) -> None:
             "default": {"method": engines.methods[0], "lang": engines.langs[0]},
             "served": await run_in_threadpool(engines.describe),
             "limits": {"max_chars": MAX_CHARS, "max_options": MAX_OPTIONS, "max_top_n": MAX_TOP_N,
-                       "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY},
+                       "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY, "max_in_flight": engines.jobs.cap},
         }
 
     @app.get("/v1/examples", summary="Real MedQA questions with their answer keys, chosen by a stated rule (none without a data folder)")
@@ -146,13 +161,9 @@ def add_api(app: FastAPI, engines: Engines) -> None:
             raise RequestError(f"question too long for {method}: {size(question)} characters with its options "
                                f"(at most {limit.max_chars} per request)", 413)
         abandoned = threading.Event()
-        future = engines.answer(question, method, lang, body.top_n, body.evidence, abandoned, deadline, body.min_confidence,
-                                peer(request))
-        try:
-            return await _answered(future, request, deadline, f"{method} ({lang})", engines.stopping)
-        finally:
-            abandoned.set()  # a job still queued or waiting for its index never starts
-            future.cancel()
+        future = await run_in_threadpool(engines.answer, question, method, lang, body.top_n, body.evidence, abandoned,
+                                         deadline, body.min_confidence, peer(request))  # weighing it reads its terms
+        return await answered(future, abandoned, request, deadline, f"{method} ({lang})", limit.seconds, engines.stopping)
 
     @app.post("/v1/search", response_model=SearchResponse, responses=ERRORS,
               summary="Ranked paragraphs of a served index for a free-text query (retrieval alone)")
@@ -160,9 +171,9 @@ def add_api(app: FastAPI, engines: Engines) -> None:
         if len(body.query) > MAX_CHARS:
             raise RequestError(f"query too long: {len(body.query)} characters (at most {MAX_CHARS})", 413)
         deadline = time.monotonic() + SEARCH_LIMITS.seconds
-        future = engines.search(body.query, body.lang, body.engine, body.k, peer(request))
-        try:
-            return await _answered(future, request, deadline, f"search ({body.engine})", engines.stopping)
-        finally:
-            future.cancel()
+        abandoned = threading.Event()
+        future = await run_in_threadpool(engines.search, body.query, body.lang, body.engine, body.k, peer(request),
+                                         abandoned, deadline)
+        return await answered(future, abandoned, request, deadline, f"search ({body.engine})", SEARCH_LIMITS.seconds,
+                              engines.stopping)
 

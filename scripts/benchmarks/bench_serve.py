@@ -1,8 +1,9 @@
 """Load test of ``openqa serve`` on loopback; writes eval/results/benchmarks/bench-serve.json.
 
 Starts ``openqa serve --lang en --method ir-custom`` as its own process on a free loopback port,
-then runs ``--clients`` concurrent clients (threads, each with one keep-alive connection), each
-sending ``--requests`` ``POST /v1/answer`` requests in turn: the US test questions, client ``c``'s
+then runs ``--clients`` concurrent clients (threads, each with one keep-alive connection from a
+loopback address of its own, 127.0.0.2, 127.0.0.3, ...: separate clients to the server, which caps
+one client's requests in flight), each sending ``--requests`` ``POST /v1/answer`` requests in turn: the US test questions, client ``c``'s
 request ``r`` asking question ``(c * requests + r) mod n``, so 20 x 200 requests ask all 1,273
 questions (most of them three or four times). It records requests per second, latency
 percentiles (client side, from sending the request to having read the whole answer), errors,
@@ -80,17 +81,20 @@ def wait_until_up(port: int, server: subprocess.Popen) -> None:
 
 
 class Client(threading.Thread):
-    """Sends its share of the requests one after another on one connection, timing each."""
+    """Sends its share of the requests one after another on one connection from ``address``, timing each."""
 
-    def __init__(self, port: int, bodies: list[tuple[int, bytes]], stop_at: float) -> None:
+    def __init__(self, port: int, address: str, bodies: list[tuple[int, bytes]], stop_at: float) -> None:
         super().__init__(daemon=True)
-        self.port, self.bodies, self.stop_at = port, bodies, stop_at
+        self.port, self.address, self.bodies, self.stop_at = port, address, bodies, stop_at
         self.latencies: list[float] = []
         self.predictions: list[tuple[int, str | None]] = []
         self.errors: list[str] = []
 
+    def connect(self) -> HTTPConnection:
+        return HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT, source_address=(self.address, 0))
+
     def run(self) -> None:
-        connection = HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT)
+        connection = self.connect()
         for number, body in self.bodies:
             if time.monotonic() > self.stop_at:
                 self.errors.append("not sent: the deadline passed")
@@ -100,7 +104,7 @@ class Client(threading.Thread):
                 status, data = post(connection, body)
             except (OSError, ValueError) as exc:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
-                connection = HTTPConnection("127.0.0.1", self.port, timeout=REQUEST_TIMEOUT)
+                connection = self.connect()
                 continue
             self.latencies.append(time.perf_counter() - start)
             if status != 200:
@@ -152,7 +156,8 @@ def main() -> None:
                  for n in range(c * args.requests, (c + 1) * args.requests)]
                 for c in range(args.clients)
             ]
-            clients = [Client(port, bodies, time.monotonic() + args.deadline) for bodies in per_client]
+            clients = [Client(port, f"127.0.0.{2 + c}", bodies, time.monotonic() + args.deadline)
+                       for c, bodies in enumerate(per_client)]
             start = time.perf_counter()
             for client in clients:
                 client.start()

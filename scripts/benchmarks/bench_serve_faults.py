@@ -148,6 +148,12 @@ def request(port: int, method: str, path: str, body: bytes | None = None, header
         connection.close()
 
 
+def spread(n: int) -> str:
+    """The loopback address of the ``n``-th of many clients sent at once (127.0.0.100 on): each its own
+    client to the server, which caps one client's requests in flight."""
+    return f"127.0.0.{100 + n}"
+
+
 def answer_body(question: Question | SimpleNamespace, method: str, lang: str) -> bytes:
     return json.dumps({"question": question.question, "options": question.options, "method": method,
                        "lang": lang}).encode()
@@ -293,8 +299,11 @@ class Bench:
         return data
 
     def many(self, case: Case, bodies: list[bytes], workers: int) -> list[tuple[int, Any]]:
+        """``bodies`` answered by ``workers`` clients at once (each body from a loopback address of its
+        worker's: separate clients, as the server caps one client's requests in flight)."""
         with ThreadPoolExecutor(workers) as pool:
-            results = list(pool.map(lambda b: request(self.port, "POST", "/v1/answer", b), bodies))
+            results = list(pool.map(lambda n_b: request(self.port, "POST", "/v1/answer", n_b[1], source=spread(n_b[0] % workers)),
+                                    enumerate(bodies)))
         case.statuses += [status for status, _ in results]
         return results
 
@@ -485,14 +494,15 @@ def hostile_cases(bench: Bench) -> None:
                 if stop.is_set():
                     return
                 sent = time.monotonic()
-                status, _ = request(port, "POST", "/v1/answer", answer_body(en[(k * 50 + n) % len(en)], "ir-custom", "en"))
+                status, _ = request(port, "POST", "/v1/answer", answer_body(en[(k * 50 + n) % len(en)], "ir-custom", "en"),
+                                    source=f"127.0.0.{60 + k}")
                 latencies.append(time.monotonic() - sent)
                 if status != 200:
                     case.statuses.append(f"en {status}")
 
         clients = [threading.Thread(target=english, args=(k,), daemon=True) for k in range(2)]
         with ThreadPoolExecutor(len(heavy)) as pool:
-            answers = pool.map(lambda b: request(port, "POST", "/v1/answer", b)[0], heavy)
+            answers = pool.map(lambda n_b: request(port, "POST", "/v1/answer", n_b[1], source=spread(n_b[0]))[0], enumerate(heavy))
             time.sleep(0.5)
             for client in clients:
                 client.start()
@@ -734,7 +744,8 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                     client.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
                     time.sleep(0.3)
                 pool = ThreadPoolExecutor(len(heavy))
-                answers = [pool.submit(request, port, "POST", "/v1/answer", b) for b in (heavy if load else [])]
+                answers = [pool.submit(request, port, "POST", "/v1/answer", b, source=spread(n))
+                           for n, b in enumerate(heavy if load else [])]
                 time.sleep(2 if load else 0)  # the heavy requests are being scored
                 started = time.monotonic()
                 for sig in signals:

@@ -11,6 +11,7 @@ from openqa import (
     BatchHits,
     Built,
     DataError,
+    Estimate,
     Evaluation,
     MissingExtraError,
     OpenQAError,
@@ -47,6 +48,8 @@ def main(data: Path) -> str:
     solver = Solver.open("ir-custom", "en", workspace=where, top_n=5)
     answer: Answer = solver.answer("Which drug inhibits cyclooxygenase?", {"A": "Aspirin", "B": "Gentamicin"})
     prediction: str | None = answer.prediction
+    cost: Estimate = solver.estimate("Which drug inhibits cyclooxygenase?", ["Aspirin", "Gentamicin"])
+    heavy: bool = cost.heavy or searcher.estimate("aspirin").seconds > cost.heavy_seconds
     probabilities: dict[str, float | None] = answer.probabilities
     evaluation: Evaluation = run_eval("ir-custom", "us", split="dev", limit=10, workspace=where)
     low, high = evaluation.ci95
@@ -61,5 +64,5 @@ def main(data: Path) -> str:
     try:
         Solver.open("nope")
     except errors as exc:
-        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {runs} {curves} {options} {folder} {provenance} {fingerprint['checksum']}"
+        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {heavy} {cost.units} {runs} {curves} {options} {folder} {provenance} {fingerprint['checksum']}"
     return str(evaluation.accuracy)
