@@ -32,7 +32,7 @@ def test_the_encoder_and_search_sections_on_the_cpu(tmp_path):
     run("--sections", "encoder,search", "--device", "cpu", "--limit", "200", "--paragraphs", str(paragraphs),
         "--sample", "40", "--rounds", "1", "--check-paragraphs", "20", "--check-queries", "5", "--queries", "64",
         "--output-dir", str(tmp_path / "out"))
-    encoder = json.loads((tmp_path / "out" / "bench-gpu-encoder.json").read_text())
+    encoder = json.loads((tmp_path / "out" / "bench-gpu-encoder-cpu.json").read_text())
     assert encoder["weights"] == "random weights built from the config: timing only"
     assert encoder["device"] == "cpu" and encoder["torch"] and encoder["transformers"] and encoder["cuda"] is None
     assert encoder["paragraphs"] == 200 and encoder["n"] == 40 and encoder["dataset"] == "paragraphs.txt"
@@ -46,7 +46,7 @@ def test_the_encoder_and_search_sections_on_the_cpu(tmp_path):
     agreement = encoder["vectors_against_cpu_fp32"]
     assert agreement["fast path, fp32"]["cosine_min"] == pytest.approx(1.0, abs=1e-5)  # the same model and device
     assert agreement[f"fast path, {default}"]["cosine_min"] > 0.99
-    search = json.loads((tmp_path / "out" / "bench-gpu-search.json").read_text())
+    search = json.loads((tmp_path / "out" / "bench-gpu-search-cpu.json").read_text())
     assert search["vectors"] == 200 and search["n"] == 64 and search["k"] == 10
     assert "torch exact, cpu" in search["queries_per_second"]
     if "faiss flat, cpu" in search["queries_per_second"]:

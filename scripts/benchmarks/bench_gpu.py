@@ -1,5 +1,5 @@
 """Speed of openqa's own code paths on a GPU (or the CPU), in named sections, each a function
-returning a record written to eval/results/benchmarks/bench-gpu-<section>.json with the device named:
+returning a record written to eval/results/benchmarks/bench-gpu-<section>-<cuda|cpu>.json naming the device:
 
 - ``encoder``: paragraphs/s end to end (tokenizing included) through openqa's SentenceTransformerEncoder:
   the old path (``SentenceTransformer.encode``, batch 64, as openqa called it before issue 48; on a
@@ -9,9 +9,10 @@ returning a record written to eval/results/benchmarks/bench-gpu-<section>.json w
 - ``search``: queries/s of exact inner-product top-10 with torch on the device (``TorchExactSearch``)
   against FAISS's flat index on the CPU where FAISS is installed, in DenseIndex's batches of 128
   queries, and whether their hits agree.
-- ``check`` (the real packaged all-MiniLM-L6-v2, on the CPU by default): the fast path's vectors
-  against the old path's fp32 ones: cosine of 5,000 textbook paragraphs, and the top-10 overlap and
-  top-1 agreement of 300 US dev queries (question + correct option) over them.
+- ``check`` (the real packaged all-MiniLM-L6-v2, on the CPU by default): the fast path's vectors in
+  each precision against the old path's, fp32 on the CPU and the same precision: cosine of 5,000
+  textbook paragraphs, and the top-10 overlap and top-1 agreement of 300 US dev queries (question +
+  correct option) over them.
 
 ``encoder`` and ``search`` need nothing downloaded: MiniLM-L6 is built with RANDOM weights from its
 config (``--model-config DIR``: config.json, the tokenizer and sentence-transformers module files;
@@ -22,9 +23,10 @@ default English index's paragraph store (``$OPENQA_INDEXES/en-custom``), else sy
 ``--payload DIR`` writes the folder to carry to a GPU machine: the config files without weights and
 the English paragraphs as gzipped JSON lines.
 
-    python scripts/benchmarks/bench_gpu.py --payload /tmp/gpu-payload
-    python scripts/benchmarks/bench_gpu.py --sections encoder,search --model-config P/model --paragraphs P/paragraphs.jsonl.gz
-    python scripts/benchmarks/bench_gpu.py --sections check
+    python scripts/benchmarks/bench_gpu.py --payload build/gpu-payload     # 8 MB; build/ is ignored: carry it
+    python scripts/benchmarks/bench_gpu.py --sections encoder,search --model-config build/gpu-payload/model \
+        --paragraphs build/gpu-payload/paragraphs.jsonl.gz --check-paragraphs 2000                  # on the GPU
+    python scripts/benchmarks/bench_gpu.py --sections check                                        # on the CPU
 """
 
 from __future__ import annotations
@@ -260,16 +262,24 @@ def check_section(args: argparse.Namespace) -> dict[str, Any]:
     queries = [f"{q.question} {q.options[q.answer_idx]}" for q in questions]
     reference_encoder = make_encoder(MODEL, precision="fp32", device="cpu")
     reference = (old_path(reference_encoder, passages), old_path(reference_encoder, queries, 32))
+    kind = args.device.split(":")[0]
     found = {}
-    for asked in PRECISIONS[args.device.split(":")[0]]:
+    for asked in PRECISIONS[kind]:
         encoder = make_encoder(MODEL, precision=asked, device=args.device)
-        found[f"fast path, {encoder.precision}"] = agreement((encoder.encode_passages(passages), encoder.encode_queries(queries)), reference)
+        fast = (encoder.encode_passages(passages), encoder.encode_queries(queries))
+        old = reference if (kind, encoder.precision) == ("cpu", "fp32") else (old_path(encoder, passages), old_path(encoder, queries, 32))
+        against = agreement(fast, reference)
+        found[f"fast path, {encoder.precision}"] = {
+            "against_old_path_fp32_cpu": against, "against_old_path_same_precision": agreement(fast, old),
+            "met": against["cosine_min"] >= 0.999 and against["top10_overlap"] >= 0.99,
+        }
     return {
-        "dataset": f"us dev questions over {source}", "split": "dev", "method": "fast encoding path against SentenceTransformer.encode (fp32, CPU)",
+        "dataset": f"us dev questions over {source}", "split": "dev", "method": "fast encoding path against SentenceTransformer.encode",
         "n": len(queries), "accuracy": None, "weights": f"{MODEL} (the packaged model)", **environment(args.device),
-        "paragraphs": len(passages), "queries_are": "question + correct option", "against_old_path_fp32_cpu": found,
-        "targets": {"cosine_min": 0.999, "top10_overlap": 0.99},
-        "met": all(f["cosine_min"] >= 0.999 and f["top10_overlap"] >= 0.99 for f in found.values()),
+        "paragraphs": len(passages), "queries_are": "question + correct option", "vectors": found,
+        "targets": {"cosine_min": 0.999, "top10_overlap": 0.99,
+                    "for": "a GPU's 16-bit precisions against the CPU's fp32 (issue 48); the CPU's bf16 default predates them "
+                           "(top-10 overlap 0.987 with fp32 in bench-encoder.json)"},
     }
 
 
@@ -324,7 +334,8 @@ def main() -> None:
     for name in names:
         start = time.perf_counter()
         record = {**SECTIONS[name](args), "section_seconds": round(time.perf_counter() - start, 1)}
-        path = write_record(f"bench-gpu-{name}.json", record, command, Path(args.output_dir) if args.output_dir else None)
+        kind = args.device.split(":")[0]
+        path = write_record(f"bench-gpu-{name}-{kind}.json", record, command, Path(args.output_dir) if args.output_dir else None)
         print(f"{name}: {time.perf_counter() - start:.1f} s -> {path}", flush=True)
 
 
