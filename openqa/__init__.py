@@ -4,8 +4,10 @@ The Python API (``openqa.api``) is importable from here: ``Searcher``, ``Solver`
 ``build_index``, ``run_eval``, ``tune`` and the error base ``OpenQAError``; with them the questions
 of a dataset split (``load_questions``, ``Question``) and how result records are kept
 (``run_record``: the provenance a record carries; ``record_folder``: where a results tree keeps a
-record of a given name). They are loaded on first use, so ``import openqa`` itself imports nothing
-heavy. The repository's scripts use these names only (``tests/test_scripts_api.py``).
+record of a given name); and the dense engine's parts (``make_encoder``, ``resolve_model``: a text
+encoder and where its model is; ``TorchExactSearch``: exact inner-product top-k with torch). They
+are loaded on first use, so ``import openqa`` itself imports nothing heavy. The repository's
+scripts use these names only (``tests/test_scripts_api.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ _EXPORTS = {
     **dict.fromkeys(("Question", "load_questions"), "openqa.data"),
     "Estimate": "openqa.methods.base",
     **dict.fromkeys(("record_folder", "run_record"), "openqa.evaluate.results"),
+    **dict.fromkeys(("make_encoder", "resolve_model"), "openqa.retrieval.encoders"),
+    "TorchExactSearch": "openqa.retrieval.vector_search",
 }
 
 if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-export under mypy --strict)
@@ -54,12 +58,15 @@ if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-ex
     from openqa.evaluate.results import record_folder as record_folder
     from openqa.evaluate.results import run_record as run_record
     from openqa.methods.base import Estimate as Estimate
+    from openqa.retrieval.encoders import make_encoder as make_encoder
+    from openqa.retrieval.encoders import resolve_model as resolve_model
+    from openqa.retrieval.vector_search import TorchExactSearch as TorchExactSearch
 
 #: Written out (not computed) so that type checkers read it.
 __all__ = [
     "__version__", "Answer", "BatchHits", "Built", "Estimate", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning", "Workspace",
     "browse_results", "build_index", "corpus_fingerprint", "result_curves", "run_eval", "tune", "OpenQAError", "MissingExtraError", "DataError", "UsageError",
-    "Question", "load_questions", "record_folder", "run_record",
+    "Question", "load_questions", "record_folder", "run_record", "make_encoder", "resolve_model", "TorchExactSearch",
 ]
 
 

