@@ -22,8 +22,8 @@ def test_the_models_sections_run_small_on_the_cpu(tmp_path):
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     assert script.main(["--sections", "reader,letters", "--device", "cpu", "--small", "--rounds", "1", "--out", str(tmp_path)]) == 0
-    reader = json.loads((tmp_path / "gpu-reader.json").read_text())
-    letters = json.loads((tmp_path / "gpu-letters.json").read_text())
+    reader = json.loads((tmp_path / "bench-gpu-reader-cpu.json").read_text())
+    letters = json.loads((tmp_path / "bench-gpu-letters-cpu.json").read_text())
     for record in (reader, letters):
         assert FIELDS <= set(record) and record["accuracy"] is None and record["device"] == "cpu"
         assert record["note"] == "random weights built from the config: timing only"

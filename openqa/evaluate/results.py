@@ -25,14 +25,14 @@ from openqa.version import version_record
 #: The folder of a results tree (the repository's ``eval/results``) where each exam's runs are kept, by exam.
 EXAM_FOLDERS = {"usmle": "us", "mcmle": "mainland", "twmle": "taiwan"}
 #: Records that are no run of one dataset, by how their name starts, and their folder.
-KIND_FOLDERS = (("bench-", "benchmarks"), ("gpu-", "benchmarks"), ("compare-", "comparisons"), ("train-", "training"))
+KIND_FOLDERS = (("bench-", "benchmarks"), ("compare-", "comparisons"), ("train-", "training"))
 #: Where every other record goes (studies: one-off analyses, checks, corpus statistics).
 STUDIES = "studies"
 
 
 def record_folder(name: str) -> str:
     """The folder of a results tree, relative to it, where the record (or figure, report) named
-    ``name`` belongs, by its name alone: ``bench-*`` and ``gpu-*`` in ``benchmarks``, ``compare-*`` in
+    ``name`` belongs, by its name alone: ``bench-*`` in ``benchmarks``, ``compare-*`` in
     ``comparisons``, ``train-*`` in ``training``; a dataset's run (``<dataset>-<split>-...``, its
     retrieval report ``retrieval-<dataset>-...`` too) in ``runs/<exam>``: ``runs/us``,
     ``runs/mainland`` or ``runs/taiwan``; anything else in ``studies``. ``eval/results`` of the

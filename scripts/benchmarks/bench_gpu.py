@@ -14,6 +14,11 @@ returning a record written to eval/results/benchmarks/bench-gpu-<section>-<cuda|
   textbook paragraphs, and the top-10 overlap and top-1 agreement of 300 US dev queries (question +
   correct option) over them.
 
+- ``reader`` and ``letters`` (``gpu_models.py``, which also runs them alone, with ``--small`` shapes
+  for the CPU): a training step of openqa's reader on an fp16-stored checkpoint, and letter
+  scoring of a Qwen2.5-1.5B-shaped model through openqa's in-process backend, one at a time and
+  batched; both built with random weights from their configs.
+
 ``encoder`` and ``search`` need nothing downloaded: MiniLM-L6 is built with RANDOM weights from its
 config (``--model-config DIR``: config.json, the tokenizer and sentence-transformers module files;
 default: the packaged model's folder, whose weights are not used), so their figures are timing only
@@ -283,8 +288,23 @@ def check_section(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def reader_section(args: argparse.Namespace) -> dict[str, Any]:
+    """``gpu_models.reader_step``: a training step of openqa's reader on an fp16-stored MiniLM-shaped checkpoint."""
+    from benchmarks.gpu_models import reader_step
+
+    return reader_step(args.device, model_config=args.model_config)
+
+
+def letters_section(args: argparse.Namespace) -> dict[str, Any]:
+    """``gpu_models.letters``: letter scoring of a Qwen2.5-1.5B-shaped model one at a time and batched."""
+    from benchmarks.gpu_models import letters
+
+    return letters(args.device, rounds=args.rounds)
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
     "encoder": encoder_section, "search": search_section, "check": check_section,
+    "reader": reader_section, "letters": letters_section,
 }
 
 

@@ -264,7 +264,8 @@ def letters(device: str, small: bool = False, questions: int = 512, alone: int =
     }
 
 
-SECTIONS = {"reader": ("gpu-reader.json", reader_step), "letters": ("gpu-letters.json", letters)}
+#: Each section and its function; its record is ``bench-gpu-<section>-<cuda|cpu>.json``, as bench_gpu.py names its own.
+SECTIONS = {"reader": reader_step, "letters": letters}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -287,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         "letters": {"questions": 12, "alone": 6, "batch_sizes": (2, 4), "prompt_tokens": 300},
     }
     for name in chosen:
-        record_name, run = SECTIONS[name]
+        run = SECTIONS[name]
+        record_name = f"bench-gpu-{name}-{'cuda' if args.device.startswith('cuda') else 'cpu'}.json"
         kwargs: dict[str, Any] = {"small": args.small, **(small_work[name] if args.small else {})}
         if name == "reader":
             kwargs["model_config"] = args.model_config
