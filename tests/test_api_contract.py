@@ -22,6 +22,7 @@ from openqa import (
     corpus_fingerprint,
     load_questions,
     record_folder,
+    resolve_model,
     result_curves,
     run_eval,
     run_record,
@@ -104,6 +105,7 @@ def calls(where: dict[str, Any], solver: Solver, searcher: Searcher) -> st.Searc
         st.builds(lambda lang, c: lambda: corpus_fingerprint(lang, corpus=c, data_dir=where["data_dir"]), CARELESS,
                   st.one_of(st.none(), CARELESS)),
         st.builds(lambda c: lambda: run_record(c), st.one_of(st.none(), CARELESS)),
+        st.builds(lambda name, folder: lambda: resolve_model(name, folder), CARELESS, st.one_of(st.none(), CARELESS)),
     )
 
 
@@ -111,7 +113,7 @@ def test_careless_calls_raise_only_openqa_errors_and_print_nothing(site, capfd):
     where, solver, searcher = site
     outcomes = {"ok": 0, "refused": 0}
 
-    @settings(max_examples=1000, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=2000, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(calls(where, solver, searcher))
     def careless(call: Callable[[], Any]) -> None:
         try:
@@ -125,7 +127,7 @@ def test_careless_calls_raise_only_openqa_errors_and_print_nothing(site, capfd):
         assert out == "" and err == "", (out, err)
 
     careless()
-    assert sum(outcomes.values()) >= 1000 and outcomes["ok"] > 100 and outcomes["refused"] > 300, outcomes  # both kinds of call were made
+    assert sum(outcomes.values()) >= 2000 and outcomes["ok"] > 100 and outcomes["refused"] > 300, outcomes  # both kinds of call were made
 
 
 def test_careless_estimates_raise_only_openqa_errors(site, capfd):

