@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Sequence, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence, cast, overload
 
 from openqa import arguments as arg
 from openqa.api.checks import DEFAULT_K, MAX_K, engine_name, lang_name
@@ -115,15 +115,24 @@ def search_hits(engine: Index, queries: Sequence[str], k: int, params: Any = Non
     if not isinstance(engine, SearchEngine):
         raise UsageError(f"the {engine.name} index does not search paragraphs: use custom, lucene, elasticsearch or dense")
     check_queries(queries, k)
+    ranking = engine.ranking(list(queries), k, params, threads=threads)
     store = engine.paragraphs
-    out = []
-    for hits in engine.search(list(queries), k, params, threads=threads):
-        found = []
-        for rank, hit in enumerate(hits, start=1):
-            p = store[hit.index]
-            found.append(SearchHit(p.pid, p.book, round(float(hit.score), 4), p.text, rank))
-        out.append(found)
-    return out
+    return [
+        [SearchHit(p.pid, p.book, score, p.text, rank) for rank, p, score in zip(range(1, n + 1), store.many(rows[:n]), scores)]
+        for rows, scores, n in zip(ranking.rows.tolist(), rounded(ranking.scores), ranking.counts.tolist())
+    ]
+
+
+def rounded(scores: np.ndarray) -> list[list[float]]:
+    """``round(float(s), 4)`` of every score, as hits give them. Float32 scores (IR-Custom's) are
+    rounded by numpy at once, to the same floats: a float32 times 10^4 is exact in float64 (24 + 10
+    significant bits), so numpy's ``rint(s * 10^4) / 10^4`` rounds the exact decimal value half
+    to even and divides correctly rounded, as Python's ``round`` does; other scores by ``round``."""
+    import numpy as np
+
+    if scores.dtype == np.float32:
+        return cast(list[list[float]], np.round(scores.astype(np.float64), 4).tolist())
+    return [[round(score, 4) for score in row] for row in scores.tolist()]
 
 
 def open_folder(folder: str | Path, workspace: Workspace | None = None) -> Index:
@@ -224,13 +233,16 @@ class Searcher:
         from openqa.data.topics import check_run_word
 
         queries = arg.texts("queries", queries)
-        ids = [str(i) for i in range(1, len(queries) + 1)] if qids is None else arg.texts("qids", qids)
-        if len(ids) != len(queries):
-            raise UsageError(f"give one id per query: {len(ids)} ids for {len(queries)} queries")
-        if len(set(ids)) != len(ids):
-            raise UsageError("query ids must differ from each other")
-        for qid in ids:
-            check_run_word("query id", qid)
+        if qids is None:
+            ids = [str(i) for i in range(1, len(queries) + 1)]
+        else:
+            ids = arg.texts("qids", qids)
+            if len(ids) != len(queries):
+                raise UsageError(f"give one id per query: {len(ids)} ids for {len(queries)} queries")
+            if len(set(ids)) != len(ids):
+                raise UsageError("query ids must differ from each other")
+            for qid in ids:
+                check_run_word("query id", qid)
         arg.whole("threads", threads, 1, 256)
         return BatchHits(search_hits(self.engine, queries, k, self._params, threads), k, ids, self.params)
 
