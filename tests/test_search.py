@@ -203,9 +203,9 @@ def test_topics_files_as_people_write_them(built, tmp_path, content, outcome):
         assert done.returncode == 2 and outcome in done.stderr and done.stderr.count("\n") == 1, done.stderr
 
 
-def python_rounded(scores: np.ndarray) -> list[list[float]]:
+def python_rounded(scores: np.ndarray) -> list[float]:
     """Each score as hits carried it before: ``round(float(s), 4)``."""
-    return [[round(float(s), 4) for s in row] for row in scores]
+    return [round(float(s), 4) for s in scores]
 
 
 def test_float32_scores_rounded_at_once_are_pythons_round():
@@ -216,17 +216,17 @@ def test_float32_scores_rounded_at_once_are_pythons_round():
     halfway = (np.arange(100_000) + 0.5) / 1e4
     ties = np.arange(1, 20_000, 2) / 32
     scores = np.concatenate([rng.uniform(0, 300, 200_000), rng.lognormal(0, 4, 89_997), halfway, ties, [0, 1e-30, 3e38]])
-    scores = scores.astype(np.float32).reshape(-1, 10)
+    scores = scores.astype(np.float32)
     assert rounded(scores) == python_rounded(scores)
-    assert rounded(np.array([[1 / 32, 3 / 32]], np.float32)) == [[0.0312, 0.0938]]
+    assert rounded(np.array([1 / 32, 3 / 32], np.float32)) == [0.0312, 0.0938]
 
 
 def test_float64_scores_are_rounded_by_python():
     """Not so in float64: 0.00025 x 10^4 is 2.5 in float64 though 0.00025 is a little more (numpy
     would give 0.0002, Python gives 0.0003), so scores other than float32 go through ``round``."""
-    scores = (np.arange(20_000, dtype=np.float64) + 0.5).reshape(-1, 10) / 1e4
+    scores = (np.arange(20_000, dtype=np.float64) + 0.5) / 1e4
     assert rounded(scores) == python_rounded(scores)
-    assert rounded(np.array([[0.00025]])) == [[0.0003]]
+    assert rounded(np.array([0.00025])) == [0.0003]
 
 
 def test_a_ranking_holds_the_hits_it_was_made_of():

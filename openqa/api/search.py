@@ -114,16 +114,21 @@ def search_hits(engine: Index, queries: Sequence[str], k: int, params: Any = Non
     through here."""
     if not isinstance(engine, SearchEngine):
         raise UsageError(f"the {engine.name} index does not search paragraphs: use custom, lucene, elasticsearch or dense")
+    import numpy as np
+
     check_queries(queries, k)
     ranking = engine.ranking(list(queries), k, params, threads=threads)
-    store = engine.paragraphs
-    return [
-        [SearchHit(p.pid, p.book, score, p.text, rank) for rank, p, score in zip(range(1, n + 1), store.many(rows[:n]), scores)]
-        for rows, scores, n in zip(ranking.rows.tolist(), rounded(ranking.scores), ranking.counts.tolist())
-    ]
+    # Every query's hits made in one pass over the ranking's hits (its padding left out), then cut
+    # per query: no Python loop per query, and fewer lists for the garbage collector to walk.
+    found = np.arange(ranking.rows.shape[1]) < ranking.counts[:, None]
+    paragraphs = engine.paragraphs.many(ranking.rows[found].tolist())
+    hits = list(map(SearchHit, [p.pid for p in paragraphs], [p.book for p in paragraphs], rounded(ranking.scores[found]),
+                    [p.text for p in paragraphs], (np.nonzero(found)[1] + 1).tolist()))
+    ends = np.cumsum(ranking.counts).tolist()
+    return [hits[start:end] for start, end in zip([0, *ends], ends)]
 
 
-def rounded(scores: np.ndarray) -> list[list[float]]:
+def rounded(scores: np.ndarray) -> list[float]:
     """``round(float(s), 4)`` of every score, as hits give them. Float32 scores (IR-Custom's) are
     rounded by numpy at once, to the same floats: a float32 times 10^4 is exact in float64 (24 + 10
     significant bits), so numpy's ``rint(s * 10^4) / 10^4`` rounds the exact decimal value half
@@ -131,8 +136,8 @@ def rounded(scores: np.ndarray) -> list[list[float]]:
     import numpy as np
 
     if scores.dtype == np.float32:
-        return cast(list[list[float]], np.round(scores.astype(np.float64), 4).tolist())
-    return [[round(score, 4) for score in row] for row in scores.tolist()]
+        return cast(list[float], np.round(scores.astype(np.float64), 4).tolist())
+    return [round(score, 4) for score in scores.tolist()]
 
 
 def open_folder(folder: str | Path, workspace: Workspace | None = None) -> Index:
