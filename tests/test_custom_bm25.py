@@ -244,6 +244,8 @@ def test_runs_of_queries_sharing_a_question():
     queries = [f"{question} {o}" for o in options] + [other, "Increased renin", "Increased aldosterone"]
     assert common_prefix_length("abcdef", "abcxyz") == 3
     assert common_prefix_length("abc", "abc") == 3
+    assert common_prefix_length("abcdef", "abcdxy", 2) == 2 and common_prefix_length("abcdef", "abcxyz", 5) == 3
+    assert common_prefix_length("abc", "abcd", 9) == 3 and common_prefix_length("xbc", "abc", 3) == 0
     assert shared_runs(queries) == [(0, 5, len(question)), (5, 6, 0), (6, 8, len("Increased"))]
     assert shared_runs(queries[:1]) == [(0, 1, 0)]
     assert shared_runs([]) == []

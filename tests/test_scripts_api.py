@@ -26,7 +26,7 @@ REACHING_IN: dict[str, set[str]] = {
     "scripts/benchmarks/bench_bank.py": {'openqa.methods.bank.BANK_K', 'openqa.methods.bank.BANK_MATCH', 'openqa.scorers.bank.BankScorer', 'openqa.scorers.bank.QuestionBank'},
     "scripts/benchmarks/bench_dense.py": {'openqa.retrieval.dense.make_faiss', 'openqa.retrieval.registry.open_index', 'openqa.scorers.ir.option_queries'},
     "scripts/benchmarks/bench_encoder.py": {'openqa.retrieval.encoders.SentenceTransformerEncoder', 'openqa.scorers.ir.question_query'},
-    "scripts/benchmarks/bench_engines.py": {'openqa.evaluate.metrics.summarise', 'openqa.retrieval.custom_bm25.CustomBM25', 'openqa.retrieval.custom_bm25.QueryTerms', 'openqa.retrieval.custom_bm25.Ranking', 'openqa.retrieval.registry.open_index', 'openqa.scorers.ir.option_queries', 'openqa.scorers.ir.scores_from_hits'},
+    "scripts/benchmarks/bench_engines.py": {'openqa.evaluate.metrics.summarise', 'openqa.retrieval.custom_bm25.CustomBM25', 'openqa.retrieval.custom_bm25.QueryTerms', 'openqa.retrieval.base.Ranking', 'openqa.retrieval.registry.open_index', 'openqa.scorers.ir.option_queries', 'openqa.scorers.ir.scores_from_hits'},
     "scripts/benchmarks/bench_formats.py": {'openqa.config.Settings', 'openqa.data.formats.write_questions', 'openqa.pipeline.EvalRequest', 'openqa.pipeline.evaluate', 'openqa.workspace.Context'},
     "scripts/benchmarks/bench_highlights.py": {'openqa.answer.Span', 'openqa.answer.term_spans', 'openqa.text.tokenize.Tokenizer'},
     "scripts/benchmarks/bench_llm.py": {'openqa.config.Settings', 'openqa.llm.settings.LLMSettings', 'openqa.pipeline.EvalRequest', 'openqa.pipeline.evaluate', 'openqa.workspace.Context'},

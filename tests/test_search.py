@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from openqa import DataError, Searcher, build_index
+from openqa.api.search import rounded
 from openqa.corpus.sources import user_corpus
+from openqa.retrieval.base import Hit, Ranking
 from tests.helpers import BOOKS, loc, make_data_dir, run
 from tests.servers import call, running, tiny_engines
 
@@ -198,3 +201,47 @@ def test_topics_files_as_people_write_them(built, tmp_path, content, outcome):
         assert done.returncode == 0 and {line.split()[0] for line in done.stdout.splitlines()} == outcome, done.stderr
     else:
         assert done.returncode == 2 and outcome in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def python_rounded(scores: np.ndarray) -> list[float]:
+    """Each score as hits carried it before: ``round(float(s), 4)``."""
+    return [round(float(s), 4) for s in scores]
+
+
+def test_float32_scores_rounded_at_once_are_pythons_round():
+    """A float32 score times 10^4 is exact in float64, so numpy's rounding of a whole ranking gives
+    Python's ``round(s, 4)``: over random scores, tiny and huge ones, halfway decimals, and exact
+    ties (odd multiples of 1/32: s x 10^4 ends in .5), which go to the even neighbour."""
+    rng = np.random.default_rng(48)
+    halfway = (np.arange(100_000) + 0.5) / 1e4
+    ties = np.arange(1, 20_000, 2) / 32
+    scores = np.concatenate([rng.uniform(0, 300, 200_000), rng.lognormal(0, 4, 89_997), halfway, ties, [0, 1e-30, 3e38]])
+    scores = scores.astype(np.float32)
+    assert rounded(scores) == python_rounded(scores)
+    assert rounded(np.array([1 / 32, 3 / 32], np.float32)) == [0.0312, 0.0938]
+
+
+def test_float64_scores_are_rounded_by_python():
+    """Not so in float64: 0.00025 x 10^4 is 2.5 in float64 though 0.00025 is a little more (numpy
+    would give 0.0002, Python gives 0.0003), so scores other than float32 go through ``round``."""
+    scores = (np.arange(20_000, dtype=np.float64) + 0.5) / 1e4
+    assert rounded(scores) == python_rounded(scores)
+    assert rounded(np.array([0.00025])) == [0.0003]
+
+
+def test_a_ranking_holds_the_hits_it_was_made_of():
+    hits = [[Hit(4, 2.5), Hit(0, 1.25)], [], [Hit(7, 0.1)]]
+    ranking = Ranking.of(hits)
+    assert ranking.rows.tolist() == [[4, 0], [-1, -1], [7, -1]] and ranking.counts.tolist() == [2, 0, 1]
+    assert ranking.hits() == hits
+    assert Ranking.of([]).hits() == [] and Ranking.of([[], []]).hits() == [[], []]
+
+
+def test_the_paragraph_store_fetches_rows_together_as_one_by_one(tmp_path):
+    store = Searcher.open("en", data_dir=make_data_dir(tmp_path), index_dir=tmp_path / "indexes").engine.paragraphs
+    rows = store.rows
+    assert rows is not None and rows > 2
+    assert store.many([2, 0, 2]) == [store[2], store[0], store[2]] and store.many([]) == []
+    for outside in ([0, rows], [-1]):
+        with pytest.raises(IndexError, match=f"paragraph {outside[-1]} of {rows}"):
+            store.many(outside)

@@ -1,9 +1,57 @@
+import re
+
 import pytest
+import Stemmer
 
 from openqa.answer import query_terms, term_spans
+from openqa.data import load_questions
 from openqa.errors import OpenQAError
+from openqa.text import stopwords
 from openqa.text.medical_filter import filter_question
-from openqa.text.tokenize import ChineseTokenizer, EnglishTokenizer, make_tokenizer
+from openqa.text.tokenize import ChineseTokenizer, EnglishTokenizer, TermCache, english_words, make_tokenizer
+
+#: English words as the tokenizer first defined them: what ``english_words`` must find.
+WORD = re.compile(r"[a-z0-9]+")
+#: Texts whose characters are outside plain ASCII words, or lower-case into them.
+AWKWARD = [
+    "The Patients' FEVER (38.5°C) & rash_on palms; 5×10⁹/L", "naïve café ÉCOLE Ærø", "the Kelvin sign \u212a and İstanbul",
+    "µg/dL β-blocker ﬁbrosis ΑΒΓ ǅ", "tab\tnew\nline\r\x0b\x1c end", "", "   ", "emoji 😀 end", "lone \ud800 surrogate",
+    "full-width ＡＢＣ１２３ and ascii ABC123", "don't can't we're",
+]
+
+
+def reference_terms(text: str, ngram: int = 1, stem: bool = True) -> list[str]:
+    """The English terms as the tokenizer computed them before its term cache: words of ``WORD``,
+    stop words and single characters dropped, all stemmed by one ``stemWords`` call, bigrams after."""
+    stop = stopwords.english()
+    words = [w for w in WORD.findall(text.lower()) if len(w) > 1 and w not in stop]
+    terms = Stemmer.Stemmer("english").stemWords(words) if stem else words
+    return terms + ([f"{a} {b}" for a, b in zip(terms, terms[1:])] if ngram == 2 else [])
+
+
+@pytest.mark.parametrize("text", AWKWARD)
+def test_english_words_are_what_the_regular_expression_finds(text):
+    assert english_words(text) == WORD.findall(text.lower())
+
+
+@pytest.mark.parametrize("ngram, stem", [(1, True), (2, True), (1, False), (2, False)])
+def test_english_terms_are_the_stemmed_words_whatever_the_cache_holds(monkeypatch, ngram, stem):
+    """The same terms from a cold cache, a warm one, and one emptied as it fills (a limit of 5
+    distinct words, passed several times over by these texts)."""
+    texts = [*AWKWARD, "Fevers, FEVER and feverish patients: the patient's fevers", "running runs ran runner"] * 2
+    warm = EnglishTokenizer(ngram, stem)
+    assert [warm.tokenize(t) for t in texts] == [reference_terms(t, ngram, stem) for t in texts]
+    monkeypatch.setattr(TermCache, "LIMIT", 5)
+    small = EnglishTokenizer(ngram, stem)
+    assert [small.tokenize(t) for t in texts] == [reference_terms(t, ngram, stem) for t in texts]
+    assert 0 < len(small._terms) <= 5
+
+
+def test_english_terms_of_real_questions_are_the_stemmed_words(medqa_dir):
+    tokenizer = EnglishTokenizer()
+    texts = [text for q in load_questions("us", "dev", medqa_dir)[:300] for text in (q.question, *q.options.values())]
+    assert [tokenizer.tokenize(t) for t in texts] == [reference_terms(t) for t in texts]
+    assert [tokenizer.words(t) for t in texts] == [[w for w in WORD.findall(t.lower()) if len(w) > 1 and w not in stopwords.english()] for t in texts]
 
 
 def test_english_lowercases_drops_stopwords_and_stems():

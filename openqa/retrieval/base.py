@@ -47,6 +47,34 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True)
+class Ranking:
+    """Hits of many queries as arrays: row q holds ``counts[q]`` paragraph rows (``rows[q]``) and
+    their scores (``scores[q]``), best first, then padding. An engine that ranks into arrays gives
+    its hits so, without a Python object per hit; ``hits()`` makes the ``Hit`` objects."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, hits: list[list[Hit]]) -> Ranking:
+        """The ranking of ``hits`` (its scores float64: exactly the hits' floats)."""
+        width = max(map(len, hits), default=0)
+        rows, scores = np.full((len(hits), width), -1, np.int64), np.zeros((len(hits), width), np.float64)
+        for q, found in enumerate(hits):
+            rows[q, : len(found)] = [h.index for h in found]
+            scores[q, : len(found)] = [h.score for h in found]
+        return cls(rows, scores, np.fromiter(map(len, hits), np.int64, len(hits)))
+
+    def hits(self) -> list[list[Hit]]:
+        """The hits of each query as ``Hit`` objects."""
+        return [
+            list(map(Hit, rows[:n], scores[:n]))
+            for rows, scores, n in zip(self.rows.tolist(), self.scores.tolist(), self.counts.tolist())
+        ]
+
+
 class QueryStatistics(TypedDict, total=False):
     """What ``SearchEngine.query_statistics`` measures, under the names of the ``IRSettings`` fields
     they set: IR-Custom's avgQL."""
@@ -83,16 +111,23 @@ class ParagraphStore:
             self._offsets = self._read_offsets()
 
     def __getitem__(self, index: int) -> Paragraph:
+        return self.many([index])[0]
+
+    def many(self, indices: Sequence[int]) -> list[Paragraph]:
+        """Paragraphs ``indices``, in order: ``[store[i] for i in indices]`` with the store opened
+        and the rows checked once for all (a search's hits are fetched together)."""
         if self._offsets is None and self._items is None:
             self.check()
             if self._offsets is None:
                 self._items = self._read()
         if self._items is not None:
-            return self._items[index]
+            return [self._items[i] for i in indices]
         assert self._offsets is not None  # no rows read: check() found the offsets
-        if not 0 <= index < len(self._offsets) - 1:
-            raise IndexError(f"paragraph {index} of {len(self._offsets) - 1}")
-        return self._row(int(index))
+        rows = len(self._offsets) - 1
+        if indices and not (0 <= min(indices) and max(indices) < rows):
+            outside = next(index for index in indices if not 0 <= index < rows)
+            raise IndexError(f"paragraph {outside} of {rows}")
+        return list(map(self._row, indices))
 
     def _decode(self, index: int) -> Paragraph:
         """Row ``index`` read from the store, memory-mapped once (offsets are known here)."""
@@ -325,6 +360,11 @@ class SearchEngine(Index):
             if progress:
                 progress(len(batch))
         return out
+
+    def ranking(self, queries: Sequence[str], k: int, params: Any = None, threads: int | None = None) -> Ranking:
+        """The hits of ``search`` as a ``Ranking`` (an engine that ranks into arrays returns them
+        as they are: what ``Searcher`` reads)."""
+        return Ranking.of(self.search(queries, k, params, threads=threads))
 
     @abstractmethod
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:

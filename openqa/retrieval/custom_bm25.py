@@ -25,6 +25,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -41,6 +42,7 @@ from openqa.retrieval.base import (
     Opening,
     ParagraphStore,
     QueryStatistics,
+    Ranking,
     SearchEngine,
     StoreWriter,
     batches,
@@ -243,27 +245,14 @@ class QueryTerms:
         return len(self.lengths)
 
 
-@dataclass(frozen=True)
-class Ranking:
-    """Each query's hits as arrays: row q holds ``counts[q]`` paragraph rows and scores, best first
-    (ties: lower row first); ``Hit`` objects are made only when asked for."""
-
-    rows: np.ndarray
-    scores: np.ndarray
-    counts: np.ndarray
-
-    def hits(self) -> list[list[Hit]]:
-        """The hits of each query as ``Hit`` objects."""
-        return [
-            list(map(Hit, rows[:n], scores[:n]))
-            for rows, scores, n in zip(self.rows.tolist(), self.scores.tolist(), self.counts.tolist())
-        ]
-
-
-def common_prefix_length(a: str, b: str) -> int:
-    """Length of the longest common prefix of ``a`` and ``b`` (a binary search of string
-    comparisons, which run in C, instead of a Python loop over characters)."""
-    low, high = 0, min(len(a), len(b))
+def common_prefix_length(a: str, b: str, limit: int | None = None) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``, or ``limit`` if they share more:
+    one comparison when they share it all (as a question's options' queries do), else a binary
+    search of string comparisons, which run in C, instead of a Python loop over characters."""
+    low, high = 0, min(len(a), len(b)) if limit is None else min(len(a), len(b), limit)
+    if a.startswith(b[:high]):
+        return high
+    high -= 1
     while low < high:
         middle = (low + high + 1) // 2
         if a[low:middle] == b[low:middle]:  # a[:low] == b[:low] already
@@ -284,7 +273,7 @@ def shared_runs(queries: Sequence[str]) -> list[tuple[int, int, int]]:
     start, shared = 0, len(queries[0]) if queries else 0
     for i in range(1, len(queries) + 1):
         if i < len(queries):
-            common = min(shared, common_prefix_length(queries[i - 1], queries[i]))
+            common = common_prefix_length(queries[i - 1], queries[i], shared)
             if queries[i].rfind(" ", 0, common) >= SHARED_FRACTION * max(len(queries[start]), len(queries[i])) > 0:
                 shared = common
                 continue
@@ -293,6 +282,13 @@ def shared_runs(queries: Sequence[str]) -> list[tuple[int, int, int]]:
         if i < len(queries):
             start, shared = i, len(queries[i])
     return runs
+
+
+def segments(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The positions of segments ``starts[i]:starts[i] + lengths[i]``, one segment after another
+    (an array's slices concatenated, without a Python loop over them)."""
+    ends = np.cumsum(lengths)
+    return np.repeat(starts - (ends - lengths), lengths) + np.arange(ends[-1] if len(ends) else 0)
 
 
 def splits_at_spaces(tokenizer: Tokenizer) -> bool:
@@ -391,32 +387,34 @@ class CustomBM25(SearchEngine):
 
     def encode(self, queries: Sequence[str]) -> QueryTerms:
         """Tokenize ``queries`` into term rows, the text a run of queries shares (a question, in
-        each of its options' queries) once per run when the tokenizer allows (``splits_at_spaces``);
-        each run is scored in groups of at most ``LANES``."""
+        each of its options' queries) once per run when the tokenizer allows (``splits_at_spaces``),
+        then look all their terms up in the vocabulary at once; each run is scored in groups of at
+        most ``LANES``."""
         from openqa.retrieval.custom_kernel import LANES  # numba: imported when first searched
 
-        rows_of = self.vocab.get
-        pieces: list[np.ndarray] = []
-        lengths: list[int] = []
+        texts: list[str] = []  # each run's shared text ("" when none), then its queries' own texts
+        halves: list[int] = []  # query q's terms: those of texts[halves[2q]], then of texts[halves[2q + 1]]
         groups = [0]
-
-        def known(terms: list[str]) -> np.ndarray:
-            return np.fromiter((r for r in map(rows_of, terms) if r is not None), np.int32)
-
         for start, stop, cut in shared_runs(queries):
             cut = cut if self._splits else 0
-            head = self.query_terms(queries[start][:cut]) if cut else []
-            head_rows = known(head)
-            for text in queries[start:stop]:
-                tail = self.query_terms(text[cut:])
-                pieces += [head_rows, known(tail)]
-                lengths.append(len(head) + len(tail))
+            head = len(texts)
+            texts.append(queries[start][:cut])
+            texts += [text[cut:] for text in queries[start:stop]]
+            halves += [half for tail in range(head + 1, len(texts)) for half in (head, tail)]
             groups += [*range(start + LANES, stop, LANES), stop]
-        sizes = np.fromiter(map(len, pieces), np.int64, len(pieces)).reshape(-1, 2).sum(axis=1)
+        terms = [self.query_terms(text) if text else [] for text in texts]
+        counts = np.fromiter(map(len, terms), np.int64, len(terms))  # every term: unknown ones lengthen a query too
+        rows = np.fromiter(map(self.vocab.get, chain.from_iterable(terms), repeat(-1)), np.int64, int(counts.sum()))
+        known = rows >= 0
+        known_before = np.concatenate([[0], np.cumsum(known)])  # of the terms before each term (and the end)
+        text_starts = np.concatenate([[0], np.cumsum(counts)])
+        first_known, known_counts = known_before[text_starts[:-1]], np.diff(known_before[text_starts])
+        parts = np.asarray(halves, np.int64)
+        sizes = known_counts[parts]
         return QueryTerms(
-            rows=np.concatenate(pieces) if pieces else np.zeros(0, np.int32),
-            starts=np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
-            lengths=np.asarray(lengths, np.float64),
+            rows=rows[known].astype(np.int32)[segments(first_known[parts], sizes)],
+            starts=np.concatenate([[0], np.cumsum(sizes.reshape(-1, 2).sum(axis=1))]).astype(np.int64),
+            lengths=counts[parts].reshape(-1, 2).sum(axis=1).astype(np.float64),
             groups=np.asarray(groups, np.int64),
         )
 
@@ -467,12 +465,16 @@ class CustomBM25(SearchEngine):
     ) -> list[list[Hit]]:
         """All ``queries`` tokenized once and ranked in one call (threads share them out); each
         query's hits are those it gets searched alone (avgQL is fixed by ``params``, see ``QueryParams``)."""
-        terms = self.encode(queries)
-        checkpoint()
-        hits = self.rank(terms, k, params, threads).hits()
+        hits = self.ranking(queries, k, params, threads).hits()
         if progress:
             progress(len(queries))
         return hits
+
+    def ranking(self, queries: Sequence[str], k: int, params: QueryParams | None = None, threads: int | None = None) -> Ranking:
+        """The hits of ``search`` as the kernel's arrays (float32 scores), no ``Hit`` made."""
+        terms = self.encode(queries)
+        checkpoint()
+        return self.rank(terms, k, params, threads)
 
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         return self.search(queries, k)

@@ -36,7 +36,8 @@ import numpy as np
 from benchlib import alternate, data_dir, write_record
 from openqa import load_questions
 from openqa.evaluate.metrics import summarise
-from openqa.retrieval.custom_bm25 import CustomBM25, QueryTerms, Ranking
+from openqa.retrieval.base import Ranking
+from openqa.retrieval.custom_bm25 import CustomBM25, QueryTerms
 from openqa.retrieval.registry import open_index
 from openqa.scorers.ir import option_queries, scores_from_hits
 
