@@ -245,3 +245,22 @@ def test_the_paragraph_store_fetches_rows_together_as_one_by_one(tmp_path):
     for outside in ([0, rows], [-1]):
         with pytest.raises(IndexError, match=f"paragraph {outside[-1]} of {rows}"):
             store.many(outside)
+
+
+def test_batch_hits_name_the_parameters_they_were_searched_with(tmp_path, monkeypatch):
+    """Another thread's set_params while a batch is searched changes neither its hits nor what its
+    ``params`` say (they were once read after the search, from the searcher)."""
+    import openqa.api.search as search_module
+
+    searcher = Searcher.open("en", data_dir=make_data_dir(tmp_path), index_dir=tmp_path / "indexes")
+    searcher.set_params(kq=1.1)
+    real = search_module.search_hits
+
+    def meanwhile(*args, **kwargs):
+        hits = real(*args, **kwargs)
+        searcher.set_params(kq=0.2)  # as another thread would, while this batch is searched
+        return hits
+
+    monkeypatch.setattr(search_module, "search_hits", meanwhile)
+    batch = searcher.batch_search(["aspirin cyclooxygenase"], k=3)
+    assert batch.params["kq"] == 1.1 and searcher.params["kq"] == 0.2

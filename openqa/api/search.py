@@ -261,7 +261,8 @@ class Searcher:
             for qid in ids:
                 check_run_word("query id", qid)
         arg.whole("threads", threads, 1, 256)
-        return BatchHits(search_hits(self.engine, queries, k, self._params, threads), k, ids, self.params)
+        params = self._params  # taken once: a set_params meanwhile (another thread) changes neither the hits nor what they say
+        return BatchHits(search_hits(self.engine, queries, k, params, threads), k, ids, self.engine.query_params(params))
 
 
 # --------------------------------------------------------------------------------------- solve
