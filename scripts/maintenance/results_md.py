@@ -74,9 +74,10 @@ def records(pattern: str) -> list[Path]:
 FORMER_TIES = "with the question id"
 
 
-def interval(ci95: list[float]) -> str:
-    """A 95% interval as the tables write it: ``low-high``, one decimal."""
-    return f"{ci95[0]:.1f}-{ci95[1]:.1f}"
+def interval(ci95: list[float] | None) -> str:
+    """A 95% interval as the tables write it: ``low-high``, one decimal ("no interval" for a record
+    that keeps none, such as an LLM part put together from slices)."""
+    return "no interval" if ci95 is None else f"{ci95[0]:.1f}-{ci95[1]:.1f}"
 
 
 def books(dataset: str) -> str:
@@ -283,7 +284,7 @@ def results_text() -> str:
             if s.get("demonstrations"):
                 evidence += f", {s['demonstrations']} solved questions shown first"
             out.append(f"| {r['model']} ({evidence}, {s['scoring']}) | {r['dataset']} | {r['split']} "
-                       f"| {r['n']:,} | {r['accuracy']:.2f} ({interval(r['ci95'])}) | {format(r['model_seconds_all_slices'] or 0, ',.0f') if r['model_seconds_all_slices'] else 'not recorded'} "
+                       f"| {r['n']:,} | {r['accuracy']:.2f} ({interval(r.get('ci95'))}) | {format(r['model_seconds_all_slices'] or 0, ',.0f') if r['model_seconds_all_slices'] else 'not recorded'} "
                        f"| `{r['model_sha256'][:16]}...` |")
         if named:
             out += ["", "| test split | ensemble | questions | accuracy % (95% CI) | ECE | 20% most confident | exam's own ensemble "

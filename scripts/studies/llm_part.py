@@ -146,6 +146,8 @@ def main() -> None:
     extend = f" --extend {args.extend.name}" if args.extend else ""
     meta = {"dataset": first["dataset"], "split": first["split"], "method": "llm", "n": n,
             "accuracy": round(sum(acc * size for acc, size in counted) / n, 2),
+            # one run's interval where the part is one run; slices' intervals do not combine into one
+            "ci95": records[0].get("ci95") if len(counted) == 1 else None,
             # None: every slice record was made from the reply cache (the runs that asked the model left none)
             "model_seconds_all_slices": round(model_seconds, 1) or None, "model_calls_all_slices": model_calls or None,
             "slices": [*(earlier.get("slices") or []), *(p.name for p in args.predictions)],
