@@ -23,6 +23,7 @@ from openqa.evaluate.calibration import (
     folds,
     risk_coverage,
     softmax,
+    uncalibrated,
 )
 from openqa.evaluate.metrics import paired_bootstrap, wilson_interval
 from openqa.scorers.base import OptionScorer, OptionScores
@@ -139,7 +140,7 @@ def test_logit_scales():
     equal = option_logits(OptionScores(question(0), dict.fromkeys(LETTERS, 3.0)), "standardized")
     assert equal.tolist() == [0.0] * 4
     probs = OptionScores(question(0), {"A": 0.5, "B": 0.5, "C": 0.0, "D": 0.0})
-    assert option_logits(probs, "log-probability")[:2] == pytest.approx([math.log(0.5)] * 2)
+    assert option_logits(probs, "probability")[:2] == pytest.approx([math.log(0.5)] * 2)
 
 
 class Fixed(OptionScorer):
@@ -176,7 +177,7 @@ def test_ensemble_scores_are_weighted_sums_of_part_logits():
 class Letters(Fixed):
     """A scorer of letter probabilities (an LLM's)."""
 
-    scale = "log-probability"
+    scale = "probability"
 
 
 def test_a_letter_prior_worked_by_hand_is_divided_out_of_a_letter_probability_part():
@@ -217,6 +218,22 @@ def test_a_calibration_says_what_a_confidence_meant_on_dev_and_round_trips():
         Calibration.from_dict({"temperature": 1.0})
     with pytest.raises(OpenQAError, match="positive number"):
         Calibration.from_dict({**fitted.to_dict(), "temperature": float("nan")})
+
+
+def test_a_record_of_letter_probabilities_under_the_former_scale_name_reads_the_same():
+    """An LLM's calibration tuned before the scale was named ``probability`` (``log-probability``)
+    gives the same probabilities: the softmax of the logs of the letter probabilities over the temperature."""
+    record = {**uncalibrated("probability").to_dict(), "temperature": 2.0, "dataset": "us", "n": 100}
+    letters = OptionScores(question(0), {"A": 0.64, "B": 0.16, "C": 0.16, "D": 0.04})
+    for name in ("probability", "log-probability"):
+        read = Calibration.from_dict({**record, "scale": name})
+        assert read.scale == "probability" and "over probability scores" in read.describe()
+        # over temperature 2 each probability counts as its square root: 0.8, 0.4, 0.4, 0.2 of 1.8
+        assert read.probabilities(letters) == pytest.approx({"A": 0.8 / 1.8, "B": 0.4 / 1.8, "C": 0.4 / 1.8, "D": 0.2 / 1.8})
+    with pytest.raises(OpenQAError) as refused:
+        Calibration.from_dict({**record, "scale": "percent"})
+    assert str(refused.value) == ("unknown score scale 'percent': choose one of standardized, probability, logits "
+                                  "(or the former log-probability)")
 
 
 def test_every_dev_questions_sentence_is_a_literal_count_of_dev():

@@ -219,12 +219,13 @@ def test_tune_fits_the_llm_letter_probabilities_that_eval_then_uses(root, capsys
     files = list((root / "tuned-llm").glob("llm-*.calibration.json"))
     assert len(files) == 1 and files[0].name.endswith("-us.calibration.json")  # filed under the model and its settings
     calibration = json.loads(files[0].read_text())["calibration"]
-    assert calibration["scale"] == "log-probability" and calibration["dataset"] == "us" and calibration["temperature"] > 0
+    assert calibration["scale"] == "probability" and calibration["dataset"] == "us" and calibration["temperature"] > 0
     assert calibration["fitted_on"] == "the method's dev scores" and calibration["settings"]["evidence"] == "none"
     summary = eval_llm(root, capsys, *llm[6:])
     assert summary["settings"]["sources"]["probabilities"] == f"your openqa tune: tuned-llm/{files[0].name}"
     temperature = calibration["temperature"]
     for row in predictions(summary):  # the letter probabilities, recalibrated by the fitted temperature
+        assert row["scale"] == "probability" and row["scores"] == pytest.approx(row["letter_probabilities"], abs=1e-4)
         logits = {k: math.log(max(v, 1e-6)) / temperature for k, v in row["letter_probabilities"].items()}
         top = max(logits.values())
         total = sum(math.exp(v - top) for v in logits.values())

@@ -1,6 +1,7 @@
 """``scripts/studies/llm_part.py``: a compact LLM part put together from a run's slices and an earlier
 part, in question order, written all or none; overlapping slices, another run's slice and a name
-that is not a file name are refused in one line with nothing written."""
+that is not a file name are refused in one line with nothing written; slices written under the
+scale's former name and newer ones make a part read as one scale."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from openqa.scorers.precomputed import PrecomputedScorer
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "studies" / "llm_part.py"
 
 
-def slice_files(folder: Path, start: int, answers: str, variant: str = "tiny-options") -> Path:
-    """A slice's predictions (questions start+1 ...) and its record, as openqa eval writes them."""
+def slice_files(folder: Path, start: int, answers: str, variant: str = "tiny-options", scale: str = "probability") -> Path:
+    """A slice's predictions (questions start+1 ...) and its record, as openqa eval writes them
+    (``scale``: what an older openqa wrote, ``log-probability``, or another name)."""
     stem = f"us-test-llm-{variant}-from{start}-limit{len(answers)}"
     rows = [{"qid": f"us-test-{start + i + 1}", "digest": f"d{start + i + 1}", "scores": {"A": 0.7, "B": 0.3},
-             "scale": "log-probability", "correct": letter == "A"} for i, letter in enumerate(answers)]
+             "scale": scale, "correct": letter == "A"} for i, letter in enumerate(answers)]
     (folder / f"{stem}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     accuracy = round(100 * answers.count("A") / len(answers), 2)
     (folder / f"{stem}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": "llm", "n": len(answers),
@@ -45,6 +49,21 @@ def test_slices_and_an_earlier_part_make_one_part_in_question_order(tmp_path):
     assert meta["n"] == 6 and meta["accuracy"] == 50.0  # 3 of 6 answered A
     assert meta["model_seconds_all_slices"] == 30.0 and meta["extends"] == part.name
     assert len(part.read_text().splitlines()) == 6
+
+
+def test_a_part_of_old_slices_extended_with_new_ones_reads_as_one_scale_of_probabilities(tmp_path):
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF tiny")
+    out = tmp_path / "parts"
+    out.mkdir()
+    old = slice_files(tmp_path, 0, "AB", scale="log-probability")  # written before the scale was named for its numbers
+    assert run(old, "--model", model, "--name", "tiny", "--output-dir", out).returncode == 0
+    (part,) = out.glob("*.jsonl")
+    done = run(slice_files(tmp_path, 2, "AA"), "--model", model, "--name", "tiny", "--output-dir", out, "--extend", part)
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line)["scale"] for line in part.read_text().splitlines()] == ["log-probability"] * 2 + ["probability"] * 2
+    read = PrecomputedScorer(part, "llm")  # the rows as they were written, each name read as the scale it names now
+    assert read.scale == "probability" and [row["scores"] for row in read.by_digest.values()] == [{"A": 0.7, "B": 0.3}] * 4
 
 
 def test_overlaps_other_runs_and_bad_names_are_refused_with_nothing_written(tmp_path):

@@ -1,16 +1,21 @@
 """Ensemble parts read from predictions files: fitted and evaluated without running the part, matched
 to questions by content (shuffled rows, other ids), the same figures as running it; a question the
-file lacks, a bad row, a label among no parts are one-line errors."""
+file lacks, a bad row, a label among no parts are one-line errors; a file written under a scale's
+former name (``log-probability`` for probabilities) reads as it always did."""
 
 from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
 from openqa.data import Question
 from openqa.errors import DataError
+from openqa.evaluate.calibration import uncalibrated
+from openqa.scorers.base import OptionScores
+from openqa.scorers.ensemble import letter_prior
 from openqa.scorers.precomputed import PrecomputedScorer
 from tests.helpers import run, site_env
 
@@ -95,7 +100,8 @@ def test_what_a_predictions_file_lacks_is_said_in_one_line(site, tmp_path):
     done = run("eval", "--dataset", "us", "--predictions", f"pmi={short}", env=env)
     assert done.returncode == 2 and "--predictions and --ensemble apply to --method ensemble" in done.stderr
     for bad, message in (('{"digest": "d", "scores": {"A": "x"}, "scale": "logits"}', "the score of A is 'x'"),
-                         ('{"digest": "d", "scores": {"A": 1}, "scale": "probability"}', '"scale" must be one of'),
+                         ('{"digest": "d", "scores": {"A": 1}, "scale": "percent"}', '"scale" must be one of standardized, '
+                          "probability, logits \\(or the former log-probability\\), not 'percent'"),
                          ('{"scores": {"A": 1}, "scale": "logits"}', "the row names no question"),
                          ("[1, 2]", "expected an object")):
         (tmp_path / "bad.jsonl").write_text(bad + "\n")
@@ -132,3 +138,38 @@ def test_rows_are_matched_by_content_and_the_minimal_form_reads():
     swapped = Question("x", "Which drug inhibits cyclooxygenase?", {"A": "Gentamicin", "B": "Aspirin"}, "B", "Aspirin")
     assert q.digest() == same.digest() != swapped.digest()  # by text and lettered options, never by id
 
+
+
+def test_probabilities_read_alike_under_the_scale_s_name_and_its_former_name(tmp_path):
+    q = Question("q1", "Which drug inhibits cyclooxygenase?", {"A": "Aspirin", "B": "Gentamicin"}, "A", "Aspirin")
+    row = {"digest": q.digest(), "scores": {"A": 0.6, "B": 0.2}}
+    read = {}
+    for name in ("probability", "log-probability"):
+        (tmp_path / f"{name}.jsonl").write_text(json.dumps({**row, "scale": name}) + "\n")
+        read[name] = PrecomputedScorer(tmp_path / f"{name}.jsonl", "llm")
+    # two rows of one file, one under each name: one scale
+    (tmp_path / "both.jsonl").write_text(json.dumps({**row, "scale": "log-probability"}) + "\n"
+                                         + json.dumps({**row, "digest": "d2", "scale": "probability"}) + "\n")
+    read["both"] = PrecomputedScorer(tmp_path / "both.jsonl", "llm")
+    for scorer in read.values():
+        assert scorer.scale == "probability"
+        (result,) = scorer.score([q])
+        assert result.scores == {"A": 0.6, "B": 0.2}
+        # the softmax of the logs of 0.6 and 0.2: the probabilities normalised
+        assert uncalibrated(scorer.scale).probabilities(result) == pytest.approx({"A": 0.75, "B": 0.25})
+        assert letter_prior([result], scorer.scale) == pytest.approx({"A": 0.75, "B": 0.25})
+
+
+def test_a_committed_part_written_under_the_former_name_reads_as_when_its_ensemble_was_fitted():
+    """The LLM part of US dev (committed with ``"scale": "log-probability"``) gives the letter prior
+    that ``openqa tune`` fitted from it and shipped with the ensemble."""
+    root = Path(__file__).resolve().parents[1]
+    part = root / "eval" / "results" / "llm-parts" / "qwen2.5-coder-1.5b-q4km-options-t512-cc324af070c2-us-dev.jsonl"
+    assert {json.loads(line)["scale"] for line in part.read_text().splitlines()} == {"log-probability"}
+    scorer = PrecomputedScorer(part, "llm")
+    assert scorer.scale == "probability" and len(scorer.by_digest) == 1000
+    anyone = Question("q", "any", {letter: letter for letter in "ABCD"}, "A", "A")  # letter_prior reads the scores alone
+    results = [OptionScores(anyone, {letter: score for letter, score in row["scores"].items()}) for row in scorer.by_digest.values()]
+    fitted = json.loads((root / "openqa" / "tuned" / "ensemble-qwen2.5-coder-1.5b-q4km-cc324af0-options-t512-dev1000-us.json").read_text())
+    assert "--predictions llm=eval/results/llm-parts/" + part.name in fitted["command"]
+    assert letter_prior(results, scorer.scale) == fitted["chosen"]["letter_priors"]["llm"]

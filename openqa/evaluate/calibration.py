@@ -31,7 +31,7 @@ from openqa.cancel import checkpoint
 from openqa.errors import OpenQAError, UsageError
 from openqa.evaluate.metrics import wilson_interval
 from openqa.scorers.base import OptionScores
-from openqa.scorers.logits import SCALES, option_logits
+from openqa.scorers.logits import known_scales, option_logits, scale_named
 
 #: Equal-width bins of the chosen option's probability for the expected calibration error.
 ECE_BINS = 10
@@ -218,8 +218,12 @@ class Calibration:
     options: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.scale not in SCALES:
-            raise UsageError(f"unknown score scale {self.scale!r}: choose one of {', '.join(SCALES)}")
+        """Refuse what cannot be a calibration; a scale's former name (a record written under it)
+        is kept under its name now."""
+        scale = scale_named(self.scale)
+        if scale is None:
+            raise UsageError(f"unknown score scale {self.scale!r}: choose one of {known_scales()}")
+        object.__setattr__(self, "scale", scale)
         if not (math.isfinite(self.temperature) and self.temperature > 0):
             raise OpenQAError(f"a calibration's temperature must be a positive number, not {self.temperature}")
         if len(self.bins) != RELIABILITY_BINS:

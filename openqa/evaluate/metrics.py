@@ -53,7 +53,8 @@ def prediction_rows(results: Sequence[OptionScores], probabilities: Sequence[dic
                     scale: str | None = None) -> list[dict[str, Any]]:
     """Per-question predictions for the JSONL file (with each option's probability when given): each
     row names its question by id and by content (``digest``, what an ensemble part read from the
-    file is matched by) and says on which logit ``scale`` its scores lie."""
+    file is matched by) and says what its scores are (``scale``, ``openqa.scorers.logits``: how
+    they become logits)."""
     return [
         {
             "qid": r.question.qid,

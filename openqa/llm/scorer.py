@@ -96,7 +96,7 @@ class LLMScorer(OptionScorer):
 
     name = "llm"
     #: Its scores are letter probabilities (or shares of votes).
-    scale = "log-probability"
+    scale = "probability"
 
     def __init__(self, backend: Backend, settings: LLMSettings, cache: ReplyCache, retriever: IRScorer | None = None,
                  query: str = "full", lang: str = "en", bank: QuestionBank | None = None) -> None:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 #: Details of a part that an ensemble's answer shows too (the nearest solved questions of a bank part).
 SHOWN_DETAILS = ("solved_questions",)
 #: The scale whose parts' letter prior is divided out (letter probabilities).
-LETTER_SCALE = "log-probability"
+LETTER_SCALE = "probability"
 
 
 def letter_prior(results: Sequence[OptionScores], scale: str) -> dict[str, float]:

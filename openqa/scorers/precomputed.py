@@ -5,12 +5,13 @@ without the model, or any outside system's per-option scores.
 The file is JSON lines, one question a line, as openqa's own ``<stem>.predictions.jsonl`` writes them
 or in this minimal form::
 
-    {"digest": "<Question.digest() of the question>", "scores": {"A": -1.2, "B": -0.3, ...}, "scale": "log-probability"}
+    {"digest": "<Question.digest() of the question>", "scores": {"A": 0.2, "B": 0.5, ...}, "scale": "probability"}
 
 ``digest`` names the question by its content (its text and lettered options; ``qid``, the question's
 id, is used only when a row has no digest); ``scores`` has one number (or null: no score) per option
-letter; ``scale`` says what the numbers are (``openqa.scorers.logits``: ``log-probability`` for
-probabilities, ``standardized`` for raw scores, ``logits``). Questions are matched by content, never
+letter; ``scale`` says what the numbers are (``openqa.scorers.logits``: ``probability`` for
+probabilities, ``standardized`` for raw scores, ``logits`` for logits; ``log-probability``, the name
+``probability`` was written under before, still reads as it). Questions are matched by content, never
 by position or file name; a question the file lacks is a one-line error naming it.
 """
 
@@ -24,7 +25,7 @@ from openqa.data import Question
 from openqa.errors import DataError
 from openqa.jsonl import decode_at, numbered_lines, text_line
 from openqa.scorers.base import OptionScorer, OptionScores
-from openqa.scorers.logits import SCALES
+from openqa.scorers.logits import known_scales, scale_named
 
 #: The longest line of a predictions file.
 MAX_ROW_BYTES = 1 << 20
@@ -61,8 +62,10 @@ def _row(where: str, raw: bytes) -> dict[str, Any] | None:
         raise DataError(f"{where}: expected an object with \"digest\" (or \"qid\"), \"scores\" and \"scale\"")
     if not isinstance(row.get("digest", row.get("qid")), str):
         raise DataError(f"{where}: the row names no question: give \"digest\" (Question.digest()) or \"qid\"")
-    if row.get("scale") not in SCALES:
-        raise DataError(f"{where}: \"scale\" must be one of {', '.join(SCALES)}, not {row.get('scale')!r}")
+    scale = scale_named(row.get("scale"))
+    if scale is None:
+        raise DataError(f"{where}: \"scale\" must be one of {known_scales()}, not {row.get('scale')!r}")
+    row["scale"] = scale
     row["scores"] = {letter: _number(where, letter, score) for letter, score in row["scores"].items()}
     return row
 
