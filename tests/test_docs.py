@@ -286,3 +286,34 @@ def test_no_page_message_or_help_names_the_development_folder(monkeypatch):
     monkeypatch.setenv("COLUMNS", "1000")  # one line per option: a path is never broken across lines
     found += [f"openqa {' '.join(words)} --help" for words in every_command() if DEVELOPMENT_ONLY.search(printed_help(words))]
     assert not found, f"development-only paths named in: {found}"
+
+
+#: The most bytes a screenshot of the documentation may take in the repository.
+MAX_SCREENSHOT_BYTES = 300_000
+
+
+def test_every_screenshot_of_the_docs_is_remade_by_one_script_that_says_what_it_needs(monkeypatch):
+    """Each picture of the pages kept under ``docs/`` (the others are records' figures under
+    eval/results) is one ``scripts/maintenance/screenshot_serve.py`` makes, and small; its ``--help``
+    (which runs without selenium or Pillow) names each picture and what remaking them needs."""
+    script = ROOT / "scripts" / "maintenance" / "screenshot_serve.py"
+    spec = importlib.util.spec_from_file_location("openqa_screenshot_serve", script)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # its dataclass looks itself up there
+    monkeypatch.setattr(sys, "path", list(sys.path))  # which it extends with scripts/
+    spec.loader.exec_module(module)
+    made = {picture.output for picture in module.PICTURES.values()}
+    shown = set()
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text(encoding="utf-8")):
+            path = (page.parent / target).resolve()
+            if path.parent == ROOT / "docs":
+                shown.add(path.relative_to(ROOT).as_posix())
+    assert shown == made == {"docs/serve.png", "docs/results.png"}
+    assert all((ROOT / name).stat().st_size < MAX_SCREENSHOT_BYTES for name in made)
+    done = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    for needed in (*made, "chromium-driver", "selenium", "Pillow", "OPENQA_DATA", "OPENQA_INDEXES", ".predictions.jsonl.gz"):
+        assert needed in said, needed

@@ -7,8 +7,8 @@ solved again, while another is out), old results cleared under an error; screen-
 announcements, focus, copy, keyboard help; text contrast in light and dark mode; a phone-sized
 screen, and the API docs offline. The server runs in this process, so a test can slow its scoring.
 
-A screenshot goes to ``$OPENQA_SCREENSHOT`` when set (the README's ``docs/serve.png`` is made so),
-else to the test's temporary folder. Skipped when Chromium, its driver or selenium is missing.
+The documentation's pictures of the page are made by ``scripts/maintenance/screenshot_serve.py``.
+Skipped when Chromium, its driver or selenium is missing.
 """
 
 from __future__ import annotations
