@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
+from typing import Mapping, overload
 
 from openqa.errors import OpenQAError
 
@@ -102,3 +102,45 @@ class Settings:
         if not self.data_dir.is_dir():
             raise OpenQAError(f"MedQA data folder not found: {self.data_dir}")
         return self.data_dir
+
+
+def flag(option: str) -> str:
+    """The command-line flag that gives ``option`` (``top_n``: ``--top-n``)."""
+    return "--" + option.replace("_", "-")
+
+
+class OptionSource(str):
+    """The source of a setting the user gave as an option (``top_n``, ``lang``), as a value each
+    front end renders in its own words: the command line, and every record it writes, name the
+    option by its flag (``--top-n``, ``default for --lang en``); the HTTP API by its request field
+    (``render({"top_n": "request top_n"})``).
+
+    It is the ``str`` the command line shows, so records keep their text and JSON; it also knows
+    which option it names and the words around it (``before``, ``after``). Every other source
+    ("default", a tuned file) is plain text that all front ends show alike. A source built from this
+    one with ``+`` or an f-string is plain text again: ``prefixed`` keeps the option."""
+
+    option: str
+    before: str
+    after: str
+
+    def __new__(cls, option: str, before: str = "", after: str = "") -> "OptionSource":
+        made = super().__new__(cls, f"{before}{flag(option)}{after}")
+        made.option, made.before, made.after = option, before, after
+        return made
+
+    def __reduce__(self) -> tuple[type["OptionSource"], tuple[str, str, str]]:
+        """Copied and pickled as the option and words it was made of (not as its text)."""
+        return type(self), (self.option, self.before, self.after)
+
+    def render(self, names: Mapping[str, str]) -> str:
+        """The source with its option named as ``names`` names it (an option not in ``names``: its flag)."""
+        return f"{self.before}{names.get(self.option, flag(self.option))}{self.after}"
+
+
+def prefixed(text: str, source: str) -> str:
+    """``text`` followed by ``source`` (a part's source within a whole's: ``ir-custom: --top-n``),
+    still naming its option where ``source`` names one."""
+    if isinstance(source, OptionSource):
+        return OptionSource(source.option, text + source.before, source.after)
+    return text + source

@@ -21,6 +21,7 @@ from itertools import product
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from openqa.config import OptionSource
 from openqa.corpus.sources import corpus_tag
 from openqa.data import Question
 from openqa.errors import OpenQAError
@@ -87,8 +88,8 @@ def tune_query_mode(
     return IRSettings(query=best["query"]), table
 
 
-#: Flags that override a tuned setting, by setting name (how a source names them).
-FLAGS = {"top_n": "--top-n", "aggregate": "--aggregate", "query": "--query"}
+#: The sources of settings given as options, which override tuned ones, by setting name.
+FLAGS = {key: OptionSource(key) for key in ("top_n", "aggregate", "query")}
 #: How a source names a setting's default where it says more than "default".
 DEFAULT_SOURCES = {"avg_ql": "not tuned: each query's own length (run openqa tune to measure it on dev)"}
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Hashable, TypeVar
 
-from openqa.config import Settings
+from openqa.config import OptionSource, Settings
 from openqa.data import DATASETS, DEFAULT_EXAMS, dataset_spec, exam_dataset
 from openqa.errors import IndexMissingError
 from openqa.languages import DEFAULT_LANG
@@ -129,9 +129,9 @@ class Exam:
         if dataset:
             spec = dataset_spec(dataset)
             named = DATASETS[exam].exam if exam in DATASETS else exam  # --exam mainland: mcmle
-            return cls(spec.lang, named or spec.exam, dataset, "--exam" if exam else f"dataset {dataset}")
+            return cls(spec.lang, named or spec.exam, dataset, OptionSource("exam") if exam else f"dataset {dataset}")
         lang = lang or DEFAULT_LANG
         if exam in DATASETS and DATASETS[exam].lang == lang:  # a dataset's name: its exam, with that dataset's settings
-            return cls(lang, DATASETS[exam].exam, exam, f"--exam {exam}")
+            return cls(lang, DATASETS[exam].exam, exam, OptionSource("exam", after=f" {exam}"))
         chosen = exam or DEFAULT_EXAMS[lang]
-        return cls(lang, chosen, exam_dataset(lang, chosen), "--exam" if exam else f"default for --lang {lang}")
+        return cls(lang, chosen, exam_dataset(lang, chosen), OptionSource("exam") if exam else OptionSource("lang", "default for ", f" {lang}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -12,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from openqa.config import OptionSource, prefixed
 from openqa.jsonl import readable
+from openqa.serve.engines import in_request_words
 from openqa.tuning import resolve_settings, shipped_folder
 from tests.helpers import make_data_dir
 
@@ -80,6 +83,20 @@ def test_sources_name_flag_tuned_record_and_default(tmp_path):
     settings, sources = resolve_settings("ir-custom", "no-such-dataset", tmp_path, {})
     assert settings.avg_ql is None and "each query's own length" in sources.pop("avg_ql")
     assert set(sources.values()) == {"default"}
+
+
+def test_a_source_naming_an_option_is_rendered_by_each_front_end():
+    """The command line and records say the flag; the HTTP API its request field; JSON and copies keep the text."""
+    lang = OptionSource("lang", "default for ", " en")
+    fused = prefixed("ir-custom: ", OptionSource("top_n"))
+    assert (lang, fused, prefixed("ir-custom: ", "default")) == ("default for --lang en", "ir-custom: --top-n", "ir-custom: default")
+    assert json.dumps({"exam": lang}) == '{"exam": "default for --lang en"}'
+    assert pickle.loads(pickle.dumps(fused)).render({"top_n": "request top_n"}) == "ir-custom: request top_n"
+    settings = {"top_n": 3, "sources": {"top_n": OptionSource("top_n"), "exam": lang, "query": OptionSource("query"),
+                                        "aggregate": "--aggregate as plain text"}, "parts": {"pmi": {"sources": {"top_n": fused}}}}
+    assert in_request_words(settings) == {
+        "top_n": 3, "sources": {"top_n": "request top_n", "exam": "default for lang en", "query": "--query",
+                                "aggregate": "--aggregate as plain text"}, "parts": {"pmi": {"sources": {"top_n": "ir-custom: request top_n"}}}}
 
 
 def test_query_flag_takes_the_best_dev_row_of_that_mode(tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from openqa.config import OptionSource, prefixed
 from openqa.llm.settings import LLMSettings
 
 if TYPE_CHECKING:
@@ -15,12 +16,13 @@ if TYPE_CHECKING:
     from openqa.scorers.ir import IRScorer
     from openqa.workspace import Context, Exam
 
-#: Flags of settings a user may give (their source in the record when they differ from the default).
-FLAGS = {"evidence": "--evidence", "scoring": "--scoring", "prompt": "--prompt", "retriever": "--retriever",
-         "top_k": "--top-n", "evidence_tokens": "--evidence-tokens", "context": "--context",
-         "permutations": "--permutations", "temperature": "--temperature", "seed": "--seed",
-         "reply_tokens": "--max-tokens", "endpoint": "--endpoint", "model": "--model",
-         "demonstrations": "--demonstrations"}
+#: The sources of settings a user may give (in the record when they differ from the default), by
+#: setting: the option that gives each (``top_k`` is ``--top-n``, ``reply_tokens`` ``--max-tokens``).
+FLAGS = {key: OptionSource(option) for key, option in (
+    ("evidence", "evidence"), ("scoring", "scoring"), ("prompt", "prompt"), ("retriever", "retriever"), ("top_k", "top_n"),
+    ("evidence_tokens", "evidence_tokens"), ("context", "context"), ("permutations", "permutations"),
+    ("temperature", "temperature"), ("seed", "seed"), ("reply_tokens", "max_tokens"), ("endpoint", "endpoint"),
+    ("model", "model"), ("demonstrations", "demonstrations"))}
 
 
 @dataclass
@@ -75,8 +77,8 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
     sources.update(exam=target.source, context=backend.context_source, token_count="backend",
                    template_version="openqa package", template_hash="openqa package", backend="--model/--endpoint", runs_on="backend",
                    **({"prompt_cache": "backend"} if "prompt_cache" in record else {}),
-                   cache="--cache-dir" if llm.cache_dir else "default (beside the indexes)")
+                   cache=OptionSource("cache_dir") if llm.cache_dir else "default (beside the indexes)")
     if retriever is not None:
-        sources["query"] = f"{llm.retriever}: {(retriever_settings or {}).get('sources', {}).get('query', 'default')}"
+        sources["query"] = prefixed(f"{llm.retriever}: ", (retriever_settings or {}).get("sources", {}).get("query", "default"))
     index = retriever.engine if retriever is not None else ClosedBook(target.lang)
     return scorer, index, {**record, "sources": sources}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openqa.config import OptionSource
 from openqa.data import Question, load_questions, read_question_file_digest, split_file
 from openqa.errors import OpenQAError
 from openqa.methods.base import Method, Opened, Request
@@ -74,8 +75,8 @@ class BankMethod(Method):
         scorer = BankScorer(bank, k, BANK_MATCH)
         settings = {"top_n": k, "match": BANK_MATCH, "bank_size": len(bank), "bank_sources": bank.sources,
                     "exam": target.exam,
-                    "sources": {"top_n": "--top-n" if request.overrides.top_n else BANK_DEFAULTS_SOURCE,
+                    "sources": {"top_n": OptionSource("top_n") if request.overrides.top_n else BANK_DEFAULTS_SOURCE,
                                 "match": BANK_DEFAULTS_SOURCE, "bank_size": "the bank",
-                                "bank_sources": "--bank" if request.banks else "the exam's solved splits",
+                                "bank_sources": OptionSource("bank") if request.banks else "the exam's solved splits",
                                 "exam": target.source}}
         return Opened(scorer, ctx.open(target.lang, "custom"), settings)

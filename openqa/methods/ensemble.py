@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Sequence, cast
 
 from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
+from openqa.config import OptionSource
 from openqa.data import Question
 from openqa.errors import OpenQAError, UsageError
 from openqa.evaluate.calibration import (
@@ -169,7 +170,7 @@ class EnsembleMethod(Method):
             raise UsageError("an ensemble needs at least one part that runs (its index shows the evidence)")
         index = next(iter(run.values())).index
         read = {p.label: Opened(PrecomputedScorer(Path(files[p.label]), p.label), index,
-                                {"file": Path(files[p.label]).name, "sources": {"file": "--predictions"}})
+                                {"file": Path(files[p.label]).name, "sources": {"file": OptionSource("predictions")}})
                 for p in parts if p.precomputed}
         return {p.label: (read | run)[p.label] for p in parts}
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable, Generic, Sequence, cast
 
 from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD  # the default method, named beside the registry
+from openqa.config import prefixed
 from openqa.data import Question
 from openqa.errors import OpenQAError, UsageError
 from openqa.languages import language
@@ -122,7 +123,7 @@ class FusedMethod(Method):
         # the parts (ir-custom, dense) are index methods that retrieve: IR scorers over search engines
         scorer = HybridScorer(cast(IRScorer, first.scorer), cast(IRScorer, second.scorer), Fusion(chosen.fusion, chosen.weight))
         for key in FIRST_PART_KEYS:  # the fused record shows the first part's retrieval settings
-            record[key], sources[key] = first.settings[key], f"{self.parts[0]}: {first.settings['sources'][key]}"
+            record[key], sources[key] = first.settings[key], prefixed(f"{self.parts[0]}: ", first.settings["sources"][key])
         record["parts"] = {part: opened.settings for part, opened in zip(self.parts, (first, second))}
         engine = FusedEngine(cast(SearchEngine, first.index), cast(SearchEngine, second.index), scorer.fusion)
         assert first.retriever is not None  # the part retrieves

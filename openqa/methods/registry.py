@@ -122,7 +122,8 @@ def corpus_checked(ctx: Context, name: str, target: Exam, request: Request, open
         if not isinstance(source, str):
             return source
         for where, difference in differ.items():
-            source = source.replace(where, f"{where}, {difference}")
+            if where in source:  # a source naming an option names no tuned file: it stays what it is
+                source = source.replace(where, f"{where}, {difference}")
         return source
 
     sources = {k: said(v) for k, v in opened.settings.get("sources", {}).items()}

@@ -41,6 +41,7 @@ import openqa
 from openqa.answer import language_note, no_match_message
 from openqa.api import search_hits
 from openqa.cancel import cancellable, checkpoint
+from openqa.config import OptionSource
 from openqa.data import Question, load_questions
 from openqa.data.pasted import clean_text
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
@@ -60,8 +61,8 @@ T = TypeVar("T")
 #: ``--method all``: every registered method (a missing index that builds in seconds is built first,
 #: as ``openqa answer`` does; one that takes longer is reported with the command that builds it).
 ALL = "all"
-#: How the CLI's flag for a per-request setting is named in the API (settings sources name their flag).
-REQUEST_FIELDS = {"--top-n": "request top_n", "--lang": "lang"}
+#: How the API names the options a settings source may name (``OptionSource``; the others keep their flag).
+REQUEST_FIELDS = {"top_n": "request top_n", "lang": "lang"}
 #: Threads scoring questions (beside the JVM's own thread): more than the cores, so a few large questions
 #: cannot hold every thread while small ones wait.
 WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
@@ -155,17 +156,18 @@ class Offer:
         index = {"engine": m.get("engine"), "books": m.get("books"), "paragraphs": m.get("paragraphs"),
                  "built_at": m.get("built_at")}
         return {"method": self.method, "lang": self.lang, "available": True, "index": index,
-                "settings": relabel(self.opened.settings)}
+                "settings": in_request_words(self.opened.settings)}
 
 
-def relabel(value: Any) -> Any:
-    """Settings (nested, as a record holds them) whose sources name the request's fields where
-    they name the CLI's flags."""
+def in_request_words(value: Any) -> Any:
+    """Settings (nested, as a record holds them) with each source that names an option rendered as
+    the API names it (``REQUEST_FIELDS``: ``request top_n`` where the command line says ``--top-n``)."""
     if isinstance(value, dict):
-        return {key: relabel(item) for key, item in value.items()}
-    if isinstance(value, str):
-        for flag, name in REQUEST_FIELDS.items():
-            value = value.replace(flag, name)
+        return {key: in_request_words(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [in_request_words(item) for item in value]
+    if isinstance(value, OptionSource):
+        return value.render(REQUEST_FIELDS)
     return value
 
 
@@ -402,7 +404,7 @@ class Engines:
                     switch = '"lang": "{}"'
                     message = (language_note(question, lang, switch) or None) if record["matched"] else no_match_message(lang, switch)
                     return {**record, "message": message, "method": method, "lang": lang,
-                            "settings": self.public(relabel(record["settings"]))}
+                            "settings": self.public(in_request_words(record["settings"]))}
             raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "
                                "has finished", 503)
 
