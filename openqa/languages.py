@@ -68,7 +68,19 @@ DEFAULT_LANG = "en"
 
 
 def language(code: str) -> Language:
-    """The language registered under ``code``, or a one-line error listing the known ones."""
-    if code not in LANGUAGES:
+    """The corpus language registered under ``code``, with the rules that depend on it (its name,
+    default exam, where its books are, whether words are spaced, what a token is, where sentences end).
+
+    :param code: ``en`` or ``zh``.
+    :returns: its ``Language``.
+    :raises OpenQAError: on an unknown code (one line listing the known ones)."""
+    if not isinstance(code, str) or code not in LANGUAGES:
         raise UsageError(f"unknown language {code!r}: choose one of {', '.join(LANGS)}")
     return LANGUAGES[code]
+
+
+def known_languages() -> list[Language]:
+    """Every corpus language openqa knows (``language`` of each code), in registry order.
+
+    :returns: the ``Language`` of each code."""
+    return list(LANGUAGES.values())

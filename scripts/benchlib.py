@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
+import sys
 import sysconfig
 import tempfile
 import time
@@ -109,6 +111,16 @@ def write_record(name: str, record: dict[str, Any], command: str, folder: Path |
     path = folder / name
     write_atomic(path, json.dumps(shareable({**record, **run_record(command)}), indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+def print_notes() -> None:
+    """Print openqa's one-line notes (work done on the script's behalf, such as a quick index built
+    first: the API logs them to the ``openqa`` logger) as ``note: ...`` lines on standard output."""
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(logging.Formatter("note: %(message)s"))
+    logger = logging.getLogger("openqa")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
 
 
 def alternate(engines: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict[str, list[float]], dict[str, Any], str]:

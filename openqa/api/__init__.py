@@ -27,11 +27,14 @@ printed, and no progress bar is shown unless ``progress=True``.
 from __future__ import annotations
 
 from openqa.api.checks import DEFAULT_K, MAX_K
+from openqa.api.models import train_reader
+from openqa.api.parts import CrossValidation, HeldOut, ScoredQuestions, exam_bank, score_parts
 from openqa.api.runs import Evaluation, Tuning, browse_results, evaluate_request, result_curves, run_eval, tune, tune_in
 from openqa.api.search import BatchHits, Searcher, SearchHit, check_queries, open_folder, search_hits
 from openqa.api.solve import Answer, Solver
-from openqa.api.workspace import Built, Workspace, build_index, corpus_fingerprint
+from openqa.api.workspace import Built, Workspace, build_index, corpus_fingerprint, corpus_paragraphs
 
-__all__ = ["DEFAULT_K", "MAX_K", "Answer", "BatchHits", "Built", "Evaluation", "SearchHit", "Searcher", "Solver", "Tuning",
-           "Workspace", "browse_results", "build_index", "check_queries", "corpus_fingerprint", "evaluate_request", "open_folder", "result_curves",
-           "run_eval", "search_hits", "tune", "tune_in"]
+__all__ = ["DEFAULT_K", "MAX_K", "Answer", "BatchHits", "Built", "CrossValidation", "Evaluation", "HeldOut", "ScoredQuestions",
+           "SearchHit", "Searcher", "Solver", "Tuning", "Workspace", "browse_results", "build_index", "check_queries",
+           "corpus_fingerprint", "corpus_paragraphs", "evaluate_request", "exam_bank", "open_folder", "result_curves", "run_eval",
+           "score_parts", "search_hits", "train_reader", "tune", "tune_in"]

@@ -48,7 +48,7 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
              limit: int | None = None, top_n: int | None = None, aggregate: str | None = None, query: str | None = None,
              engine: str | None = None, model: str | None = None, llm: LLMSettings | None = None,
              subset: str | None = None, progress: bool = False, workspace: Workspace | None = None,
-             banks: Sequence[str | Path] = (), **where: Any) -> Evaluation:
+             banks: Sequence[str | Path] = (), command: str | None = None, **where: Any) -> Evaluation:
     """Accuracy of ``method`` on a ``dataset`` split (default test) or a ``questions`` file, with the
     result files written under ``results_dir`` as ``openqa eval`` writes them.
 
@@ -68,6 +68,8 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
     :param subset: the dataset of a MIRAGE file.
     :param progress: show progress bars.
     :param banks: files of solved questions added to the bank method's bank.
+    :param command: the command line the record says reproduces it (default: this process's; a
+        script's run names the script's own).
     :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
     also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
     environment variable.
@@ -85,7 +87,7 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
                           limit=arg.optional_whole("limit", limit, 1), engine=optional_engine(engine),
                           model=arg.optional_text("model", model), overrides=overrides, llm=llm,
                           subset=arg.optional_text("subset", subset), banks=bank_files(banks))
-    return evaluate_request(Workspace.of(workspace, **where).context(), request, progress)
+    return evaluate_request(Workspace.of(workspace, **where).context(), request, progress, arg.optional_text("command", command))
 
 
 def evaluate_request(ctx: Context, request: EvalRequest, progress: bool = False, command: str | None = None) -> Evaluation:

@@ -10,10 +10,12 @@ from openqa import arguments as arg
 from openqa.api.checks import bank_files, check_llm, lang_name, method_name, optional_engine, overrides_of
 from openqa.api.workspace import Workspace
 from openqa.errors import UsageError
+from openqa.progress import shown
 from openqa.retrieval.base import SearchEngine
 
 if TYPE_CHECKING:
     from openqa.answer import AnswerRecord, EvidenceRecord
+    from openqa.api.parts import ScoredQuestions
     from openqa.data import Question
     from openqa.llm.settings import LLMSettings
     from openqa.methods import Opened, Request
@@ -159,6 +161,23 @@ class Solver:
         from openqa.answer import solve
 
         return solve(self.opened.scorer, question)
+
+    def score_all(self, questions: Sequence[Question], progress: bool = False) -> ScoredQuestions:
+        """Every question's option scores (with each option's evidence) in one pass of the method's
+        scorer, as ``openqa eval`` scores a split: all queries batched, no answer records made.
+
+        :param questions: the questions (a list of ``Question``, e.g. from ``load_questions``).
+        :param progress: show progress bars.
+        :returns: their ``ScoredQuestions`` (``accuracy``, ``summary()``, ``calibration()``...).
+        :raises OpenQAError: on questions that are not ``Question``s (one line)."""
+        from openqa.api.parts import ScoredQuestions
+        from openqa.data.questions import question_list
+
+        questions = question_list("questions", questions)
+        arg.flag("progress", progress)
+        scorer = self.opened.scorer
+        with shown(progress):
+            return ScoredQuestions(scorer.score(questions, progress), scorer.scale)
 
     def answer(self, question: str | Question, options: Mapping[str, str] | Sequence[str] | None = None,
                evidence: int = 2, min_confidence: float | None = None) -> Answer:

@@ -6,7 +6,7 @@ import logging
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from openqa import arguments as arg
 from openqa.api.checks import engine_name, lang_name
@@ -15,6 +15,7 @@ from openqa.errors import UsageError
 from openqa.progress import shown
 
 if TYPE_CHECKING:
+    from openqa.corpus.paragraphs import Paragraph
     from openqa.workspace import Context
 
 
@@ -140,3 +141,23 @@ def corpus_fingerprint(lang: str = "en", *, corpus: str | Path | None = None, wo
     found = fingerprint(source.identity())
     assert found is not None  # a corpus always has a checksum
     return found
+
+
+def corpus_paragraphs(lang: str = "en", *, corpus: str | Path | None = None, workspace: Workspace | None = None,
+                      **where: Any) -> Iterator[Paragraph]:
+    """The paragraphs of the ``lang`` MedQA textbooks of ``data_dir`` (or of your own ``corpus``, a
+    folder of books or a JSON-lines file), in the order an index built from it numbers them, read as
+    they are needed: what ``build_index`` indexes.
+
+    :param lang: the corpus language, ``en`` or ``zh``.
+    :param corpus: your own corpus instead of the textbooks (a folder or a JSON-lines file).
+    :param workspace: where the data is (a ``Workspace``); its fields may also be given as keywords
+        (``data_dir=...``), each defaulting to its environment variable.
+    :returns: an iterator of paragraphs (``pid``, ``book``, ``text``).
+    :raises OpenQAError: on a missing data folder or corpus (one line)."""
+    from openqa.corpus.sources import textbooks
+
+    lang, corpus = lang_name(lang), arg.path("corpus", corpus)
+    ctx = Workspace.of(workspace, **where).context()
+    source = user_corpus(corpus, lang) if corpus is not None else textbooks(ctx.settings.require_data_dir(), lang)
+    return source.paragraphs()

@@ -9,16 +9,29 @@ import hashlib
 import os
 from pathlib import Path
 
+from openqa import arguments as arg
 from openqa.data.formats import detect, json_records, read_lines, read_other
 from openqa.data.questions import SPLITS, Question, _parse_record, dataset_spec
-from openqa.errors import DataError
+from openqa.errors import DataError, UsageError
 
 
 def read_question_file(
-    path: Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
+    path: str | Path, qid_prefix: str | None = None, n_options: int | None = None, subset: str | None = None,
 ) -> list[Question]:
-    """The questions of ``path`` (see ``read_question_file_digest``)."""
-    return read_question_file_digest(path, qid_prefix, n_options, subset)[0]
+    """The questions of a question file, validated (bad data is refused with its file and line): MedQA
+    JSON lines, or a MIRAGE, MedMCQA or MMLU file told apart by its first line or extension.
+
+    :param path: the file.
+    :param qid_prefix: each question's id is ``PREFIX-LINE`` (default: the file's name without suffix).
+    :param n_options: the number of options every question must have (default: any).
+    :param subset: the dataset of a MIRAGE file to read (default: its only one).
+    :returns: the questions, in file order.
+    :raises OpenQAError: on a missing or unreadable file or a bad question (one line)."""
+    where = arg.path("path", path)
+    if where is None:
+        raise UsageError("path must name a question file, not None")
+    return read_question_file_digest(where, arg.optional_text("qid_prefix", qid_prefix),
+                                     arg.optional_whole("n_options", n_options, 2), arg.optional_text("subset", subset))[0]
 
 
 def read_question_file_digest(

@@ -12,8 +12,9 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from openqa.data.questions import MAX_LINE_BYTES, Question, _parse_record
-from openqa.errors import DataError
+from openqa import arguments as arg
+from openqa.data.questions import MAX_LINE_BYTES, Question, _parse_record, question_list
+from openqa.errors import DataError, UsageError
 from openqa.jsonl import decode, numbered_lines, unique_keys
 
 #: Formats read here, besides MedQA's JSONL.
@@ -238,12 +239,29 @@ WRITERS: dict[str, Callable[[Sequence[Question], str], str]] = {
     "medqa": _write_medqa, "mirage": _write_mirage, "medmcqa": _write_medmcqa, "mmlu": _write_mmlu}
 
 
-def write_questions(questions: Sequence[Question], path: Path, fmt: str, subset: str = "medqa") -> Path:
-    """Write ``questions`` to ``path`` in format ``fmt`` (``WRITERS``; a MIRAGE file holds them as its
-    dataset ``subset``), so that one question set can be read back in every format: the texts, options
-    and answers survive, the ids do not (they come from the file's name and line, or MIRAGE's keys)."""
-    if fmt not in WRITERS:
+def write_questions(questions: Sequence[Question], path: str | Path, fmt: str, subset: str = "medqa") -> Path:
+    """Write ``questions`` to ``path`` in format ``fmt``, so that one question set can be read back
+    in every format (``read_question_file``): the texts, options and answers survive, the ids do not
+    (they come from the file's name and line, or MIRAGE's keys).
+
+    :param questions: the questions (a list of ``Question``).
+    :param path: the file to write (replaced if it is there).
+    :param fmt: ``medqa`` (JSON lines), ``mirage`` (one JSON object), ``medmcqa`` (JSON lines) or ``mmlu``
+        (CSV; four options).
+    :param subset: the dataset name a MIRAGE file files them under.
+    :returns: the file written.
+    :raises OpenQAError: on an unknown format, or a file that cannot be written (one line)."""
+    questions = question_list("questions", questions)
+    if not isinstance(fmt, str) or fmt not in WRITERS:
         raise DataError(f"unknown question format {fmt!r}; choose one of: {', '.join(WRITERS)}")
-    path = Path(path)
-    path.write_text(WRITERS[fmt](questions, subset), encoding="utf-8")
-    return path
+    if not isinstance(subset, str):
+        raise UsageError(f"subset must be text, not {type(subset).__name__}")
+    where = arg.path("path", path)
+    if where is None:
+        raise UsageError("path must name a file, not None")
+    text = WRITERS[fmt](questions, subset)
+    try:
+        where.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"{where}: cannot write the questions ({exc.strerror or type(exc).__name__})") from None
+    return where

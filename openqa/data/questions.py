@@ -235,8 +235,22 @@ def _parse_record(record: Any, qid: str, n_options: int | None) -> Question:
 MAX_LINE_BYTES = 1 << 20
 
 
+def question_list(name: str, value: Any) -> list[Question]:
+    """``value``, a list (or tuple) of ``Question``s, as a list; refused in one line otherwise."""
+    if not isinstance(value, (list, tuple)):
+        raise UsageError(f"{name} must be a list of questions, not {'None' if value is None else type(value).__name__}")
+    for number, item in enumerate(value, start=1):
+        if not isinstance(item, Question):
+            raise UsageError(f"{name}: item {number} must be a Question, not {type(item).__name__}")
+    return list(value)
+
+
 def dataset_spec(dataset: str) -> DatasetSpec:
-    """The registered dataset ``dataset``, or an error listing the known names."""
+    """The registered dataset ``dataset`` (its language, exam, split files and number of options).
+
+    :param dataset: a named dataset (``us``, ``mainland``, ``tw-en``...).
+    :returns: its ``DatasetSpec``: ``lang``, ``exam``, ``files`` (split -> file under ``questions/``)...
+    :raises OpenQAError: on an unknown name (one line listing the known ones)."""
     spec = DATASETS.get(dataset) if isinstance(dataset, str) else None
     if spec is None:
         raise UsageError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")

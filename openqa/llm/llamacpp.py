@@ -9,7 +9,9 @@ import threading
 from pathlib import Path
 from typing import Any, cast
 
+from openqa import arguments as arg
 from openqa.errors import OpenQAError
+from openqa.extras import needs
 from openqa.llm.backends import CHARS_PER_TOKEN, DEFAULT_CONTEXT, ChatBackend, first_line
 from openqa.llm.prompts import Messages
 
@@ -28,13 +30,30 @@ def llama_params(xllamacpp: Any, file: Path, context: int, threads: int) -> Any:
     return params
 
 
-def serve_gguf(path: Path, port: int, context: int = DEFAULT_CONTEXT, threads: int = 1, alias: str | None = None) -> Any:
+def serve_gguf(path: str | Path, port: int, context: int = DEFAULT_CONTEXT, threads: int = 1, alias: str | None = None) -> Any:
     """llama.cpp's own HTTP server (OpenAI-compatible ``/v1``, ``/props``, ``/tokenize``) for a GGUF
-    file on 127.0.0.1:``port``, with the parameters openqa uses in process; it serves until the
-    returned object is released. For comparing an endpoint with the same model in process."""
-    import xllamacpp
+    file on 127.0.0.1:``port``, with the parameters openqa uses in process, so that an endpoint
+    (``LLMSettings(endpoint=...)``) and the same model in process can be compared. It serves until
+    the returned object is released.
 
-    params = llama_params(xllamacpp, Path(path), context, threads)
+    :param path: the ``.gguf`` file.
+    :param port: the loopback port to listen on.
+    :param context: the context in tokens.
+    :param threads: llama.cpp's threads.
+    :param alias: the model name the server lists (default: the file's).
+    :returns: the running server (``listening_address`` is its URL).
+    :raises OpenQAError: on a missing file, impossible numbers or a missing ``llamacpp`` extra (one line)."""
+    file = arg.path("path", path)
+    if file is None or not file.is_file():
+        raise OpenQAError(f"{path}: GGUF file not found")
+    arg.whole("port", port, 1, 65535)
+    arg.whole("context", context, 64)
+    arg.whole("threads", threads, 1)
+    arg.optional_text("alias", alias)
+    with needs("serve_gguf", "llamacpp"):
+        import xllamacpp
+
+    params = llama_params(xllamacpp, file, context, threads)
     params.hostnames = ["127.0.0.1"]
     params.port = port
     params.n_threads_http = 2

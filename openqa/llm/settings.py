@@ -4,6 +4,7 @@ so the pipeline and the CLI stay light)."""
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -39,9 +40,22 @@ def check_endpoint(url: str) -> str:
     return url
 
 
+#: The settings that are whole numbers (None: the default), and those that are numbers, by field.
+WHOLE = ("top_k", "evidence_tokens", "context", "permutations", "concurrency", "retries", "seed", "max_tokens", "threads",
+         "batch_size", "demonstrations")
+NUMBERS = ("timeout", "temperature")
+
+
 @dataclass(frozen=True)
 class LLMSettings:
-    """An LLM reader's model, evidence, scoring and request settings (each maps to one CLI flag)."""
+    """What an LLM reader (``--method llm``) is asked to do: its model (a local folder, hub id or
+    ``.gguf`` file, or a server's model name with ``endpoint``), the evidence it reads (``none``,
+    ``question`` or ``options``), how it answers (``letters``: the letters' probabilities; ``generate``:
+    a reply read for a letter), and its request settings; each field is the command line's flag of
+    the same name (``top_k`` is ``--top-n``, ``batch_size`` ``--llm-batch-size``). Give it to
+    ``Solver.open(..., llm=...)`` or ``run_eval(..., llm=...)``.
+
+    :raises OpenQAError: on a missing model, an unknown mode or a number out of range (one line)."""
 
     model: str | None = None
     endpoint: str | None = None
@@ -67,6 +81,19 @@ class LLMSettings:
     demonstrations: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("model", "endpoint", "evidence", "scoring", "prompt", "retriever"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise UsageError(f"{name} must be text, not {type(getattr(self, name)).__name__}")
+        for name in WHOLE:
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise UsageError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+        for name in NUMBERS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise UsageError(f"{name} must be a number, not {type(value).__name__} {value!r}")
+        if self.cache_dir is not None and not isinstance(self.cache_dir, (str, os.PathLike)):
+            raise UsageError(f"cache_dir must be a path, not {type(self.cache_dir).__name__}")
         for name, value, known in (("--evidence", self.evidence, EVIDENCE_MODES), ("--scoring", self.scoring, SCORINGS),
                                    ("--prompt", self.prompt, PROMPTS)):
             if value not in known:

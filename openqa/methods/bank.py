@@ -12,16 +12,11 @@ from openqa.config import OptionSource
 from openqa.data import Question, load_questions, read_question_file_digest, split_file
 from openqa.errors import OpenQAError
 from openqa.methods.base import Method, Opened, Request
-from openqa.scorers.bank import BankScorer, QuestionBank, require_language
+from openqa.scorers.bank import BANK_K, BANK_MATCH, BankScorer, QuestionBank, require_language
 from openqa.workspace import Context, Exam
 
 #: The splits of the exam's own dataset that make its default bank (train only where the data has it).
 BANK_SPLITS = ("dev", "train")
-#: Neighbours that vote, and how an answer is matched to an option, unless a part says otherwise:
-#: chosen on MCMLE dev by the ensemble's 5-fold cross-validated log-likelihood
-#: (``python scripts/studies/bank_choice.py --dataset mainland --limit 1000`` -> eval/results/studies/bank-choice-mainland-dev.json).
-BANK_K = 1
-BANK_MATCH = "normalized"
 #: Where those defaults come from (what a record's settings sources say).
 BANK_DEFAULTS_SOURCE = "openqa default, chosen on mainland dev (bank-choice-mainland-dev.json)"
 

@@ -23,7 +23,7 @@ from openqa.methods.base import FIRST_PART_KEYS, PMI_LIMITS, SECONDS, Cost, Limi
 from openqa.methods.registry import METHODS, calibration_key, method, open_method
 from openqa.retrieval.base import Index
 from openqa.scorers.base import OptionScores
-from openqa.scorers.ensemble import EnsembleScorer, letter_priors
+from openqa.scorers.ensemble import EnsembleScorer, letter_priors, logit_features
 from openqa.tuning import (
     read_json_record,
     tuned_file,
@@ -259,11 +259,5 @@ class EnsembleMethod(Method):
 def ensemble_features(scorer: EnsembleScorer, scored: dict[str, list[OptionScores]]) -> tuple[list[Any], list[int]]:
     """Each dev question's (options x parts) logits, letter priors divided out, and the index of its
     correct option (questions whose answer is not among the options are left out)."""
-    features, answers = [], []
-    for per_part in zip(*scored.values()):
-        letters = list(per_part[0].scores)
-        if per_part[0].question.answer_idx in letters:
-            features.append(scorer.logits(per_part))
-            answers.append(letters.index(per_part[0].question.answer_idx))
-    return features, answers
+    return logit_features(scored, [s.scale for s in scorer.parts.values()], [scorer.priors.get(label, {}) for label in scorer.parts])
 

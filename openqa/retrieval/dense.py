@@ -162,6 +162,17 @@ class DenseIndex(SearchEngine):
         assert at.store is not None  # the engine stores paragraphs: load opened the store
         return cls(folder, manifest, open_search(index, encoder.device), encoder, at.store)
 
+    def with_faiss(self, kind: str) -> "DenseIndex":
+        """This index searched through a FAISS index of another ``kind`` (``flat``, ``hnsw`` or
+        ``ivf``) made of its stored vectors, as ``openqa index --faiss-index KIND`` makes one: to
+        compare their speed and recall on the same vectors without encoding the corpus again."""
+        import faiss
+
+        stored = faiss.read_index(str(self.folder / FAISS_FILE))
+        index = make_faiss(stored.reconstruct_n(0, stored.ntotal), kind)
+        return DenseIndex(self.folder, {**self.manifest, "faiss_index": kind}, open_search(index, self.encoder.device),
+                          self.encoder, self.paragraphs)
+
     def search_batch(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         tok = self.tokenizer
         texts = [tok.prepare_query(q) for q in queries]

@@ -27,7 +27,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from openqa.data import Question
-from openqa.errors import DataError, OpenQAError
+from openqa.data.questions import question_list
+from openqa.errors import DataError, OpenQAError, UsageError
+from openqa.languages import language
 from openqa.progress import tqdm
 from openqa.scorers.base import OptionScorer, OptionScores
 from openqa.text.tokenize import ChineseTokenizer, EnglishTokenizer, Tokenizer
@@ -56,7 +58,12 @@ def _dice(a: str, b: str) -> float:
     return 2 * len(x & y) / (len(x) + len(y))
 
 
-#: How a neighbour's answer text is matched to an option's text, by name.
+#: Neighbours that vote, and how an answer is matched to an option, unless a part says otherwise:
+#: chosen on MCMLE dev by the ensemble's 5-fold cross-validated log-likelihood
+#: (``python scripts/studies/bank_choice.py --dataset mainland --limit 1000`` -> eval/results/studies/bank-choice-mainland-dev.json).
+BANK_K = 1
+BANK_MATCH = "normalized"
+#: How a neighbour's answer text is matched to an option's text, by name (strictest first).
 MATCHES: dict[str, Callable[[str, str], bool]] = {
     "exact": lambda answer, option: answer.strip() == option.strip(),
     "normalized": lambda answer, option: bool(_squeezed(answer)) and _squeezed(answer) == _squeezed(option),
@@ -97,10 +104,19 @@ def require_language(questions: Sequence[Question], lang: str, what: str) -> Non
 
 
 class QuestionBank:
-    """Solved questions indexed for nearest-neighbour search, fixed once built (safe to share
-    across threads). ``sources`` says where the questions came from (file names and counts)."""
+    """Solved questions indexed for nearest-neighbour search (TF-IDF cosine of their texts), fixed
+    once built (safe to share across threads): what the bank method votes from (``BankScorer``).
+
+    :param questions: the solved questions (each with its answer among its options).
+    :param lang: their language, ``en`` or ``zh`` (most questions of a Chinese bank hold Chinese characters).
+    :param sources: where the questions came from (file names and counts), as records disclose it.
+    :raises OpenQAError: on an empty bank, a question without its answer, or another language (one line)."""
 
     def __init__(self, questions: Sequence[Question], lang: str, sources: Sequence[dict[str, Any]] = ()) -> None:
+        questions = question_list("questions", questions)
+        language(lang)
+        if not isinstance(sources, (list, tuple)) or not all(isinstance(s, dict) for s in sources):
+            raise UsageError("sources must be a list of dicts (where the questions came from)")
         if not questions:
             raise DataError("the question bank is empty: give solved questions (with their answers)")
         for q in questions:
@@ -187,15 +203,26 @@ def votes(question: Question, neighbours: Sequence[Neighbour], match: str) -> di
 
 
 class BankScorer(OptionScorer):
-    """Scores each option by its nearest solved questions' votes (see the module's docstring)."""
+    """Scores each option by the votes of a question's ``k`` nearest solved questions of ``bank``,
+    each weighted by its similarity, for the option its answer matches (see the module's docstring):
+    the bank method's scorer, and a part an ensemble weighs (``score_parts``).
+
+    :param bank: the ``QuestionBank`` voted from.
+    :param k: neighbours that vote (default: the bank method's, chosen on MCMLE dev).
+    :param match: how an answer is matched to an option: one of ``matches`` (default: the bank method's).
+    :raises OpenQAError: on a bank that is not a ``QuestionBank``, k under 1 or an unknown matching (one line)."""
 
     #: Vote sums are used as they are: an ensemble weighs them, a calibration scales them.
     scale = "logits"
+    #: The ways of matching an answer to an option, strictest first.
+    matches: tuple[str, ...] = tuple(MATCHES)
 
-    def __init__(self, bank: QuestionBank, k: int, match: str) -> None:
-        if k < 1:
-            raise OpenQAError(f"the bank's k must be at least 1, not {k}")
-        if match not in MATCHES:
+    def __init__(self, bank: QuestionBank, k: int = BANK_K, match: str = BANK_MATCH) -> None:
+        if not isinstance(bank, QuestionBank):
+            raise UsageError(f"bank must be a QuestionBank, not {type(bank).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise OpenQAError(f"the bank's k must be at least 1, not {k!r}")
+        if not isinstance(match, str) or match not in MATCHES:
             raise OpenQAError(f"unknown answer matching {match!r}: choose one of {', '.join(MATCHES)}")
         self.bank, self.k, self.match = bank, k, match
 
@@ -205,7 +232,12 @@ class BankScorer(OptionScorer):
         return OptionScores(question, scores, details={DETAILS_KEY: [n.to_dict() for n in neighbours]})
 
     def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
-        return [self.score_one(q) for q in tqdm(questions, desc="bank", unit="q", disable=not progress)]
+        """Each question's option scores, in order (its neighbours in ``details``).
+
+        :param questions: the questions (a list of ``Question``).
+        :param progress: show a progress bar.
+        :returns: one ``OptionScores`` a question."""
+        return [self.score_one(q) for q in tqdm(question_list("questions", questions), desc="bank", unit="q", disable=not progress)]
 
     def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
         return {"bank": {**self.bank.describe(), "k": self.k, "match": self.match, **disclosure(results)}}

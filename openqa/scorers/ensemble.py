@@ -74,6 +74,21 @@ def part_logits(parts: Sequence[OptionScores], scales: Sequence[str],
                      for result, scale, prior in zip(parts, scales, priors)], axis=1)
 
 
+def logit_features(scored: dict[str, list[OptionScores]], scales: Sequence[str], priors: Sequence[dict[str, float]],
+                   ) -> tuple[list[np.ndarray], list[int]]:
+    """Each question's (options x parts) logits (``part_logits`` of its parts' ``scored`` option
+    scores on their ``scales``, ``priors`` divided out), and the index of its correct option:
+    what an ensemble's weights are fitted on. Questions whose answer is not among the options are
+    left out."""
+    features, answers = [], []
+    for per_part in zip(*scored.values()):
+        letters = list(per_part[0].scores)
+        if per_part[0].question.answer_idx in letters:
+            features.append(part_logits(per_part, scales, priors))
+            answers.append(letters.index(per_part[0].question.answer_idx))
+    return features, answers
+
+
 class EnsembleScorer(OptionScorer):
     """Named part scorers, each scored once per question, combined with fixed ``weights`` (and the
     letter prior of each letter-probability part, by label, divided out first)."""

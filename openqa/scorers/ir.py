@@ -8,8 +8,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from openqa import arguments as arg
 from openqa.data import Question
 from openqa.errors import OpenQAError, UsageError
+from openqa.languages import language
 from openqa.progress import tqdm
 from openqa.retrieval.base import Hit, QueryStatistics, SearchEngine
 from openqa.scorers.base import OptionScorer, OptionScores
@@ -51,7 +53,18 @@ class IRSettings:
 
 
 def question_query(question: Question, mode: str, lang: str) -> str:
-    """The question part of every option query: MetaMap phrases, filtered words, the full text or nothing."""
+    """The question part of every option query an IR method asks, in query mode ``mode``.
+
+    :param question: the ``Question``.
+    :param mode: ``phrases`` (its MetaMap phrases, else as ``filter``), ``filter`` (its words without
+        the medical filter's stop words), ``full`` (its whole text) or ``option`` (nothing).
+    :param lang: the corpus language, ``en`` or ``zh``.
+    :returns: the question part (empty for ``option``).
+    :raises OpenQAError: on a question that is not a ``Question``, an unknown mode or language (one line)."""
+    if not isinstance(question, Question):
+        raise UsageError(f"question must be a Question, not {type(question).__name__}")
+    arg.one_of("query mode", mode, QUERY_MODES)
+    language(lang)
     if mode == "option":
         return ""
     if mode == "phrases" and question.metamap_phrases:
@@ -62,7 +75,14 @@ def question_query(question: Question, mode: str, lang: str) -> str:
 
 
 def option_queries(question: Question, mode: str, lang: str) -> list[str]:
-    """One query per option, in option order: question part + option text."""
+    """The queries an IR method asks for a question, one per option in option order: the question
+    part (``question_query``) and the option's text.
+
+    :param question: the ``Question``.
+    :param mode: the query mode of the question part (see ``question_query``).
+    :param lang: the corpus language, ``en`` or ``zh``.
+    :returns: one query per option.
+    :raises OpenQAError: as ``question_query`` does."""
     stem = question_query(question, mode, lang)
     return [f"{stem} {text}".strip() for text in question.options.values()]
 

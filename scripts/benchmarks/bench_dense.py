@@ -25,10 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 import numpy as np
 
 from benchlib import data_dir, write_record
-from openqa import load_questions
-from openqa.retrieval.dense import make_faiss
-from openqa.retrieval.registry import open_index
-from openqa.scorers.ir import option_queries
+from openqa import Searcher, load_questions, option_queries
 
 TARGETS = {"build_en_s": 900, "query_median_ms": 30}
 
@@ -46,17 +43,14 @@ def main() -> None:
         subprocess.run([str(Path(sys.executable).with_name("openqa")), "index", "--lang", "en", "--engine", "dense",
                         "--data-dir", str(data), "--index-dir", str(index_dir)], check=True)
         figures["build_en_s"] = round(time.perf_counter() - start, 1)
-    engine = open_index(index_dir, "en", "dense", data_dir=data)
+    engine = Searcher.open("en", "dense", index_dir=index_dir, data_dir=data).engine
     queries = [text for q in load_questions("us", "dev", data)[:50] for text in option_queries(q, "filter", "en")]
-    flat = engine.index
-    hnsw = make_faiss(flat.reconstruct_n(0, flat.ntotal), "hnsw")
-    for name, index in (("", flat), ("hnsw_", hnsw)):
-        engine.index = index
-        engine.search(queries[:5], 10)  # warm-up
+    for name, searched in (("", engine), ("hnsw_", engine.with_faiss("hnsw"))):  # the same vectors in an HNSW index
+        searched.search(queries[:5], 10)  # warm-up
         times = []
         for query in queries:
             start = time.perf_counter()
-            engine.search([query], 10)
+            searched.search([query], 10)
             times.append(1000 * (time.perf_counter() - start))
         figures[f"{name}query_median_ms"] = round(float(np.median(times)), 2)
         figures[f"{name}query_p95_ms"] = round(float(np.percentile(times, 95)), 2)

@@ -24,9 +24,7 @@ import numpy as np
 import torch
 
 from benchlib import data_dir, write_record
-from openqa import load_questions
-from openqa.retrieval.encoders import SentenceTransformerEncoder
-from openqa.scorers.ir import question_query
+from openqa import load_questions, make_encoder, question_query
 
 VARIANTS = {
     "fp32-256": (256, "fp32"), "fp32-128": (128, "fp32"), "bf16-256": (256, "bf16"), "bf16-128": (128, "bf16"),
@@ -48,7 +46,7 @@ def main() -> None:
 
     results, reference = {}, None
     for name, (max_length, precision) in VARIANTS.items():
-        encoder = SentenceTransformerEncoder("all-MiniLM-L6-v2", max_length=max_length, precision=precision)
+        encoder = make_encoder("all-MiniLM-L6-v2", max_length=max_length, precision=precision)
         encoder.encode_passages(passages[:64])  # warm-up
         start = time.perf_counter()
         vectors = encoder.encode_passages(passages)

@@ -26,7 +26,7 @@ import os
 import statistics
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
@@ -34,18 +34,13 @@ import bm25s
 import numpy as np
 
 from benchlib import alternate, data_dir, write_record
-from openqa import load_questions
-from openqa.evaluate.metrics import summarise
-from openqa.retrieval.base import Ranking
-from openqa.retrieval.custom_bm25 import CustomBM25, QueryTerms
-from openqa.retrieval.registry import open_index
-from openqa.scorers.ir import option_queries, scores_from_hits
+from openqa import ScoredQuestions, Searcher, load_questions, option_queries
 
 K = 10
 TARGET = 2.0  # custom (1 thread) at least this many times bm25s-numba's queries per second
 
 
-def bm25s_index(custom: CustomBM25) -> tuple[bm25s.BM25, int]:
+def bm25s_index(custom: Any) -> tuple[bm25s.BM25, int]:
     """bm25s (numba backend) over the custom index's paragraphs, as the custom engine's term rows;
     also the id of bm25s' empty token, the query of a question with no known term."""
     tok = custom.tokenizer
@@ -74,14 +69,14 @@ def main() -> None:
     groups = [option_queries(q, "full", "en") for q in questions]
     flat = [text for g in groups for text in g]
 
-    custom = open_index(index_dir, "en", "custom", data_dir=data)
-    lucene = open_index(index_dir, "en", "lucene", data_dir=data)
-    terms: QueryTerms = custom.encode(flat)
+    custom = Searcher.open("en", "custom", index_dir=index_dir, data_dir=data).engine  # the engines themselves
+    lucene = Searcher.open("en", "lucene", index_dir=index_dir, data_dir=data).engine
+    terms = custom.encode(flat)  # the custom engine's term rows of every query
     retriever, empty = bm25s_index(custom)
     rows = [terms.rows[a:b].tolist() or [empty] for a, b in zip(terms.starts[:-1], terms.starts[1:])]
 
-    def custom_rank(threads: int) -> Callable[[], Ranking]:
-        def run() -> Ranking:
+    def custom_rank(threads: int) -> Callable[[], object]:
+        def run() -> object:
             custom.threads = threads
             return custom.rank(terms, K)  # avgQL: each query's own length (no tuned value given)
         return run
@@ -101,7 +96,7 @@ def main() -> None:
     ranking = last["custom_1_thread"]
 
     hits = iter(ranking.hits())
-    predictions = scores_from_hits(questions, [[next(hits) for _ in g] for g in groups], K, "sum")
+    predictions = ScoredQuestions.from_hits(questions, [[next(hits) for _ in g] for g in groups], K, "sum")
     qps = {name: spread(s, len(flat)) for name, s in seconds.items()}
     ratio = qps["custom_1_thread"]["median"] / qps["bm25s_numba_1_thread"]["median"]
     record = {
@@ -110,7 +105,7 @@ def main() -> None:
         "method": "engine throughput: question + option queries (query mode full), top-10; "
         "accuracy = custom engine's predictions (sum of top-10, paper query parameters)",
         "n": len(flat),
-        "accuracy": summarise(predictions)["accuracy"],
+        "accuracy": predictions.accuracy,
         "rounds": rounds,
         "queries_per_second": qps,
         "ratios": {

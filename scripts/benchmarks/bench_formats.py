@@ -1,5 +1,5 @@
 """The same questions in every question format give the same figure: MedQA US test (4 options) as
-``--dataset us`` and written by ``openqa.data.formats.write_questions`` as MedQA JSON lines, a
+``--dataset us`` and written by ``openqa.write_questions`` as MedQA JSON lines, a
 MIRAGE benchmark file (one line), MedMCQA JSON lines and an MMLU CSV, each under two file names,
 all scored by ``openqa eval --questions FILE`` (IR-Custom, the dev-tuned US settings, 11 books).
 Writes eval/results/studies/formats-us-test-ir-custom.json: per file its accuracy, ties, and whether its
@@ -14,17 +14,12 @@ import argparse
 import json
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
-from benchlib import command_line, data_dir, write_record
-from openqa import OpenQAError, load_questions
-from openqa.config import Settings
-from openqa.data.formats import write_questions
-from openqa.pipeline import EvalRequest, evaluate
-from openqa.workspace import Context
+from benchlib import command_line, data_dir, print_notes, write_record
+from openqa import OpenQAError, Workspace, load_questions, run_eval, write_questions
 
 #: Each format under two names (a file's name and line once picked the tie-breaks).
 FILES = {"medqa": ("us_test.jsonl", "copy_of_us_test.jsonl"), "mirage": ("benchmark.json", "mirage_us.json"),
@@ -42,10 +37,10 @@ def main() -> None:
     p.add_argument("--index-dir", help="indexes (default: $OPENQA_INDEXES or ./indexes); ir-custom is built if missing")
     args = p.parse_args()
     data = data_dir()
+    print_notes()
     with tempfile.TemporaryDirectory() as scratch:
-        settings = Settings.resolve(str(data), args.index_dir, None, None, None, str(Path(scratch) / "results"))
-        ctx = Context(settings, notify=lambda m: print(f"note: {m}", flush=True))
-        reference = evaluate(ctx, EvalRequest(method=args.method, dataset="us", split="test"), progress=False)
+        where = Workspace(data_dir=data, index_dir=args.index_dir, results_dir=Path(scratch) / "results")
+        reference = run_eval(args.method, "us", split="test", workspace=where).to_dict()
         expected = predictions(reference)
         questions = load_questions("us", "test", data)
         rows = [{"format": "--dataset us", "file": "US/4_options/phrases_no_exclude_test.jsonl", "n": reference["n"],
@@ -54,8 +49,7 @@ def main() -> None:
         for fmt, names in FILES.items():
             for name in names:
                 path = write_questions(questions, Path(scratch) / name, fmt)
-                out = replace(ctx, settings=replace(settings, results_dir=Path(scratch) / f"results-{name}"))
-                summary = evaluate(out, EvalRequest(method=args.method, questions=path), progress=False)
+                summary = run_eval(args.method, questions=path, workspace=where, results_dir=Path(scratch) / f"results-{name}").to_dict()
                 rows.append({"format": fmt, "file": name, "n": summary["n"], "accuracy": summary["accuracy"],
                              "tied": summary["ties"]["questions_with_tied_best"],
                              "predictions_equal_dataset": predictions(summary) == expected})

@@ -24,19 +24,14 @@ import json
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
-from benchlib import RESULTS, command_line, record_folder, record_path, write_record
-from openqa import OpenQAError
-from openqa.config import Settings
-from openqa.llm.settings import LLMSettings
-from openqa.pipeline import EvalRequest, evaluate
-from openqa.workspace import Context
+from benchlib import RESULTS, command_line, print_notes, record_folder, record_path, write_record
+from openqa import LLMSettings, OpenQAError, Workspace, run_eval
 
 CELLS = [(evidence, scoring) for evidence in ("none", "question", "options") for scoring in ("letters", "generate")]
 NOTE = ("SmolLM2-135M-Instruct (and the other small models available offline) is near chance on MedQA without "
@@ -106,8 +101,8 @@ def main() -> None:
 
     model = args.model or str(packaged_gguf())
     out = Path(args.output) if args.output else RESULTS / record_folder("us-test-llm.json")  # the cells: US test runs
-    settings = Settings.resolve(args.data_dir, args.index_dir, None, None, None, str(out))
-    ctx = Context(settings, notify=lambda m: print(f"note: {m}", flush=True))
+    where = Workspace(data_dir=args.data_dir, index_dir=args.index_dir, results_dir=out)
+    print_notes()
     previous = json.loads(bench_path.read_text()) if bench_path.is_file() else {}
     kept = {c["cell"]: c for c in previous.get("cells", []) if c.get("model") == Path(model).name}
     started = time.perf_counter()
@@ -130,14 +125,13 @@ def main() -> None:
                 continue
             llm = LLMSettings(model=model, evidence=evidence, scoring=scoring, evidence_tokens=args.evidence_tokens,
                               threads=args.threads, cache_dir=Path(args.cache_dir) if args.cache_dir else None)
-            request = EvalRequest(method="llm", dataset="us", split="test", limit=limit, llm=llm)
             again = f"python scripts/benchmarks/bench_llm.py --cells {key} --rounds {limit}" + "".join(  # reproduces this cell
                 f" {flag} {value}" for flag, value in (("--model", args.model and Path(args.model).name),
                                                        ("--evidence-tokens", args.evidence_tokens if args.evidence_tokens != 512 else None),
                                                        ("--threads", args.threads if args.threads != 1 else None)) if value)
-            summary = evaluate(ctx, request, progress=False, command=again)
+            summary = run_eval("llm", "us", split="test", limit=limit, llm=llm, workspace=where, command=again).to_dict()
             with tempfile.TemporaryDirectory() as scratch:  # every reply from the cache; its files are not kept
-                rerun = evaluate(replace(ctx, settings=replace(settings, results_dir=Path(scratch))), request, progress=False)
+                rerun = run_eval("llm", "us", split="test", limit=limit, llm=llm, workspace=where, results_dir=scratch).to_dict()
             if cell.get("result_file") and Path(cell["result_file"]).name != Path(summary["files"]["summary"]).name:
                 for old in out.glob(Path(cell["result_file"]).stem + ".*"):
                     old.unlink()  # the previous round's record of this cell (a subset of this one)

@@ -1,4 +1,4 @@
-"""The same GGUF model in process and behind llama.cpp's own HTTP server (``openqa.llm.llamacpp.serve_gguf``,
+"""The same GGUF model in process and behind llama.cpp's own HTTP server (``openqa.serve_gguf``,
 the same llama.cpp parameters): MedQA US test questions answered both ways, the two runs alternated
 and repeated (``--repeats``), each with an empty reply cache so that every question asks the model.
 
@@ -7,8 +7,9 @@ a letter probability, seconds per question each way (median and spread over the 
 openqa's overhead per question against llama.cpp's own reported prompt and reply time
 (``model_reported_seconds``: the "timings" llama.cpp returns with each reply); target: overhead
 under 10% of the model's time. Then one more HTTP run as llama.cpp's default leaves it (its prompt
-cache on: no ``cache_prompt: false`` sent), compared with the first in-process run. The model is near
-chance on MedQA: this measures the path, not accuracy.
+cache on: the ``cache_prompt: false`` openqa sends is taken out of each request by a forwarding proxy
+in front of the server), compared with the first in-process run. The model is near chance on
+MedQA: this measures the path, not accuracy.
 
     python scripts/benchmarks/bench_llm_http.py --limit 20 --repeats 3
 """
@@ -21,23 +22,20 @@ import socket
 import statistics
 import sys
 import tempfile
-from dataclasses import replace
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from unittest.mock import patch
+from urllib.parse import urlsplit
+
+import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from bench_llm import packaged_gguf, shown_argv
 
 from benchlib import command_line, data_dir, write_record
-from openqa import OpenQAError
-from openqa.config import Settings
-from openqa.llm import endpoint
-from openqa.llm.llamacpp import serve_gguf
-from openqa.llm.settings import LLMSettings
-from openqa.pipeline import EvalRequest, evaluate
-from openqa.workspace import Context
+from openqa import LLMSettings, OpenQAError, Workspace, run_eval, serve_gguf
 
 ALIAS = "bench-gguf"
 
@@ -46,6 +44,49 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+class PromptCacheLeftOn(BaseHTTPRequestHandler):
+    """Forwards each request to llama.cpp's server (``upstream``) as it came, but for ``cache_prompt``
+    taken out of a JSON body: the server then keeps its default, the prompt cache on, which openqa
+    turns off in every request it sends to llama.cpp."""
+
+    upstream = ""
+
+    def do_GET(self) -> None:
+        self.forward(None)
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and data.pop("cache_prompt", None) is not None:
+            body = json.dumps(data).encode()
+        self.forward(body)
+
+    def forward(self, body: bytes | None) -> None:
+        reply = httpx.request(self.command, self.upstream + self.path, content=body, timeout=600,
+                              headers={k: v for k, v in self.headers.items() if k.lower() in ("content-type", "authorization")})
+        self.send_response(reply.status_code)
+        self.send_header("Content-Type", reply.headers.get("content-type", "application/json"))
+        self.send_header("Content-Length", str(len(reply.content)))
+        self.end_headers()
+        self.wfile.write(reply.content)
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the benchmark prints its own lines
+        pass
+
+
+def prompt_cache_left_on(url: str) -> tuple[ThreadingHTTPServer, str]:
+    """A proxy (``PromptCacheLeftOn``) in front of llama.cpp's server at ``url``, and the URL to give
+    instead of ``url``; it serves on a thread of this process until shut down."""
+    parts = urlsplit(url)
+    handler = type("Handler", (PromptCacheLeftOn,), {"upstream": f"{parts.scheme}://{parts.netloc}"})
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    return proxy, f"http://127.0.0.1:{proxy.server_address[1]}{parts.path}"
 
 
 def rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -84,17 +125,15 @@ def main() -> None:
     url = server.listening_address
     runs: dict[str, list[dict[str, Any]]] = {"in_process": [], "http": []}
     with tempfile.TemporaryDirectory() as scratch:
-        settings = Settings.resolve(str(data), args.index_dir, None, None, None, str(Path(scratch) / "results"))
-        ctx = Context(settings)
+        where = Workspace(data_dir=data, index_dir=args.index_dir)
         for repeat in range(args.repeats):
             order = ["in_process", "http"] if repeat % 2 == 0 else ["http", "in_process"]
             for way in order:
                 llm = LLMSettings(model=str(model) if way == "in_process" else ALIAS, endpoint=None if way == "in_process" else url,
                                   evidence=args.evidence, scoring=args.scoring, context=args.context,
                                   cache_dir=Path(scratch) / f"cache-{way}-{repeat}")  # empty: every question asks the model
-                here = replace(ctx, settings=replace(settings, results_dir=Path(scratch) / f"results-{way}-{repeat}"))
-                summary = evaluate(here, EvalRequest(method="llm", dataset="us", split="test", limit=args.limit, llm=llm),
-                                   progress=False)
+                summary = run_eval("llm", "us", split="test", limit=args.limit, llm=llm, workspace=where,
+                                   results_dir=Path(scratch) / f"results-{way}-{repeat}").to_dict()
                 runs[way].append(summary)
                 n, reported = summary["n"], summary["model_reported_seconds"]
                 print(f"{way:10} run {repeat + 1}: {summary['seconds'] / n:.3f} s/question, llama.cpp's own "
@@ -113,18 +152,14 @@ def main() -> None:
         first, served = rows(runs["in_process"][0]), rows(runs["http"][0])
         every = [rows(s) for way in runs for s in runs[way]]
         # once more over HTTP as llama.cpp's default leaves it: its prompt cache on (what openqa turns off)
-        original = endpoint.EndpointBackend.__init__
-
-        def cache_left_on(self: endpoint.EndpointBackend, *a: Any, **k: Any) -> None:
-            original(self, *a, **k)
-            self.llama_cpp = False  # so no cache_prompt false is sent
-
-        with patch.object(endpoint.EndpointBackend, "__init__", cache_left_on):
-            llm = LLMSettings(model=ALIAS, endpoint=url, evidence=args.evidence, scoring=args.scoring, context=args.context,
+        proxy, proxied = prompt_cache_left_on(url)
+        try:
+            llm = LLMSettings(model=ALIAS, endpoint=proxied, evidence=args.evidence, scoring=args.scoring, context=args.context,
                               cache_dir=Path(scratch) / "cache-prompt-cache-on")
-            here = replace(ctx, settings=replace(settings, results_dir=Path(scratch) / "results-prompt-cache-on"))
-            cache_on = rows(evaluate(here, EvalRequest(method="llm", dataset="us", split="test", limit=args.limit, llm=llm),
-                                     progress=False))
+            cache_on = rows(run_eval("llm", "us", split="test", limit=args.limit, llm=llm, workspace=where,
+                                     results_dir=Path(scratch) / "results-prompt-cache-on").to_dict())
+        finally:
+            proxy.shutdown()
         settings_http = runs["http"][0]["settings"]
     record = {
         "dataset": "us", "split": "test", "method": "llm", "model": model.name, "n": runs["http"][0]["n"],

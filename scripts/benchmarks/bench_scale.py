@@ -47,8 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 import numpy as np
 
 from benchlib import data_dir, record_path, write_record
-from openqa.corpus.paragraphs import read_paragraphs
-from openqa.languages import language
+from openqa import corpus_paragraphs, language
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
 #: The issue's targets for the custom engine at 5 M paragraphs on this machine.
@@ -68,7 +67,7 @@ STORE_FILES = ("paragraphs.jsonl", "paragraphs.offsets.npy")
 def book_sentences(data: Path) -> tuple[list[str], np.ndarray]:
     """The English textbooks' sentences in order, and how many sentences each real paragraph has."""
     sentences, shapes = [], []
-    for paragraph in read_paragraphs(data, "en"):
+    for paragraph in corpus_paragraphs("en", data_dir=data):
         parts = [s for s in language("en").sentence_end.split(paragraph.text) if s]
         sentences += parts
         shapes.append(len(parts))
@@ -122,32 +121,26 @@ def memory_mb() -> dict[str, float]:
 def measure(index_dir: Path, engine: str, corpus: str | None, n_latency: int) -> dict[str, Any]:
     """Open ``engine``'s index as ``openqa answer`` does, answer ``n_latency`` questions one at a time,
     then score the whole US test split as ``openqa eval`` does (runs in a child: see ``main``)."""
-    from openqa import load_questions
-    from openqa.config import Settings
-    from openqa.evaluate.metrics import summarise
-    from openqa.methods import Request, open_method
-    from openqa.pipeline import answer_record
-    from openqa.workspace import Context, Exam
+    from openqa import Solver, load_questions
 
     questions = load_questions("us", "test", data_dir())
-    ctx = Context(Settings.resolve(data_dir(), index_dir), corpus=corpus)
     start = time.perf_counter()
-    opened = open_method(ctx, METHODS[engine], Exam.resolve("us"), Request(engine=engine))
+    solver = Solver.open(METHODS[engine], "en", exam="us", engine=engine, corpus=corpus, data_dir=data_dir(), index_dir=index_dir)
     record: dict[str, Any] = {"open_s": round(time.perf_counter() - start, 3), "after_open": memory_mb()}
-    answer_record(opened, questions[0], EVIDENCE)  # a first request outside the timings (lazy parts warm up)
+    solver.answer(questions[0], evidence=EVIDENCE)  # a first request outside the timings (lazy parts warm up)
     latencies = []
     for question in questions[:n_latency]:
         start = time.perf_counter()
-        answer_record(opened, question, EVIDENCE)
+        solver.answer(question, evidence=EVIDENCE)
         latencies.append((time.perf_counter() - start) * 1000)
     start = time.perf_counter()
-    results = opened.scorer.score(questions, progress=False)
+    scored = solver.score_all(questions)
     seconds = time.perf_counter() - start
-    summary = summarise(results)
+    summary = scored.summary()
     return {**record, "latency_questions": len(latencies), "p50_ms": round(float(np.percentile(latencies, 50)), 1),
             "p95_ms": round(float(np.percentile(latencies, 95)), 1), "max_ms": round(max(latencies), 1),
             "throughput_qps": round(len(questions) / seconds, 1), "n": summary["n"], "accuracy": summary["accuracy"],
-            "after_queries": memory_mb(), "settings": {k: v for k, v in opened.settings.items() if k != "sources"},
+            "after_queries": memory_mb(), "settings": {k: v for k, v in solver.settings.items() if k != "sources"},
             "peak_memory_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
 
 

@@ -25,8 +25,7 @@ import numpy as np
 import Stemmer
 
 from benchlib import alternate, data_dir, write_record
-from openqa import Searcher, load_questions
-from openqa.scorers.ir import option_queries
+from openqa import Searcher, load_questions, option_queries
 
 K = 10
 TARGET = 3.0  # batch_search at least this many times bm25s' queries per second, end to end

@@ -37,16 +37,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib
 
 from benchlib import command_line, write_record
-from openqa import Question
-from openqa.llm.cache import ReplyCache
-from openqa.llm.scorer import LLMScorer
-from openqa.llm.settings import LLMSettings
-from openqa.llm.transformers_backend import TransformersBackend
-from openqa.readers.base import Example
-from openqa.readers.bert import MultipleChoiceReader
-from openqa.readers.registry import load_reader
-from openqa.readers.train import TrainConfig, train
-from openqa.retrieval.encoders import resolve_model
+from openqa import (
+    LLMScorer,
+    LLMSettings,
+    MultipleChoiceReader,
+    Question,
+    ReplyCache,
+    TrainConfig,
+    TransformersBackend,
+    resolve_model,
+    train_reader,
+)
 
 NOTE = "random weights built from the config: timing only"
 #: Qwen2.5-1.5B-Instruct's shape (its config.json).
@@ -79,9 +80,9 @@ def words(rng: Any, n: int) -> str:
 
 # --- one reader training step ------------------------------------------------------------------
 
-def reader_examples(n: int, seed: int) -> list[Example]:
+def reader_examples(n: int, seed: int) -> list[tuple[Question, dict[str, str]]]:
     """``n`` questions of about 60 words, four options, 300 words of evidence per option (more than
-    the reader's 256 tokens: every input is full), answers drawn at random."""
+    the reader's 256 tokens: every input is full), answers drawn at random: each with its options' evidence."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
@@ -90,7 +91,7 @@ def reader_examples(n: int, seed: int) -> list[Example]:
         options = {letter: words(rng, 3) for letter in "ABCD"}
         answer = "ABCD"[int(rng.integers(4))]
         question = Question(f"r{i}", words(rng, 60), options, answer, options[answer])
-        out.append(Example(question, {letter: words(rng, 300) for letter in "ABCD"}))
+        out.append((question, {letter: words(rng, 300) for letter in "ABCD"}))
     return out
 
 
@@ -116,8 +117,8 @@ def reader_step(device: str, model_config: str | None = None, small: bool = Fals
         before = {name: p.detach().clone() for name, p in reader.model.named_parameters()}
         settings = TrainConfig(epochs=2, lr=2e-5, batch_size=batch_size, effective_batch=batch_size, warmup=0.0)
         start = time.perf_counter()
-        result = train(reader, reader_examples(steps * batch_size, 0), reader_examples(batch_size, 1), settings,
-                       Path(tmp) / "run", {}, load_reader)
+        result = train_reader(reader, reader_examples(steps * batch_size, 0), reader_examples(batch_size, 1), settings,
+                              Path(tmp) / "run")
         seconds = time.perf_counter() - start
         moved = sum(not torch.equal(p.detach(), before[name]) for name, p in reader.model.named_parameters())
         warm = result["epochs"][1]

@@ -13,7 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import REPO, RESULTS, record_path
-from openqa.languages import LANGUAGES
+from openqa import known_languages
 
 #: Runs whose records were made before IR-Custom computed the paper's formula (IDF twice) and were
 #: removed rather than shown: they await a rerun of these commands (the mainland hybrid first needs
@@ -213,7 +213,8 @@ def results_text() -> str:
            "Every row comes from a record made with the current scoring; runs made before IR-Custom computed",
            "the paper's formula (IDF twice) were removed and await these commands:", "",
            *(f"- `{command}`" for command in TO_RERUN), ""]
-    for lang, language in LANGUAGES.items():
+    for language in known_languages():
+        lang = language.code
         stats = load(f"corpus-stats-{lang}.json")
         if stats:
             unit = language.token_unit

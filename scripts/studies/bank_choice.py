@@ -26,17 +26,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 import numpy as np
-from ensemble_parts import FOLDS, SEED, held_out
 
 from benchlib import command_line, data_dir, write_record
-from openqa import load_questions
-from openqa.config import Settings
-from openqa.methods import DEFAULT_PARTS, ENSEMBLE_L2, Part, Request, ensemble_features, open_method
-from openqa.methods.bank import load_bank
-from openqa.scorers.bank import MATCHES, BankScorer
-from openqa.scorers.ensemble import EnsembleScorer, letter_priors
-from openqa.scorers.precomputed import PrecomputedScorer
-from openqa.workspace import Context, Exam
+from openqa import BankScorer, CrossValidation, ScoredQuestions, exam_bank, load_questions, score_parts
 
 #: Neighbours tried.
 KS = (1, 3, 5, 10)
@@ -49,48 +41,39 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--llm", metavar="PART.jsonl", help="the LLM part's compact dev predictions, joined to every set")
     parser.add_argument("--index-dir", default="indexes", help="index folder (default: ./indexes)")
     args = parser.parse_args(argv)
-    ctx = Context(Settings.resolve(data_dir=data_dir(), index_dir=args.index_dir)).sharing()
-    target = Exam.resolve(args.dataset)
-    questions = load_questions(args.dataset, "dev", ctx.settings.require_data_dir())[: args.limit]
-    base = list(DEFAULT_PARTS[target.lang])
-    scorers: dict[str, Any] = {}
-    scored: dict[str, Any] = {}
-    for spec in base:
-        part = Part.parse(spec)
-        scorers[spec] = open_method(ctx, part.method, target, Request(part.overrides)).scorer
-        scored[spec] = scorers[spec].score(questions, progress=False)
-        print(f"scored {spec}", file=sys.stderr)
+    data = data_dir()
+    folds = CrossValidation()  # the ensemble's own folds, seed and L2 penalty
+    questions = load_questions(args.dataset, "dev", data)[: args.limit]
+    scored = score_parts(questions, args.dataset, data_dir=data, index_dir=args.index_dir)  # the exam's default parts
     if args.llm:
-        scorers["llm"] = PrecomputedScorer(Path(args.llm), "llm")
-        scored["llm"] = scorers["llm"].score(questions, progress=False)
-        base.append("llm")
+        scored.update(score_parts(questions, args.dataset, ["llm"], predictions={"llm": args.llm}, data_dir=data,
+                                  index_dir=args.index_dir))
+    base = list(scored)
+    print(f"scored {', '.join(base)}", file=sys.stderr)
 
-    def judged(extra: dict[str, tuple[Any, Any]]) -> tuple[dict[str, float], np.ndarray]:
-        parts = {**scorers, **{label: s for label, (s, _) in extra.items()}}
-        results = {**scored, **{label: r for label, (_, r) in extra.items()}}
-        features, answers = ensemble_features(EnsembleScorer(parts, [1.0] * len(parts), letter_priors(parts, results)), results)
-        loglik, right = held_out(features, answers, ENSEMBLE_L2)
-        return {"log_likelihood": round(float(loglik.mean()), 4), "accuracy": round(100 * float(right.mean()), 2)}, loglik
+    def judged(extra: dict[str, ScoredQuestions]) -> tuple[dict[str, float], np.ndarray]:
+        held = folds.held_out({**scored, **extra})
+        return held.summary(), held.log_likelihood
 
     without, without_ll = judged({})
     started = time.perf_counter()
-    bank = load_bank(ctx, target)
+    bank = exam_bank(args.dataset, data_dir=data)
     build_seconds = time.perf_counter() - started
     rows: dict[str, dict[str, Any]] = {}
     logliks = {}
     for k in KS:
-        for match in MATCHES:
+        for match in BankScorer.matches:
             scorer = BankScorer(bank, k, match)
             started = time.perf_counter()
             results = scorer.score(questions, progress=False)
             ms = 1000 * (time.perf_counter() - started) / len(questions)
             label = f"k{k}_{match}"
-            summary, logliks[label] = judged({"bank": (scorer, results)})
+            summary, logliks[label] = judged({"bank": ScoredQuestions(results, scorer.scale)})
             voted = sum(max(r.scores.values()) > 0 for r in results)
             rows[label] = {"k": k, "match": match, **summary, "questions_voted_on": voted,
                            "ms_per_question": round(ms, 2)}
             print(label, rows[label], file=sys.stderr)
-    order = list(MATCHES)
+    order = list(BankScorer.matches)
     best = max(rows, key=lambda label: (rows[label]["log_likelihood"], -rows[label]["k"], -order.index(rows[label]["match"])))
     for label, row in rows.items():
         gap = logliks[label] - without_ll
@@ -98,7 +81,7 @@ def main(argv: list[str]) -> None:
     keep = rows[best]["log_likelihood"] > without["log_likelihood"]
     record = {"dataset": args.dataset, "split": "dev", "method": "bank-choice", "n": len(questions), "limit": args.limit,
               "accuracy": None,  # a choice of settings: see each variant's held-out accuracy
-              "folds": FOLDS, "seed": SEED, "l2": ENSEMBLE_L2,
+              "folds": folds.folds, "seed": folds.seed, "l2": folds.l2,
               "rule": "best mean held-out log-likelihood (ties: smaller k, then exact before normalized before fuzzy); "
                       "the bank is kept only if it beats the parts without it",
               "parts": base, "llm_part": Path(args.llm).name if args.llm else None,

@@ -34,17 +34,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 import numpy as np
-from ensemble_parts import FOLDS, SEED, held_out
 
 from benchlib import command_line, data_dir, write_record
-from openqa import load_questions
-from openqa.config import Settings
-from openqa.evaluate.metrics import summarise
-from openqa.methods import DEFAULT_PARTS, ENSEMBLE_L2, Part, Request, ensemble_features, open_method
-from openqa.scorers.base import OptionScores
-from openqa.scorers.ensemble import EnsembleScorer, letter_prior, letter_priors
-from openqa.scorers.precomputed import PrecomputedScorer
-from openqa.workspace import Context, Exam
+from openqa import CrossValidation, ScoredQuestions, load_questions, score_parts
 
 
 def paragraphs_per_question(part: Path) -> float | None:
@@ -76,40 +68,30 @@ def main(argv: list[str]) -> None:
     variants = dict(v.split("=", 1) for v in args.variant)
     if bad := [label for label in variants if not label.isidentifier()]:
         parser.error(f"variant label {bad[0]!r}: use letters, digits and _ (the docs name a figure by it)")
-    ctx = Context(Settings.resolve(data_dir=data_dir(), index_dir=args.index_dir)).sharing()
-    target = Exam.resolve(args.dataset)
-    questions = load_questions(args.dataset, "dev", ctx.settings.require_data_dir())[: args.limit]
-    base = DEFAULT_PARTS[target.lang]
-    scorers, scored = {}, {}
-    for spec in base:
-        part = Part.parse(spec)
-        scorers[spec] = open_method(ctx, part.method, target, Request(part.overrides)).scorer
-        scored[spec] = scorers[spec].score(questions, progress=False)
-        print(f"scored {spec}", file=sys.stderr)
+    data = data_dir()
+    folds = CrossValidation()  # the ensemble's own folds, seed and L2 penalty
+    questions = load_questions(args.dataset, "dev", data)[: args.limit]
+    scored = score_parts(questions, args.dataset, data_dir=data, index_dir=args.index_dir)  # the exam's default parts
+    base = list(scored)
+    print(f"scored {', '.join(base)}", file=sys.stderr)
 
-    def judged(extra: dict[str, tuple[PrecomputedScorer, list[OptionScores]]], prior: bool = True,
-               ) -> tuple[dict[str, float], np.ndarray]:
-        parts = {**scorers, **{label: scorer for label, (scorer, _) in extra.items()}}
-        results = {**scored, **{label: done for label, (_, done) in extra.items()}}
-        priors = letter_priors(parts, results) if prior else {}  # as openqa tune fits them (on all the sample)
-        features, answers = ensemble_features(EnsembleScorer(parts, [1.0] * len(parts), priors), results)
-        loglik, right = held_out(features, answers, ENSEMBLE_L2)
-        summary = {"log_likelihood": round(float(loglik.mean()), 4), "accuracy": round(100 * float(right.mean()), 2)}
-        return summary, loglik
+    def judged(extra: dict[str, ScoredQuestions], prior: bool = True) -> tuple[dict[str, float], np.ndarray]:
+        held = folds.held_out({**scored, **extra}, letter_priors=prior)  # priors as openqa tune fits them (on all the sample)
+        return held.summary(), held.log_likelihood
 
     summary, _ = judged({})
     no_llm = {"parts": list(base), **summary, "model_seconds_per_question": 0.0}
     rows: dict[str, dict[str, Any]] = {}  # keyed by label: the docs name a figure by its key
     logliks = {}
     for label, file in variants.items():
-        llm = PrecomputedScorer(Path(file), "llm")
-        results = llm.score(questions, progress=False)  # scored once, judged with and without its prior
-        summary, logliks[label] = judged({"llm": (llm, results)})
-        rows[label] = {"parts": [*base, "llm"], "file": Path(file).name, "llm_alone_accuracy": summarise(results)["accuracy"],
+        llm = score_parts(questions, args.dataset, ["llm"], predictions={"llm": file}, data_dir=data,
+                          index_dir=args.index_dir)  # scored once, judged with and without its prior
+        summary, logliks[label] = judged(llm)
+        rows[label] = {"parts": [*base, "llm"], "file": Path(file).name, "llm_alone_accuracy": llm["llm"].accuracy,
                        **summary, "model_seconds_per_question": seconds_per_question(Path(file)),
                        "paragraphs_per_question": paragraphs_per_question(Path(file)),
-                       "letter_prior": letter_prior(results, llm.scale),
-                       "without_letter_prior": judged({"llm": (llm, results)}, prior=False)[0]}
+                       "letter_prior": llm["llm"].letter_prior,
+                       "without_letter_prior": judged(llm, prior=False)[0]}
         print(label, rows[label], file=sys.stderr)
 
     def cost(label: str) -> float:
@@ -129,7 +111,7 @@ def main(argv: list[str]) -> None:
         chosen = min(near, key=lambda label: (cost(label), -rows[label]["log_likelihood"]))
     record = {"dataset": args.dataset, "split": "dev", "method": "llm-evidence-choice", "n": len(questions),
               "limit": args.limit, "accuracy": None,  # a choice of settings: see each variant's held-out accuracy
-              "folds": FOLDS, "seed": SEED, "l2": ENSEMBLE_L2, "rule": rule,
+              "folds": folds.folds, "seed": folds.seed, "l2": folds.l2, "rule": rule,
               "best_likelihood": best, "chosen": chosen, "no_llm": no_llm, "variants": rows}
     path = write_record(f"{args.record}-{args.dataset}-dev.json", record,
                         command_line("scripts/studies/llm_evidence_choice.py", argv, ("--index-dir",)))

@@ -6,7 +6,7 @@ fitted on the exam's dev split by maximum likelihood, then judged on the same de
 log-likelihood (what the temperature maximizes), the area under the risk-coverage curve and the
 accuracy of the 20% most confident questions:
 
-- ``standardized`` (what openqa uses, ``openqa.scorers.logits``): within-question z-scores;
+- ``standardized`` (what openqa uses: ``ScoredQuestions.logits``): within-question z-scores;
 - ``centered``: scores minus the question's mean, over one dev-wide standard deviation (keeps how
   far apart the options are in score points);
 - ``relative``: scores minus the question's mean, over that mean (differences as a share of the
@@ -24,20 +24,13 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 import numpy as np
 
 from benchlib import command_line, data_dir, write_record
-from openqa import load_questions
-from openqa.config import Settings
-from openqa.evaluate.calibration import Calibration, confidence_report
-from openqa.methods import open_method
-from openqa.scorers.base import OptionScores
-from openqa.scorers.logits import SCALES
-from openqa.workspace import Context, Exam
+from openqa import ScoredQuestions, load_questions, score_parts
 
 
 def filled(scores: np.ndarray) -> np.ndarray:
@@ -49,22 +42,20 @@ def filled(scores: np.ndarray) -> np.ndarray:
     return np.where(finite, scores, low - (spread if spread > 0 else 1.0))
 
 
-def candidates(spread: float) -> dict[str, Callable[[np.ndarray], np.ndarray]]:
-    """Each compared scale (``spread``: the dev-wide standard deviation of the finite scores)."""
+def candidates(scored: ScoredQuestions, spread: float) -> dict[str, list[np.ndarray]]:
+    """Each compared scale's logits of ``scored`` (``spread``: the dev-wide standard deviation of the finite scores)."""
+    raw = [filled(np.array(list(r.scores.values()), float)) for r in scored.results]
     return {
-        "standardized": SCALES["standardized"],
-        "centered": lambda s: (filled(s) - filled(s).mean()) / spread,
-        "relative": lambda s: (filled(s) - filled(s).mean()) / max(abs(filled(s).mean()), 1e-9),
+        "standardized": scored.logits(),
+        "centered": [(s - s.mean()) / spread for s in raw],
+        "relative": [(s - s.mean()) / max(abs(s.mean()), 1e-9) for s in raw],
     }
 
 
-def judge(results: list[OptionScores], scale: Callable[[np.ndarray], np.ndarray], dataset: str) -> dict[str, float]:
-    """Fit a temperature over ``scale``'s logits of ``results`` and report how its probabilities rank them."""
-    as_logits = [OptionScores(r.question, dict(zip(r.scores, map(float, scale(np.array(list(r.scores.values()), float))))))
-                 for r in results]
-    fitted = Calibration.fit(as_logits, "logits", dataset, {})
-    report = confidence_report(as_logits, [fitted.probabilities(r) for r in as_logits])
-    return {"temperature": round(fitted.temperature, 4), "log_likelihood": report["log_likelihood"], "aurc": report["aurc"],
+def judge(scored: ScoredQuestions, logits: list[np.ndarray], dataset: str) -> dict[str, float]:
+    """Fit a temperature over ``logits`` of ``scored``'s questions and report how its probabilities rank them."""
+    report = scored.with_logits(logits).calibration(dataset)
+    return {"temperature": round(report["temperature"], 4), "log_likelihood": report["log_likelihood"], "aurc": report["aurc"],
             "accuracy_at_20": report["accuracy_at_coverage"]["20"]["accuracy"], "ece": report["ece"]}
 
 
@@ -73,18 +64,18 @@ def main(argv: list[str]) -> None:
     parser.add_argument("--datasets", default="us,mainland,tw-en", help="datasets whose dev split is scored (default: us,mainland,tw-en)")
     parser.add_argument("--index-dir", default="indexes", help="index folder (default: ./indexes)")
     args = parser.parse_args(argv)
-    ctx = Context(Settings.resolve(data_dir=data_dir(), index_dir=args.index_dir))
+    data = data_dir()
     record = {"dataset": args.datasets, "split": "dev", "method": "ir-custom", "choices": {},
               "rule": "best dev log-likelihood (what the temperature maximizes)"}
     for dataset in args.datasets.split(","):
         start = time.perf_counter()
-        results = open_method(ctx, "ir-custom", Exam.resolve(dataset)).scorer.score(
-            load_questions(dataset, "dev", ctx.settings.require_data_dir()), progress=False)
-        results = [r for r in results if r.question.answer_idx in r.scores]
-        finite = np.concatenate([[v for v in r.scores.values() if np.isfinite(v)] for r in results])
-        rows = {name: judge(results, scale, dataset) for name, scale in candidates(float(finite.std())).items()}
+        scored = score_parts(load_questions(dataset, "dev", data), dataset, ["ir-custom"], data_dir=data,
+                             index_dir=args.index_dir)["ir-custom"]
+        scored = ScoredQuestions([r for r in scored.results if r.question.answer_idx in r.scores], scored.scale)
+        finite = np.concatenate([[v for v in r.scores.values() if np.isfinite(v)] for r in scored.results])
+        rows = {name: judge(scored, logits, dataset) for name, logits in candidates(scored, float(finite.std())).items()}
         best = max(rows, key=lambda name: rows[name]["log_likelihood"])
-        record["choices"][dataset] = {"n": len(results), "best": best, "scales": rows, "seconds": round(time.perf_counter() - start, 1)}
+        record["choices"][dataset] = {"n": len(scored.results), "best": best, "scales": rows, "seconds": round(time.perf_counter() - start, 1)}
         print(f"{dataset}: {rows} -> {best}", file=sys.stderr)
     record["n"] = sum(c["n"] for c in record["choices"].values())
     record["accuracy"] = None  # a choice of scale, not an evaluation: each row's accuracy_at_20 is on dev

@@ -29,10 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 
 import httpx
 
-from benchlib import record_path
-from openqa import Solver, load_questions, run_eval, run_record
-from openqa.config import Settings
-from openqa.data import dataset_spec, read_question_file
+from benchlib import data_dir, record_path
+from openqa import Solver, dataset_spec, load_questions, read_question_file, run_eval, run_record
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENQA = str(Path(sys.executable).with_name("openqa"))
@@ -120,8 +118,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="the first N questions of the split (default: all)")
     args = parser.parse_args()
     spec = dataset_spec(args.dataset)
-    data_dir = Settings.resolve().require_data_dir()
-    questions = load_questions(args.dataset, args.split, data_dir)[: args.limit]
+    data = data_dir()  # the MedQA data, also of the commands this runs
+    questions = load_questions(args.dataset, args.split, data)[: args.limit]
     by_qid = {q.qid: key(q.question, q.options) for q in questions}
     asked = [(q.question, dict(q.options)) for q in questions]
     routes: dict[str, Scored] = {}
@@ -145,7 +143,7 @@ def main() -> None:
         routes[f"openqa eval --limit {PREFIX}"] = from_predictions(
             cli_eval(["--dataset", args.dataset, "--split", args.split, "--method", args.method, "--limit", str(PREFIX)],
                      tmp / "prefix"), by_qid)
-        raw = (data_dir / "questions" / spec.files[args.split]).read_text(encoding="utf-8").splitlines()[: len(questions)]
+        raw = (data / "questions" / spec.files[args.split]).read_text(encoding="utf-8").splitlines()[: len(questions)]
         random.Random(0).shuffle(raw)
         shuffled = tmp / "shuffled.jsonl"
         shuffled.write_text("\n".join(raw) + "\n", encoding="utf-8")
