@@ -86,8 +86,8 @@ if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-ex
     from openqa.errors import UsageError as UsageError
     from openqa.evaluate.results import record_folder as record_folder
     from openqa.evaluate.results import run_record as run_record
-    from openqa.languages import language as language
     from openqa.languages import known_languages as known_languages
+    from openqa.languages import language as language
     from openqa.llm.cache import ReplyCache as ReplyCache
     from openqa.llm.llamacpp import serve_gguf as serve_gguf
     from openqa.llm.scorer import LLMScorer as LLMScorer

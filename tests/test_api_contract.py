@@ -12,21 +12,37 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openqa import (
+    BankScorer,
+    CrossValidation,
+    LLMSettings,
     OpenQAError,
     Question,
+    QuestionBank,
+    ScoredQuestions,
     Searcher,
     Solver,
     Workspace,
     browse_results,
     build_index,
     corpus_fingerprint,
+    corpus_paragraphs,
+    dataset_spec,
+    exam_bank,
+    language,
     load_questions,
+    option_queries,
+    question_query,
+    read_question_file,
     record_folder,
     resolve_model,
     result_curves,
     run_eval,
     run_record,
+    score_parts,
+    serve_gguf,
+    train_reader,
     tune,
+    write_questions,
 )
 from tests.helpers import QUESTIONS, make_data_dir
 
@@ -151,3 +167,90 @@ def test_careless_estimates_raise_only_openqa_errors(site, capfd):
 
     careless()
     assert outcomes["ok"] > 20 and outcomes["refused"] > 30, outcomes  # both kinds of call were made
+
+
+def scripts_calls(where: dict[str, Any], solver: Solver, folder: Path) -> st.SearchStrategy[Callable[[], Any]]:
+    """Calls of the names the scripts use beside the commands' (many questions scored, an ensemble's
+    parts judged, the bank, question files and queries, the LLM's settings and parts) with careless
+    arguments; files are written only under ``folder``."""
+    questions = load_questions("us", "dev", where["data_dir"])
+    scored = solver.score_all(questions)
+    bank = exam_bank("us", **where)
+    asked = st.one_of(st.just(questions), st.just(questions[:1]), CARELESS,
+                      st.lists(st.one_of(st.just(questions[0]), CARELESS), max_size=3))
+    parts = st.one_of(st.none(), st.just(["ir-custom", "pmi"]), CARELESS,
+                      st.lists(st.sampled_from(["ir-custom", "ir-custom:top_n=1", "pmi", "llm", "nope", "ir-custom:top_n=x",
+                                                "ir-custom:avg=1", "ensemble", "bank"]), max_size=3))
+    places = st.one_of(st.just(folder / "q.jsonl"), st.just(folder / "missing" / "q.jsonl"), st.just(folder), st.none(),
+                       st.integers(), st.binary(max_size=4))
+    fields = ["model", "endpoint", "evidence", "scoring", "top_k", "context", "timeout", "temperature", "seed", "batch_size",
+              "cache_dir", "concurrency"]
+    hits = st.one_of(CARELESS, st.just([[[]] * 4] * len(questions)), st.lists(st.lists(st.lists(CARELESS, max_size=2), max_size=4), max_size=2))
+    return st.one_of(
+        # mostly valid calls, one argument careless now and then
+        st.builds(lambda p, l2: lambda: CrossValidation(l2=l2).held_out(score_parts(questions, "us", p, **where)),
+                  st.lists(st.sampled_from(["ir-custom", "ir-custom:top_n=1", "pmi"]), min_size=1, max_size=3, unique=True),
+                  st.one_of(st.floats(0, 10), st.none())),
+        st.builds(lambda file: lambda: read_question_file(write_questions(questions, folder / file[1], file[0])),
+                  st.sampled_from([("medqa", "q.jsonl"), ("mirage", "benchmark.json"), ("medmcqa", "medmcqa_dev.json"),
+                                   ("mmlu", "clinical_test.csv")])),
+        st.builds(lambda m, lang: lambda: option_queries(questions[0], m, lang), st.sampled_from(["phrases", "filter", "full", "option"]),
+                  st.sampled_from(["en", "zh"])),
+        st.builds(lambda k, m: lambda: BankScorer(bank, k, m).score(questions, progress=False), st.integers(1, 5),
+                  st.sampled_from(BankScorer.matches)),
+        # careless ones
+        st.builds(lambda q: lambda: solver.score_all(q), asked),
+        st.builds(lambda q, d, p: lambda: score_parts(q, d, p, **where), asked, st.one_of(st.just("us"), CARELESS), parts),
+        st.builds(lambda p, f: lambda: score_parts(questions, "us", p, predictions=f, **where), parts,
+                  st.one_of(st.none(), CARELESS, st.dictionaries(st.sampled_from(["llm", "pmi"]), CARELESS, max_size=2))),
+        st.builds(lambda d, b: lambda: exam_bank(d, banks=b, **where), st.one_of(st.just("us"), CARELESS),
+                  st.one_of(st.just(()), CARELESS)),
+        st.builds(lambda lang, c: lambda: next(iter(corpus_paragraphs(lang, corpus=c, data_dir=where["data_dir"]))),
+                  st.one_of(st.just("en"), CARELESS), st.one_of(st.none(), CARELESS)),
+        st.builds(lambda r, s: lambda: ScoredQuestions(r, s), st.one_of(st.just(scored.results), CARELESS),
+                  st.one_of(st.just("logits"), CARELESS)),
+        st.builds(lambda h, n, a: lambda: ScoredQuestions.from_hits(questions, h, n, a), hits,
+                  st.one_of(st.just(10), CARELESS), st.one_of(st.just("sum"), CARELESS)),
+        st.builds(lambda z: lambda: scored.with_logits(z), st.one_of(st.just(scored.logits()), CARELESS)),
+        st.builds(lambda d: lambda: scored.calibration(d), st.one_of(st.just("us"), CARELESS)),
+        st.builds(lambda f, s, l2, p, prior: lambda: CrossValidation(f, s, l2).held_out(p, prior),
+                  st.one_of(st.none(), CARELESS), st.one_of(st.none(), CARELESS), st.one_of(st.none(), CARELESS),
+                  st.one_of(st.just({"a": scored}), st.just({"a": scored, "b": scored}), CARELESS), st.one_of(st.just(True), CARELESS)),
+        st.builds(lambda q, lang, s: lambda: QuestionBank(q, lang, s), asked, st.one_of(st.just("en"), CARELESS),
+                  st.one_of(st.just(()), CARELESS)),
+        st.builds(lambda b, k, m, q: lambda: BankScorer(b, k, m).score(q, progress=False), st.one_of(st.just(bank), CARELESS),
+                  st.one_of(st.just(1), CARELESS), st.one_of(st.sampled_from(BankScorer.matches), CARELESS), asked),
+        st.builds(lambda q, m, lang: lambda: option_queries(q, m, lang), st.one_of(st.just(questions[0]), CARELESS), CARELESS, CARELESS),
+        st.builds(lambda q, m, lang: lambda: question_query(q, m, lang), st.one_of(st.just(questions[0]), CARELESS), CARELESS, CARELESS),
+        st.builds(lambda c: lambda: language(c), CARELESS),
+        st.builds(lambda d: lambda: dataset_spec(d), CARELESS),
+        st.builds(lambda q, p, f, s: lambda: write_questions(q, p, f, s), asked, places,
+                  st.one_of(st.sampled_from(["medqa", "mirage", "medmcqa", "mmlu"]), CARELESS), st.one_of(st.just("medqa"), CARELESS)),
+        st.builds(lambda p, prefix, n, s: lambda: read_question_file(p, prefix, n, s), st.one_of(places, CARELESS),
+                  st.one_of(st.none(), CARELESS), st.one_of(st.none(), CARELESS), st.one_of(st.none(), CARELESS)),
+        st.builds(lambda kw: lambda: LLMSettings(**kw), st.dictionaries(st.sampled_from(fields), st.one_of(st.just("m"), CARELESS), max_size=4)),
+        st.builds(lambda c: lambda: run_eval("ir-custom", "us", split="dev", limit=1, command=c, **where), CARELESS),
+        st.builds(lambda p, port, c: lambda: serve_gguf(p, port, c), CARELESS, CARELESS, CARELESS),
+        st.builds(lambda r, c: lambda: train_reader(r, [], [], c, folder / "run"), CARELESS, CARELESS),
+    )
+
+
+def test_careless_calls_of_the_scripts_names_raise_only_openqa_errors(site, capfd, tmp_path):
+    """The names the scripts use beside the commands' keep the same contract."""
+    where, solver, _ = site
+    outcomes = {"ok": 0, "refused": 0}
+
+    @settings(max_examples=1500, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(scripts_calls(where, solver, tmp_path))
+    def careless(call: Callable[[], Any]) -> None:
+        try:
+            call()
+            outcomes["ok"] += 1
+        except OpenQAError as exc:
+            assert str(exc) and "\n" not in str(exc), str(exc)
+            outcomes["refused"] += 1
+        out, err = capfd.readouterr()
+        assert out == "" and err == "", (out, err)
+
+    careless()
+    assert outcomes["ok"] > 50 and outcomes["refused"] > 300, outcomes  # both kinds of call were made

@@ -32,6 +32,22 @@ def test_dense_search_finds_the_matching_paragraph(tmp_path, kind):
     assert index.manifest["faiss_index"] == kind and index.manifest["dim"] == 64
 
 
+def test_the_same_vectors_under_another_faiss_index(tmp_path):
+    """``with_faiss`` searches the stored vectors through another FAISS index: on a corpus this small
+    HNSW finds what the exact index finds, with the same scores (paragraphs sharing no word with the
+    query, all at 0, come in any order); the index it was made from is unchanged."""
+    flat = build(tmp_path / "en-dense")
+    hnsw = flat.with_faiss("hnsw")
+    queries = ["gentamicin aminoglycoside ribosomal subunit", "aspirin cyclooxygenase", "cell wall"]
+    assert hnsw.manifest["faiss_index"] == "hnsw" and flat.manifest["faiss_index"] == "flat"
+    def found(index):
+        return [[(h.index, round(h.score, 5)) for h in hits if h.score > 0] for hits in index.search(queries, 3)]
+
+    assert found(hnsw) == found(flat) and all(found(flat))
+    with pytest.raises(OpenQAError, match="unknown FAISS index"):
+        flat.with_faiss("annoy")
+
+
 def test_resume_reuses_finished_shards(tmp_path, monkeypatch):
     monkeypatch.setattr(dense, "SHARD", 2)  # 6 paragraphs -> 3 shards
     folder = tmp_path / "en-dense"

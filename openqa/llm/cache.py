@@ -23,7 +23,10 @@ def reply_key(model: dict[str, Any], messages: list[dict[str, str]], request: di
 
 
 class ReplyCache:
-    """Replies by key in ``folder/replies.sqlite``; safe to use from several threads."""
+    """Replies by key in ``folder/replies.sqlite``; safe to use from several threads.
+
+    :param folder: the cache's folder (made if missing).
+    :raises OpenQAError: on a folder that cannot be written or a file that is not a reply cache (one line)."""
 
     def __init__(self, folder: Path) -> None:
         self.path = Path(folder) / CACHE_FILE

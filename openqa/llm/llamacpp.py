@@ -45,7 +45,7 @@ def serve_gguf(path: str | Path, port: int, context: int = DEFAULT_CONTEXT, thre
     :raises OpenQAError: on a missing file, impossible numbers or a missing ``llamacpp`` extra (one line)."""
     file = arg.path("path", path)
     if file is None or not file.is_file():
-        raise OpenQAError(f"{path}: GGUF file not found")
+        raise OpenQAError(f"GGUF file not found: {str(file)!r}")
     arg.whole("port", port, 1, 65535)
     arg.whole("context", context, 64)
     arg.whole("threads", threads, 1)

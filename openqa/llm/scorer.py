@@ -92,7 +92,16 @@ def interleave(per_option: Sequence[Sequence[Hit]]) -> list[Hit]:
 
 
 class LLMScorer(OptionScorer):
-    """An instruction model choosing among the options, over openqa's evidence."""
+    """An instruction model choosing among the options, over openqa's evidence: what
+    ``--method llm`` scores with (``Solver.open("llm", ...)`` opens one with its retriever).
+
+    :param backend: the model (e.g. a ``TransformersBackend``).
+    :param settings: what it is asked to do (``LLMSettings``).
+    :param cache: the reply cache (``ReplyCache``): a prompt asked before is answered from it.
+    :param retriever: the IR scorer whose engine finds the evidence (None: closed book).
+    :param query: the query mode of the evidence searches.
+    :param lang: the questions' language.
+    :param bank: the solved questions ``settings.demonstrations`` are drawn from."""
 
     name = "llm"
     #: Its scores are letter probabilities (or shares of votes).

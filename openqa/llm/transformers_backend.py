@@ -36,7 +36,14 @@ class TransformersBackend(Backend):
     prompts a forward (default one: see the module's docstring; 32 was the fastest of 8, 16 and 32
     for a Qwen2.5-1.5B shape on an H200, scripts/benchmarks/gpu_models.py); generated replies one
     at a time. The weights load at the first prompt the cache
-    does not answer (a cached rerun reads only the tokenizer)."""
+    does not answer (a cached rerun reads only the tokenizer).
+
+    :param model: a local model folder (or one of ``models_dir``) or a hub id, with a chat template.
+    :param models_dir: a folder of models looked in first.
+    :param context: the context in tokens (default: the model's).
+    :param device: ``cpu`` or ``cuda`` (default: the GPU when there is one).
+    :param batch_size: prompts a forward pass scores letters for (default: 32 on a GPU, 1 on the CPU).
+    :raises OpenQAError: on a model that cannot be loaded or has no chat template (one line)."""
 
     kind = "transformers"
 

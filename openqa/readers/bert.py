@@ -32,7 +32,13 @@ def question_end(text: str, tokens: Encoding, room: int) -> str:
 
 
 class MultipleChoiceReader(Reader):
-    """Any encoder ``AutoModelForMultipleChoice`` loads (a new head is added when it has none)."""
+    """Any encoder ``AutoModelForMultipleChoice`` loads (a new head is added when it has none): a
+    reader that ``openqa train --reader bert`` trains (``train_reader``) and ``--method reader`` reads with.
+
+    :param model: a model name, folder or hub id.
+    :param models_dir: a folder of models looked in first.
+    :param max_length: tokens of question, option and evidence read per option.
+    :param path: the folder to load from instead of resolving ``model`` (a checkpoint)."""
 
     kind = "bert"
     model: PreTrainedModel

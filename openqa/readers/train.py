@@ -24,7 +24,15 @@ BEST, LAST, RUN = "best", "last", "run.json"
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings (paper: lr 2e-5, effective batch 18 for base models)."""
+    """Optimisation settings of ``openqa train`` (paper: lr 2e-5, effective batch 18 for base models).
+
+    :param epochs: passes over the training questions.
+    :param lr: the peak learning rate.
+    :param batch_size: questions a forward pass.
+    :param effective_batch: questions an optimizer step (gradients accumulated over batches).
+    :param warmup: the share of the steps the learning rate warms up over.
+    :param seed: the seed of the shuffles (and of random, numpy and torch when training starts).
+    :raises OpenQAError: on numbers out of range (one line)."""
 
     epochs: int = 3
     lr: float = 2e-5
