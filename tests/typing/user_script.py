@@ -8,32 +8,55 @@ from pathlib import Path
 import openqa
 from openqa import (
     Answer,
+    BankScorer,
     BatchHits,
     Built,
+    CrossValidation,
     DataError,
     Estimate,
     Evaluation,
+    HeldOut,
+    LLMScorer,
+    LLMSettings,
     MissingExtraError,
+    MultipleChoiceReader,
     OpenQAError,
     Question,
+    QuestionBank,
+    ReplyCache,
+    ScoredQuestions,
     Searcher,
     SearchHit,
     Solver,
     TorchExactSearch,
+    TrainConfig,
+    TransformersBackend,
     Tuning,
     UsageError,
     Workspace,
     browse_results,
     build_index,
     corpus_fingerprint,
+    corpus_paragraphs,
+    dataset_spec,
+    exam_bank,
+    known_languages,
+    language,
     load_questions,
     make_encoder,
+    option_queries,
+    question_query,
+    read_question_file,
     record_folder,
     resolve_model,
     result_curves,
     run_eval,
     run_record,
+    score_parts,
+    serve_gguf,
+    train_reader,
     tune,
+    write_questions,
 )
 
 
@@ -74,3 +97,32 @@ def main(data: Path) -> str:
                 f"{tuned.chosen} {heavy} {cost.units} {runs} {curves} {options} {folder} {provenance} {fingerprint['checksum']} "
                 f"{scores[0, 0]} {ids[0, 0]}")
     return str(evaluation.accuracy)
+
+
+def many_questions(data: Path, where: Workspace) -> dict[str, object]:
+    """The names the repository's scripts use: many questions scored at once, an ensemble's parts
+    judged, the bank, question files, queries and languages, the LLM's settings and the models' parts."""
+    questions = load_questions("us", "dev", data)
+    copy: list[Question] = read_question_file(write_questions(questions, data / "copy.csv", "mmlu"))
+    lang: str = dataset_spec("us").lang
+    sentences = language(lang).sentence_end.split(next(corpus_paragraphs(lang, workspace=where)).text)
+    codes = [each.code for each in known_languages()]
+    queries: list[str] = option_queries(copy[0], "full", lang) + [question_query(copy[0], "filter", lang)]
+    scored: ScoredQuestions = Solver.open("ir-custom", workspace=where).score_all(questions)
+    rescaled = scored.with_logits([2 * z for z in scored.logits()])
+    parts: dict[str, ScoredQuestions] = score_parts(questions, "us", ["ir-custom", "pmi"], workspace=where)
+    bank: QuestionBank = exam_bank("us", workspace=where)
+    parts["bank"] = ScoredQuestions(BankScorer(bank, 1, "exact").score(questions, progress=False), BankScorer.scale)
+    held: HeldOut = CrossValidation(l2=1.0).held_out(parts)
+    hits = ScoredQuestions.from_hits(questions, [[[] for _ in q.options] for q in questions], top_n=10, aggregate="sum")
+    llm = LLMSettings(model="model-folder", evidence="none", batch_size=8, cache_dir=data / "cache")
+    backend = TransformersBackend("model-folder", device="cpu", batch_size=8)
+    letters = LLMScorer(backend, llm, ReplyCache(data / "cache")).score(questions, progress=False)
+    reader = MultipleChoiceReader("all-MiniLM-L6-v2", max_length=64)
+    trained: dict[str, object] = train_reader(reader, [(q, dict(q.options)) for q in questions], [(questions[0], {})],
+                                              TrainConfig(epochs=1), data / "run")
+    server: object = serve_gguf(data / "model.gguf", 8080, context=2048)
+    return {"sentences": sentences, "codes": codes, "queries": queries, "accuracy": scored.accuracy,
+            "prior": scored.letter_prior, "calibration": rescaled.calibration("us"), "held": held.summary(),
+            "likelihoods": held.log_likelihood.tolist(), "hits": hits.summary(), "letters": letters, "trained": trained,
+            "server": server, "bank": bank.describe()}
