@@ -100,11 +100,12 @@ def test_from_hits_aggregates_each_options_best_hits_by_hand():
 
 
 def test_a_letter_prior_is_each_letters_mean_probability():
-    probabilities = scored([[0.5, 0.5, 0.0, 0.0], [0.1, 0.7, 0.1, 0.1]], "log-probability")
+    probabilities = scored([[0.5, 0.5, 0.0, 0.0], [0.1, 0.7, 0.1, 0.1]], "probability")
     prior = probabilities.letter_prior
     floor = 1e-6 / (1 + 2e-6)  # a probability of 0 is floored at 1e-6, then the question's are normalised
     assert prior["B"] == pytest.approx((0.5 / (1 + 2e-6) + 0.7) / 2, abs=1e-6) and prior["C"] == pytest.approx((floor + 0.1) / 2, abs=1e-6)
     assert scored([[1.0, 2.0, 3.0, 4.0]]).letter_prior == {}  # evidence scores have none
+    assert scored([[0.5, 0.5, 0.0, 0.0], [0.1, 0.7, 0.1, 0.1]], "log-probability").letter_prior == prior  # the former name
 
 
 def test_the_temperature_scales_with_the_logits():
@@ -134,7 +135,7 @@ def test_a_letter_prior_divided_out_changes_what_a_biased_part_weighs():
     rng = np.random.default_rng(2)
     answers = "".join(rng.choice(list(LETTERS), size=40))
     evidence = scored([(rng.normal(size=4) + np.array([letter == a for letter in LETTERS])).tolist() for a in answers], answers=answers)
-    biased = scored([[0.1, 0.7, 0.1, 0.1] for _ in answers], "log-probability", answers)  # always B, whatever is asked
+    biased = scored([[0.1, 0.7, 0.1, 0.1] for _ in answers], "probability", answers)  # always B, whatever is asked
     with_prior, without = (CrossValidation().held_out({"ev": evidence, "llm": biased}, prior) for prior in (True, False))
     assert with_prior.log_likelihood.tolist() == pytest.approx(CrossValidation().held_out({"ev": evidence}).log_likelihood.tolist())
     assert without.log_likelihood.tolist() != pytest.approx(with_prior.log_likelihood.tolist())

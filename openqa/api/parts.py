@@ -40,10 +40,10 @@ TIED = 1e-12
 class ScoredQuestions:
     """A method's option scores of a list of questions (``results``: one ``OptionScores`` a question,
     in order, with its evidence and details) and the ``scale`` on which they become logits
-    (``standardized`` evidence scores, an LLM's ``log-probability``, ``logits``).
+    (``standardized`` evidence scores, an LLM's letter ``probability``, ``logits``).
 
     :param results: one ``OptionScores`` a question.
-    :param scale: the scores' scale (``openqa.scorers.logits.SCALES``).
+    :param scale: the scores' scale (``openqa.scorers.logits.SCALES``; a former name reads as the scale it names now).
     :raises OpenQAError: on results that are not ``OptionScores`` or an unknown scale (one line)."""
 
     results: list[OptionScores]
@@ -51,12 +51,15 @@ class ScoredQuestions:
 
     def __post_init__(self) -> None:
         from openqa.scorers.base import OptionScores
-        from openqa.scorers.logits import SCALES
+        from openqa.scorers.logits import known_scales, scale_named
 
         if not isinstance(self.results, (list, tuple)) or not all(isinstance(r, OptionScores) for r in self.results):
             raise UsageError("results must be a list of OptionScores (one a question)")
+        scale = scale_named(self.scale)
+        if scale is None:
+            raise UsageError(f"unknown scale {self.scale!r}: choose one of {known_scales()}")
         object.__setattr__(self, "results", list(self.results))
-        arg.one_of("scale", self.scale, SCALES)
+        object.__setattr__(self, "scale", scale)
 
     @classmethod
     def from_hits(cls, questions: Sequence[Question], hits: Sequence[Sequence[Sequence[Any]]], top_n: int = 10,
