@@ -8,7 +8,7 @@ questions shuffled into a file (``openqa eval --questions``), and ``POST /v1/ans
 
     python scripts/studies/routes.py --dataset us --split test
     python scripts/studies/routes.py --dataset mainland --split test --limit 500
-    -> eval/results/studies/routes-<dataset>-<split>-<method>.json
+    -> eval/results/studies/routes-<dataset>-<split>-<method>[-limitN].json
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from openqa import Solver, dataset_spec, load_questions, read_question_file, run
 
 ROOT = Path(__file__).resolve().parents[2]
 OPENQA = str(Path(sys.executable).with_name("openqa"))
-#: How many questions the --limit route takes (a prefix of the file).
+#: How many questions the --limit route takes (a prefix of the file; fewer when --limit is smaller).
 PREFIX = 100
 
 Scored = dict[str, tuple[str | None, dict[str, float | None]]]  # content key -> (prediction, scores)
@@ -140,8 +140,9 @@ def main() -> None:
         routes["run_eval"] = from_predictions(predictions_file(tmp / "api"), by_qid)
         routes["openqa eval"] = from_predictions(
             cli_eval(["--dataset", args.dataset, "--split", args.split, "--method", args.method, *limit_flags], tmp / "cli"), by_qid)
-        routes[f"openqa eval --limit {PREFIX}"] = from_predictions(
-            cli_eval(["--dataset", args.dataset, "--split", args.split, "--method", args.method, "--limit", str(PREFIX)],
+        prefix = min(PREFIX, len(questions))  # a prefix of the questions compared, however few
+        routes[f"openqa eval --limit {prefix}"] = from_predictions(
+            cli_eval(["--dataset", args.dataset, "--split", args.split, "--method", args.method, "--limit", str(prefix)],
                      tmp / "prefix"), by_qid)
         raw = (data / "questions" / spec.files[args.split]).read_text(encoding="utf-8").splitlines()[: len(questions)]
         random.Random(0).shuffle(raw)
@@ -165,7 +166,8 @@ def main() -> None:
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
         "data": str(spec.files[args.split]), **run_record("python scripts/studies/routes.py " + " ".join(sys.argv[1:])),
     }
-    out = record_path(f"routes-{args.dataset}-{args.split}-{args.method}.json")
+    limited = f"-limit{args.limit}" if args.limit else ""  # a prefix never replaces the whole split's record
+    out = record_path(f"routes-{args.dataset}-{args.split}-{args.method}{limited}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
     print(json.dumps(rows, indent=1))
