@@ -161,7 +161,11 @@ def browse_results(folder: str | Path, run: str | None = None) -> list[dict[str,
     """The eval runs of a results folder, as ``openqa serve --results`` lists them (each with its
     dataset, split, method, questions, accuracy and interval, ECE, accuracy of the 20% most
     confident, date and openqa version; an unreadable record with its reason); with ``run`` (a
-    record's name), that run's questions (prediction, answer, whether right, probabilities)."""
+    record's name), that run's questions (prediction, answer, whether right, probabilities).
+
+    :param folder: the results folder (``openqa eval --output``'s, or a clone's ``eval/results``).
+    :param run: a record's name (its file name without ``.json``); ``None`` lists the runs.
+    """
     from openqa.evaluate.browse import list_runs, run_questions
 
     where = arg.path("folder", folder)
@@ -173,7 +177,11 @@ def browse_results(folder: str | Path, run: str | None = None) -> list[dict[str,
 def result_curves(folder: str | Path, run: str) -> dict[str, Any]:
     """A run's risk-coverage curve (accuracy of the answered at 100 coverages, most confident first)
     and reliability diagram (10 equal-width bins of confidence), from its predictions file: what
-    ``openqa serve --results`` draws."""
+    ``openqa serve --results`` draws.
+
+    :param folder: the results folder holding the run.
+    :param run: the record's name (its file name without ``.json``); its predictions file must be beside it.
+    """
     from openqa.evaluate.browse import run_curves
 
     where = arg.path("folder", folder)

@@ -73,7 +73,12 @@ def split_file(dataset: str, split: str, data_dir: Path) -> Path:
 
 
 def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
-    """Load one split of a named dataset from ``<data_dir>/questions``, never substituting another file."""
+    """Load one split of a named dataset from ``<data_dir>/questions``, never substituting another file.
+
+    :param dataset: a named dataset (``us``, ``mainland``, ``tw-en``...).
+    :param split: ``train``, ``dev`` or ``test``.
+    :param data_dir: the MedQA data folder (the one holding ``questions/`` and ``textbooks/``).
+    """
     spec = dataset_spec(dataset)
     if split not in SPLITS:
         raise DataError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")

@@ -57,7 +57,11 @@ def find_record(root: Path, name: str) -> Path:
 
 
 def run_record(command: str | None = None) -> dict[str, Any]:
-    """How a result was produced: the command, time, machine, peak memory and openqa version."""
+    """How a result was produced: the command, time, machine, peak memory and openqa version.
+
+    :param command: the command line that reproduces the result (default: ``openqa`` and this
+        process's arguments).
+    """
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         **version_record(),
