@@ -177,3 +177,48 @@ def test_the_bootstrap_passes_a_checkpoint_between_chunks_and_draws_the_same_in_
     with cancellable(third_stops), pytest.raises(RuntimeError, match="stopped"):
         paired_difference(first, second)
     assert len(checks) == 3  # stopped before its third chunk
+
+
+def test_two_runs_of_question_files_are_compared(tmp_path):
+    first, second = write_run(tmp_path, "a", {0, 1}), write_run(tmp_path, "b", {0, 1, 2})
+    for path in (first, second):  # as eval --questions writes them: the file's name, split "file"
+        path.write_text(json.dumps({**json.loads(path.read_text()), "dataset": "mine", "split": "file"}))
+    record = compare_runs([first, second], no_lookup)  # a KeyError before (no named dataset to report)
+    assert (record["dataset"], record["split"], record["common_questions"]) == ("mine", "file", 10)
+    assert record["pairs"][0]["difference"] == 10.0
+
+
+def test_a_run_given_twice_is_refused_however_it_is_named(tmp_path):
+    first, second = write_run(tmp_path, "a", {0, 1}), write_run(tmp_path, "b", {0, 2})
+    (tmp_path / "alias.json").symlink_to(second)
+    (tmp_path / "alias.predictions.jsonl").symlink_to(tmp_path / "b.predictions.jsonl")
+    for again in (second, tmp_path / "b.predictions.jsonl", tmp_path / "alias.json"):
+        with pytest.raises(UsageError, match="is given more than once: compare different runs"):
+            compare_runs([first, second, again], no_lookup)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda record, rows: record.update(dataset={"a": 1}), "its dataset is {'a': 1}, not a name: not an eval record"),
+    (lambda record, rows: record.update(split=["test"]), "its split is ['test'], not a name: not an eval record"),
+    (lambda record, rows: rows[2].update(digest=["d2"]), ':3: "digest" is [\'d2\'], not text: rerun openqa eval'),
+    (lambda record, rows: rows.append({**rows[1], "prediction": "B", "correct": True}),  # row 2: predicted A, answer B
+     ":11: question digest 'd1' is predicted again, otherwise than on line 2: keep one row per question"),
+])
+def test_a_run_whose_names_or_rows_cannot_be_matched_is_refused_in_one_line(tmp_path, change, message):
+    first, second = write_run(tmp_path, "a", {0, 1}), write_run(tmp_path, "b", {0, 2})
+    record = json.loads(second.read_text())
+    predictions = tmp_path / "b.predictions.jsonl"
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    change(record, rows)
+    second.write_text(json.dumps(record))
+    predictions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DataError) as raised:  # a TypeError (unhashable) or a silent last row before
+        compare_runs([first, second], no_lookup)
+    assert str(raised.value).endswith(message) and "\n" not in str(raised.value)
+
+
+def test_a_question_asked_twice_and_answered_alike_is_read_once(tmp_path):
+    first, second = write_run(tmp_path, "a", {0, 1}), write_run(tmp_path, "b", {0, 2})
+    predictions = tmp_path / "b.predictions.jsonl"
+    predictions.write_text(predictions.read_text() + predictions.read_text().splitlines()[0] + "\n")
+    assert compare_runs([first, second], no_lookup)["runs"][1]["questions_in_run"] == 10

@@ -131,7 +131,11 @@ def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> d
         raise DataError(f"{record_path}: not a readable eval record ({exc})") from None
     if not isinstance(record, dict) or "dataset" not in record:
         raise DataError(f"{record_path}: not an eval record (no dataset)")
+    for field in ("dataset", "split"):
+        if field in record and not isinstance(record[field], str):
+            raise DataError(f"{record_path}: its {field} is {_shown(record[field])}, not a name: not an eval record")
     rows: dict[str, dict[str, Any]] = {}
+    lines: dict[str, str] = {}  # where each question's row stands
     lookup: dict[str, str] | None = None
     for where, row in prediction_rows(predictions):
         digest = row.get("digest")
@@ -141,12 +145,22 @@ def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> d
             if digest is None:
                 raise DataError(f"{where}: question {row.get('qid')!r} has no digest and is not in "
                                 f"{record['dataset']} {record.get('split')}: rerun openqa eval to write digests")
-        rows[digest] = row
+        elif not isinstance(digest, str):
+            raise DataError(f"{where}: \"digest\" is {_shown(digest)}, not text: rerun openqa eval")
+        if digest in rows and _counted(rows[digest]) != _counted(row):  # a question asked twice, answered alike, is read once
+            raise DataError(f"{where}: question digest {_shown(digest)} is predicted again, otherwise than on line "
+                            f"{lines[digest].rsplit(':', 1)[1]}: keep one row per question")
+        rows[digest], lines[digest] = row, where
     if not rows:
         raise DataError(f"{predictions}: no predictions")
     label = str(record.get("method")) + (f" ({record['variant']})" if record.get("variant") else "")
     return {"file": record_path.name, "label": label, "dataset": record["dataset"], "split": record.get("split"),
             "method": record.get("method"), "rows": rows}
+
+
+def _counted(row: dict[str, Any]) -> tuple[Any, ...]:
+    """What a comparison counts of a prediction row (two rows of one question must agree on it)."""
+    return row["correct"], row.get("prediction"), row.get("confidence"), row.get("probabilities")
 
 
 def _confidence(value: Any) -> bool:
@@ -158,6 +172,10 @@ def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[st
     """The comparison record of the runs ``paths`` (at least two) on their common questions."""
     if len(paths) < 2:
         raise UsageError("give at least two runs to compare")
+    records = [run_paths(Path(p))[0].resolve() for p in paths]  # a run named twice (its record, its predictions, a link)
+    twice = next((Path(p).name for p, where in zip(paths, records) if records.count(where) > 1), None)
+    if twice is not None:
+        raise UsageError(f"run {twice!r} is given more than once: compare different runs")
     runs = [read_run(Path(p), digests_of) for p in paths]
     # a run of a question file (``eval --questions``; its split is "file") may hold any dataset's
     # questions: it is compared with others on the questions they share, matched by content
@@ -195,7 +213,7 @@ def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[st
             "disagree": {"only_this_right": [run["rows"][d].get("qid") for d in only_this[:LISTED]],
                          "only_first_right": [run["rows"][d].get("qid") for d in only_first[:LISTED]]},
         })
-    dataset, split = datasets.pop()
+    dataset, split = datasets.pop() if datasets else (runs[0]["dataset"], QUESTION_FILE)  # runs of question files alone
     return {"dataset": dataset, "split": split, "method": "compare", "n": len(common), "accuracy": summaries[0]["accuracy"],
             "common_questions": len(common), "matched_by": "question content (text and lettered options)",
             "runs": summaries, "pairs": pairs, **version_record()}

@@ -118,10 +118,6 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
                     predictions = run_paths(path)[1]
                     if predictions.is_symlink() and not within(top, predictions):  # a link out of the folder is never followed
                         raise UsageError(f"no run named {path.name!r} here")
-                seen = [path.resolve() for path in paths]
-                twice = next((path.name for path, where in zip(paths, seen) if seen.count(where) > 1), None)
-                if twice is not None:
-                    raise UsageError(f"run {twice!r} is given more than once: compare different runs")
-                return compare_runs(paths, lookup)
+                return compare_runs(paths, lookup)  # which refuses a run given twice
 
         return await on_pool(engines, request, work, "the comparison", RESULTS_SECONDS, LANE, heavy=True)
