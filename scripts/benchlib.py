@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import sys
 import sysconfig
 import tempfile
@@ -53,8 +54,14 @@ def placeholders() -> dict[str, str]:
     return dict(sorted(folders.items(), key=lambda item: -len(item[0])))
 
 
+#: A user or password in a URL (``scheme://user:password@host``), as records made before openqa refused
+#: them may carry in an ``--endpoint``.
+CREDENTIALS = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s]*@")
+
+
 def shareable(value: Any, names: dict[str, str] | None = None) -> Any:
-    """``value`` (nested as JSON) with every absolute path of this machine written by its placeholder."""
+    """``value`` (nested as JSON) with every absolute path of this machine written by its placeholder,
+    and every URL without its user and password (a credential is never written)."""
     names = placeholders() if names is None else names
     if isinstance(value, dict):
         return {key: shareable(item, names) for key, item in value.items()}
@@ -63,6 +70,7 @@ def shareable(value: Any, names: dict[str, str] | None = None) -> Any:
     if isinstance(value, str):
         for folder, name in names.items():
             value = value.replace(folder, name)
+        value = CREDENTIALS.sub(r"\1", value)
     return value
 
 

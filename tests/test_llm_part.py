@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from openqa.scorers.precomputed import PrecomputedScorer
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "studies" / "llm_part.py"
@@ -83,3 +85,79 @@ def test_overlaps_other_runs_and_bad_names_are_refused_with_nothing_written(tmp_
         done = run(*args, *named, "--model", model, "--output-dir", out)
         assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
         assert not list(out.iterdir())
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (lambda record, rows: [1], "is not an eval record (a JSON list, not an object)"),
+    (lambda record, rows: {k: v for k, v in record.items() if k != "accuracy"}, "its accuracy is None, not a percentage"),
+    (lambda record, rows: {**record, "accuracy": "high"}, "its accuracy is 'high', not a percentage"),
+    (lambda record, rows: {**record, "accuracy": float("nan")}, "its accuracy is nan, not a percentage"),
+    (lambda record, rows: {**record, "accuracy": 10 ** 400}, "its accuracy is 10000000000000000000... (401 characters)"),
+    (lambda record, rows: {**record, "n": "2"}, "its n is '2', not a number of questions"),
+    (lambda record, rows: {**record, "n": 0}, "its n is 0, not a number of questions"),
+    (lambda record, rows: {k: v for k, v in record.items() if k != "dataset"}, "its dataset is None, not a name"),
+    (lambda record, rows: rows[0].update(qid=5), ":1: its qid and digest must be text"),
+    (lambda record, rows: rows[1].update(digest=["d2"]), ":2: its qid and digest must be text"),
+])
+def test_records_and_rows_that_cannot_be_counted_are_refused_in_one_line(tmp_path, spoil, message):
+    """Each of these ended in a traceback (KeyError, TypeError, ZeroDivisionError, OverflowError) or, for
+    a NaN accuracy, a part whose accuracy was NaN."""
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF tiny")
+    out = tmp_path / "parts"
+    out.mkdir()
+    predictions = slice_files(tmp_path, 0, "AB")
+    record_path = predictions.with_name(predictions.name.replace(".predictions.jsonl", ".json"))
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    spoilt = spoil(json.loads(record_path.read_text()), rows)
+    if spoilt is not None:
+        record_path.write_text(json.dumps(spoilt))
+    predictions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = run(predictions, "--model", model, "--name", "tiny", "--output-dir", out)
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not list(out.iterdir())
+
+
+@pytest.mark.parametrize("content, message", [(b"\xff\xfe\n", "is not UTF-8 text (invalid start byte at byte 0)"),
+                                              (b"[" * 100_000 + b"]" * 100_000, "is not JSON (nested too deeply)")])
+def test_undecodable_records_are_refused_in_one_line(tmp_path, content, message):
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF tiny")
+    predictions = slice_files(tmp_path, 0, "AB")
+    predictions.with_name(predictions.name.replace(".predictions.jsonl", ".json")).write_bytes(content)
+    done = run(predictions, "--model", model, "--name", "tiny", "--output-dir", tmp_path)
+    assert done.returncode == 1 and message in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_folder_at_an_output_name_leaves_both_outputs_as_they_were(tmp_path):
+    """The .jsonl used to take its name before the .json failed on the folder (a traceback): half written."""
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF tiny")
+    out = tmp_path / "parts"
+    out.mkdir()
+    first = slice_files(tmp_path, 0, "AB")
+    assert run(first, "--model", model, "--name", "tiny", "--output-dir", out).returncode == 0
+    (part,) = out.glob("*.jsonl")
+    before = part.read_text()
+    part.with_suffix(".json").unlink()
+    part.with_suffix(".json").mkdir()
+    done = run(first, slice_files(tmp_path, 2, "AA"), "--model", model, "--name", "tiny", "--output-dir", out)
+    assert done.returncode == 1 and "is there and is not a plain file: move it away first" in done.stderr, done.stderr
+    assert part.read_text() == before and sorted(p.name for p in out.iterdir()) == sorted([part.name, part.with_suffix(".json").name])
+
+
+def test_a_password_in_a_run_s_endpoint_is_never_written_into_the_part(tmp_path):
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF tiny")
+    predictions = slice_files(tmp_path, 0, "AB")
+    record_path = predictions.with_name(predictions.name.replace(".predictions.jsonl", ".json"))
+    endpoint = "http://someone:s3cret@127.0.0.1:8080/v1"  # a record made before openqa refused such an --endpoint
+    record_path.write_text(json.dumps({**json.loads(record_path.read_text()), "settings": {"endpoint": endpoint},
+                                       "command": f"openqa eval --method llm --endpoint {endpoint}"}))
+    out = tmp_path / "parts"
+    out.mkdir()
+    assert run(predictions, "--model", model, "--name", "tiny", "--output-dir", out).returncode == 0
+    (meta,) = out.glob("*.json")
+    written = json.loads(meta.read_text())
+    assert "s3cret" not in meta.read_text() and written["settings"]["endpoint"] == "http://127.0.0.1:8080/v1"
+    assert written["run_commands"] == ["openqa eval --method llm --endpoint http://127.0.0.1:8080/v1"]

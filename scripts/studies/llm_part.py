@@ -33,31 +33,58 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
 ROW = ("qid", "digest", "scores", "scale")
 
 
-def read_json(path: Path) -> Any:
+def read_text(path: Path) -> str:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SystemExit(f"llm_part: cannot read {path} ({exc.strerror})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise SystemExit(f"llm_part: {path} is not JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise SystemExit(f"llm_part: {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(read_text(path))
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the decoder
+        raise SystemExit(f"llm_part: {path} is not JSON ({exc if isinstance(exc, ValueError) else 'nested too deeply'})") from None
+
+
+def shown(value: Any) -> str:
+    """A value as a message shows it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:20]}... ({len(text)} characters)"
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """An eval record (or a compact part's ``.json``) with what a part counts: its dataset and split
+    (names), its number of questions (at least 1) and its accuracy (a percentage)."""
+    record = read_json(path)
+    if not isinstance(record, dict):
+        raise SystemExit(f"llm_part: {path} is not an eval record (a JSON {type(record).__name__}, not an object)")
+    wrong = next((f"its {key} is {shown(record.get(key))}, not {what}" for key, what, good in (
+        ("dataset", "a name", lambda v: isinstance(v, str)), ("split", "a name", lambda v: isinstance(v, str)),
+        ("n", "a number of questions", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+        ("accuracy", "a percentage", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 100),  # not NaN
+    ) if not good(record.get(key))), None)
+    if wrong is not None:
+        raise SystemExit(f"llm_part: {path}: {wrong}: give openqa eval's own record")
+    return record
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
     """The rows of a predictions file or compact part, each checked for the part's fields."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise SystemExit(f"llm_part: cannot read {path} ({exc.strerror})") from None
     rows = []
-    for number, line in enumerate(lines, 1):
+    for number, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise SystemExit(f"llm_part: {path}:{number}: not JSON") from None
         if not isinstance(row, dict) or any(key not in row for key in ROW):
             raise SystemExit(f"llm_part: {path}:{number}: a row without {', '.join(ROW)}: rerun openqa eval")
+        if not (isinstance(row["qid"], str) and isinstance(row["digest"], str)):
+            raise SystemExit(f"llm_part: {path}:{number}: its qid and digest must be text: rerun openqa eval")
         rows.append({key: row[key] for key in ROW})
     return rows
 
@@ -69,13 +96,19 @@ def question_number(qid: str) -> tuple[int, str]:
 
 
 def write_all_or_none(files: dict[Path, str]) -> None:
-    """Each file written beside itself first, then all renamed into place."""
+    """Each file written beside itself first, then all renamed into place; refused in one line, with
+    nothing renamed, where one of the names holds anything but a plain file (a folder, a link)."""
+    taken = next((path for path in files if path.is_symlink() or (path.exists() and not path.is_file())), None)
+    if taken is not None:
+        raise SystemExit(f"llm_part: {taken} is there and is not a plain file: move it away first")
     temporary = {path: path.with_name(f".{path.name}.tmp") for path in files}
     try:
         for path, text in files.items():
             temporary[path].write_text(text, encoding="utf-8")
         for path, tmp in temporary.items():
             os.replace(tmp, path)
+    except OSError as exc:
+        raise SystemExit(f"llm_part: cannot write {exc.filename} ({exc.strerror})") from None
     finally:
         for tmp in temporary.values():
             tmp.unlink(missing_ok=True)
@@ -94,12 +127,15 @@ def main() -> None:
         raise SystemExit(f"llm_part: --name {args.name!r}: use letters, digits, '.', '_' and '-' (it names files)")
     if not args.model.is_file():
         raise SystemExit(f"llm_part: --model {args.model}: no such file")
+    out_dir = args.output_dir
+    if not out_dir.is_dir():
+        raise SystemExit(f"llm_part: --output-dir {out_dir}: no such folder")
     runs = []
     for predictions in args.predictions:
         record_path = predictions.with_name(predictions.name.removesuffix(".predictions.jsonl") + ".json")
         if not predictions.name.endswith(".predictions.jsonl") or not record_path.is_file():
             raise SystemExit(f"llm_part: {predictions}: give an openqa eval .predictions.jsonl with its .json record beside it")
-        runs.append((predictions, record_path, read_json(record_path), read_rows(predictions)))
+        runs.append((predictions, record_path, read_record(record_path), read_rows(predictions)))
     first = runs[0][2]
 
     def run_of(record: dict[str, Any]) -> tuple[Any, ...]:
@@ -113,7 +149,7 @@ def main() -> None:
     earlier: dict[str, Any] = {}
     rows = [row for *_, run_rows in runs for row in run_rows]
     if args.extend:
-        earlier = read_json(args.extend.with_suffix(".json"))
+        earlier = read_record(args.extend.with_suffix(".json"))
         if (earlier.get("dataset"), earlier.get("split")) != (first["dataset"], first["split"]):
             raise SystemExit(f"llm_part: --extend {args.extend.name} is a part of {earlier.get('dataset')} {earlier.get('split')}, "
                              f"not {first['dataset']} {first['split']}")
@@ -138,9 +174,6 @@ def main() -> None:
     # came from a cache another run filled with the same prompt)
     model_seconds = sum(r.get("model_reported_seconds") or 0 for r in records) + (earlier.get("model_seconds_all_slices") or 0)
     model_calls = sum(r.get("model_calls") or 0 for r in records) + (earlier.get("model_calls_all_slices") or 0)
-    out_dir = args.output_dir
-    if not out_dir.is_dir():
-        raise SystemExit(f"llm_part: --output-dir {out_dir}: no such folder")
     stem = f"{args.name}-{model_sha[:12]}-{first['dataset']}-{first['split']}"
     given = " ".join(p.name for p in args.predictions)
     extend = f" --extend {args.extend.name}" if args.extend else ""
