@@ -1,7 +1,7 @@
 """Hostile cases: bad files and flags, corrupted indexes, unreachable servers, wrong languages, messy
 pasted questions, a hostile environment (closed stdin, an ASCII-only stdout, a memory limit), a
-full disk and a held lock. Each is expected to end in a clean one-line error, or, for input that
-is fine, in an answer."""
+full disk and a held lock, and the cases of later rounds grouped by subject in the modules beside
+this one. Each is expected to end in a clean one-line error, or, for input that is fine, in an answer."""
 
 from __future__ import annotations
 
@@ -15,9 +15,20 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
-from faultsuite.files import naming_cases, output_cases, pipe_cases, topics_cases
-from faultsuite.limits import concurrency_cases, memory_cases
-from faultsuite.refusals import bank_cases, ensemble_cases, message_cases, option_cases, smaller_cases
+from faultsuite.comparing import compare_cases, predictions_cases
+from faultsuite.files import naming_cases, output_cases, pipe_cases, stdout_cases, topics_cases
+from faultsuite.limits import concurrency_cases, memory_cases, tune_concurrency_cases
+from faultsuite.refusals import (
+    bank_cases,
+    credential_cases,
+    ensemble_cases,
+    ensemble_name_cases,
+    message_cases,
+    offset_cases,
+    option_cases,
+    smaller_cases,
+)
+from faultsuite.scripts import get_model_cases, llm_part_cases
 from faultsuite.tally import OPENQA, Case
 from faultsuite.text import search_output_cases, surrogate_cases, terminal_cases, unicode_cases
 
@@ -199,6 +210,11 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool, tiny: Pa
         *option_cases(loc), *message_cases(qfile, loc, root), *bank_cases(qfile, loc),
         *([full_disk_case(loc, tiny)] if tiny else []),
         lock_case(root, data),
+        # (the cases of issue 49: compare, predictions files, ensemble names, offsets, credentials,
+        # standard output, concurrent tunes and the scripts)
+        *compare_cases(loc, root), *predictions_cases(loc, root), *ensemble_name_cases(loc, root), *offset_cases(loc, root),
+        *credential_cases(loc, root), *stdout_cases(qfile, loc, root), *tune_concurrency_cases(loc, root),
+        *get_model_cases(root, tiny), *llm_part_cases(root),
     ]
     if quick:
         kept: dict[str, list[Case]] = {}

@@ -138,3 +138,60 @@ def naming_cases(qfile: Callable[[str, bytes], str], loc: list[str], root: Path,
         Case("index: an id used twice", "index names", ["index", "--lang", "en", "--corpus", twice, "--index-dir", str(root / "ix-twice")],
              check=said(used)),
     ]
+
+
+def stdout_cases(qfile: Callable[[str, bytes], str], loc: list[str], root: Path) -> list[Case]:
+    """``--output /dev/stdout`` (or ``/proc/self/fd/1``, or a link to it) where standard output is
+    appended to a file (``>> log``: it used to be replaced, earlier lines lost) or is a pipe (it
+    used to fail after the work): written through, the file's earlier lines and inode kept, nothing
+    else made; a full device (``/dev/full``) and a results folder there are refused in one line."""
+    folder = root / "stdout"
+    folder.mkdir()
+    runs = []
+    for name, right in (("a", {0, 1}), ("b", {0, 2, 3})):
+        rows = [{"qid": f"q{i}", "digest": f"d{i}", "prediction": "A", "correct": i in right, "confidence": 0.5} for i in range(4)]
+        (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (folder / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "n": 4}))
+        runs.append(str(folder / f"{name}.json"))
+    (folder / "link").symlink_to("/dev/stdout")
+    made = sorted(p.name for p in folder.iterdir())
+    topics = qfile("stdout-topics.tsv", TOPICS.encode())
+    compared = "# us test: 2 runs on 4 common questions"
+
+    def appended(log: Path, text: str, times: int) -> tuple[Path, Callable[[], None], Callable[[str, str], bool]]:
+        """A log file with a line in it (``>> log``), and a check that ``text`` was added ``times`` times to it."""
+        def start() -> None:
+            log.write_text("before\n")
+            inode.append(log.stat().st_ino)
+        inode: list[int] = []
+
+        def kept(out: str, err: str) -> bool:
+            written = log.read_text()
+            return (log.stat().st_ino == inode[0] and written.startswith("before\n") and written.count(text) == times
+                    and sorted(p.name for p in folder.iterdir()) == made)
+        return log, start, kept
+
+    cases = []
+    for what, name in (("/dev/stdout", "/dev/stdout"), ("/proc/self/fd/1", "/proc/self/fd/1"), ("a link to /dev/stdout", str(folder / "link"))):
+        log, start, kept = appended(root / f"compare-{len(cases)}.log", compared, 2)
+        cases.append(Case(f"compare --output {what} >> a file", "standard output", ["compare", *runs, "--output", name],
+                          expect="ok", stdout_file=log, setup=start, check=kept))
+    log, start, kept = appended(root / "search.log", RUN_LINE, 2)  # q1 and its two hits
+    return [
+        *cases,
+        Case("compare --output /dev/stdout into a pipe", "standard output", ["compare", *runs, "--output", "/dev/stdout"], expect="ok",
+             check=lambda out, err: out.count(compared) == 2 and sorted(p.name for p in folder.iterdir()) == made),
+        Case("search --output /dev/stdout >> a file", "standard output",
+             ["search", "--topics", topics, "-k", "2", *loc, "--output", "/dev/stdout"], expect="ok", stdout_file=log, setup=start,
+             check=kept),
+        Case("search --output /dev/stdout into a pipe", "standard output",
+             ["search", "--topics", topics, "-k", "2", *loc, "--output", "/dev/stdout"], expect="ok",
+             check=lambda out, err: out.startswith(RUN_LINE) and len(out.splitlines()) == 4),
+        Case("compare --output /dev/full", "standard output", ["compare", *runs, "--output", "/dev/full"],
+             check=said("cannot write /dev/full (No space left on device)")),
+        Case("search --output /dev/full", "standard output", ["search", "--topics", topics, "-k", "2", *loc, "--output", "/dev/full"],
+             check=said("cannot write /dev/full (No space left on device)")),
+        Case("eval --output /dev/stdout (a folder is needed)", "standard output",
+             ["eval", "--dataset", "us", "--split", "test", "--limit", "2", *loc, "--output", "/dev/stdout"],
+             check=said("cannot write results to /dev/stdout")),
+    ]

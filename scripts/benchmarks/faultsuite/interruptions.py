@@ -107,7 +107,7 @@ def interrupt_builds(engine: str, tries: int, root: Path, data: Path, figures: F
 def interrupt_evals(tries: int, root: Path, data: Path, figures: Figures, rng: random.Random) -> None:
     """Interrupt ``openqa eval`` and check that every result summary agrees with the files beside it."""
     out = root / "eval-out"
-    argv = ["eval", "--dataset", "us", "--split", "dev", "--data-dir", str(data), "--index-dir", str(root / "ix-custom"), "--output", str(out)]
+    argv = ["eval", "--dataset", "us", "--split", "dev", "--data-dir", str(data), "--index-dir", str(root / "indexes"), "--output", str(out)]
     start = time.perf_counter()
     subprocess.run([OPENQA, *argv], cwd=root, capture_output=True)
     full = time.perf_counter() - start

@@ -1,8 +1,11 @@
-"""Limits (command line): evaluations writing the same result names at once, a small address
-space (``ulimit -v``), and manifests and settings that Python's JSON decoder itself cannot read."""
+"""Limits (command line): evaluations writing the same result names at once, tunes of one tuned
+pair at once, a small address space (``ulimit -v``), and manifests and settings that Python's JSON
+decoder itself cannot read."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import subprocess
 from pathlib import Path
 
@@ -69,3 +72,36 @@ def memory_cases(loc: list[str], root: Path, data: Path) -> list[Case]:
         Case("deeply nested tuned settings", "memory", [*ev, "--index-dir", loc[3], "--settings-dir", str(tuned)],
              check=lambda out, err: "unreadable tuning record" in err),
     ]
+
+
+def tune_concurrency_cases(loc: list[str], root: Path) -> list[Case]:
+    """Tunes of one method and dataset (a tuned pair: settings and calibration) started together,
+    on a limit each of their own: every one succeeds, one after another under the pair's lock, and
+    the pair left is whole (the calibration's digest is that of the settings' bytes, and eval uses
+    it); two at once used to leave one run's settings with the other's calibration."""
+    cases = []
+    for method, parts in (("ir-custom", []), ("ensemble", []), ("ensemble", ["--ensemble", "named"])):
+        settings = root / f"tuned-together-{len(cases)}"
+        tune = ["tune", "--method", method, "--dataset", "us", *parts, *loc, "--settings-dir", str(settings)]
+        others: list[subprocess.Popen] = []
+
+        def start(tune: list[str] = tune, others: list[subprocess.Popen] = others) -> None:
+            others.extend(subprocess.Popen([OPENQA, *tune, "--limit", str(limit)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                           preexec_fn=default_sigint) for limit in (10, 20, 30))
+
+        def whole(out: str, err: str, method: str = method, parts: list[str] = parts, settings: Path = settings,
+                  others: list[subprocess.Popen] = others) -> bool:
+            if [p.wait(timeout=300) for p in others] != [0] * len(others):
+                return False
+            stem = f"{method}-{parts[1]}-us" if parts else f"{method}-us"
+            written = (settings / f"{stem}.json").read_bytes()
+            calibration = json.loads((settings / f"{stem}.calibration.json").read_text())
+            check = subprocess.run([OPENQA, "eval", "--method", method, "--dataset", "us", "--split", "dev", "--limit", "3", *parts, *loc,
+                                    "--settings-dir", str(settings), "--output", str(root / "out-together")], capture_output=True,
+                                   preexec_fn=default_sigint)
+            return (calibration["settings_sha256"] == hashlib.sha256(written).hexdigest() and check.returncode == 0
+                    and not [p.name for p in settings.iterdir() if p.name.endswith((".tmp", ".staged"))])
+
+        what = f"{method} {parts[1]}" if parts else method
+        cases.append(Case(f"four tunes of one {what} pair at once", "concurrent tunes", tune, expect="ok", check=whole, setup=start))
+    return cases

@@ -142,3 +142,83 @@ def bank_cases(qfile: Callable[[str, bytes], str], loc: list[str]) -> list[Case]
              ["eval", "--dataset", "us", "--method", "llm", "--endpoint", "http://127.0.0.1:9/v1", "--model", "m", "--demonstrations", "-1", *loc],
              check=said("--demonstrations must be at least 0, not -1")),
     ]
+
+
+def offset_cases(loc: list[str], root: Path) -> list[Case]:
+    """``eval --offset`` at or past the end (it used to report "0.00% (0/0)" and write a record), a
+    slice running off the end, ``--limit`` beyond the split (the full run, named as one), a
+    question file's offset, and offsets that are no count: refused in one line or answered as asked."""
+    out = root / "out-offsets"
+    ev = ["eval", "--dataset", "us", "--split", "test", *loc, "--output", str(out), "--json"]
+    n_is = lambda n: lambda o, e: json.loads(o)["n"] == n  # noqa: E731
+    nothing = lambda text: lambda o, e: text in e and not list(out.glob("*from40*")) and not list(out.glob("*from41*"))  # noqa: E731
+    return [
+        Case("--offset at the end", "offsets", [*ev, "--offset", "40"], check=nothing("--offset 40 is at or past the end: us test has 40")),
+        Case("--offset past the end", "offsets", [*ev, "--offset", "41", "--limit", "5"], check=nothing("--offset 41 is at or past the end")),
+        Case("--offset of 24 digits", "offsets", [*ev, "--offset", "1" + "0" * 23], check=said("is at or past the end")),
+        Case("--offset with --retrieval at the end", "offsets", [*ev, "--offset", "40", "--retrieval", "--retrievers", "ir-custom"],
+             check=said("--offset 40 is at or past the end")),
+        Case("--offset abc", "offsets", [*ev, "--offset", "abc"], check=said("argument --offset: invalid int value: 'abc'")),
+        Case("--offset 2.5", "offsets", [*ev, "--offset", "2.5"], check=said("argument --offset: invalid int value: '2.5'")),
+        Case("a slice running off the end", "offsets", [*ev, "--offset", "38", "--limit", "5"], expect="ok",
+             check=lambda o, e: n_is(2)(o, e) and (out / "us-test-ir-custom-from38.json").is_file()),
+        Case("--limit beyond the split", "offsets", [*ev, "--limit", "99999"], expect="ok",
+             check=lambda o, e: n_is(40)(o, e) and not list(out.glob("*limit99999*"))),
+        Case("--offset 0 and --limit reaching the end", "offsets", [*ev, "--offset", "0", "--limit", "40"], expect="ok", check=n_is(40)),
+    ]
+
+
+def ensemble_name_cases(loc: list[str], root: Path) -> list[Case]:
+    """``--ensemble NAME`` checked as corpus names are, before any work, with nothing written ("..",
+    "/" and a long name used to write outside the settings folder, make folders or fail after the
+    work), and a name never fitted."""
+    settings, fitted = root / "tuned-names", root / "tuned-none"
+    fitted.mkdir()
+    tune = ["tune", "--method", "ensemble", "--dataset", "us", *loc, "--settings-dir", str(settings), "--limit", "10"]
+    usable = "is not usable: give --ensemble with letters, digits"
+
+    def refused(out: str, err: str) -> bool:
+        return usable in err and not settings.exists() and not (root / "ensemble-x-us.json").exists()
+
+    names = [("..", ".."), ("a slash", "../x"), ("300 characters", "n" * 300), ("empty", ""), ("a space", "a b"),
+             ("a leading dot", ".hidden"), ("an escape sequence", "ens\x1b[31m")]
+    return [
+        *[Case(f"--ensemble {what}", "ensemble names", [*tune, f"--ensemble={name}"], check=refused) for what, name in names],
+        Case("--ensemble of a method that is no ensemble", "ensemble names",
+             ["eval", "--dataset", "us", *loc, "--ensemble", "x", "--output", str(root / "out-names")],
+             check=said("--predictions and --ensemble apply to --method ensemble, not ir-custom")),
+        Case("--ensemble never fitted", "ensemble names",
+             ["eval", "--method", "ensemble", "--dataset", "us", *loc, "--settings-dir", str(fitted),
+              "--ensemble", "never", "--output", str(root / "out-names")],
+             check=said("no ensemble 'never' is fitted for us: run openqa tune --method ensemble --dataset us --ensemble never")),
+    ]
+
+
+def credential_cases(loc: list[str], root: Path) -> list[Case]:
+    """An ``--endpoint`` with a user or password (``http://user:pass@host/v1``): refused in one line
+    by every command that takes one, before anything is written or served, naming ``$OPENQA_API_KEY``
+    and never the password; the address without them is shown."""
+    out = root / "out-credentials"
+    secret = "s3cret-word"
+    named = "must not carry a user or password: give the key in $OPENQA_API_KEY"
+
+    def refused(out_: str, err: str) -> bool:
+        return named in err and secret not in out_ + err and not out.exists()
+
+    llm = ["--method", "llm", "--model", "m", *loc]
+    question = ["--question", "Which drug?", "--option", "A=aspirin", "--option", "B=heparin"]
+    urls = {"user and password": f"http://someone:{secret}@127.0.0.1:9/v1", "a password alone": f"http://:{secret}@127.0.0.1:9/v1",
+            "a user alone": f"http://{secret}@127.0.0.1:9/v1", "an upper-case scheme": f"HTTPS://u:{secret}@host.invalid/v1"}
+    cases = [Case(f"answer --endpoint with {what}", "credentials", ["answer", *llm, "--endpoint", url, *question], check=refused)
+             for what, url in urls.items()]
+    url = urls["user and password"]
+    return [
+        *cases,
+        Case("eval --endpoint with a password", "credentials",
+             ["eval", "--dataset", "us", *llm, "--endpoint", url, "--output", str(out)], check=refused),
+        Case("tune --endpoint with a password", "credentials",
+             ["tune", "--method", "ensemble", "--parts", "ir-custom,llm", "--dataset", "us", "--model", "m", *loc, "--endpoint", url,
+              "--settings-dir", str(out)], check=refused),
+        Case("serve --endpoint with a password", "credentials", ["serve", *llm, "--endpoint", url, "--port", "9"],
+             check=lambda o, e: refused(o, e) and "page at" not in o + e),
+    ]

@@ -40,6 +40,9 @@ class Case:
     stdin_closed: bool = False
     stdin_file: str | None = None  # read standard input from this file (/dev/zero) instead of ``stdin``
     setup: Callable[[], None] | None = None  # called just before the run (another process takes a lock)
+    program: list[str] | None = None  # the command run (default: the openqa console script), the case's arguments after it
+    marker: str = "error"  # what the one line of a clean error holds ("get_model:" for that script)
+    stdout_file: Path | None = None  # standard output appended to this file (as ``>> FILE``) instead of a pipe
 
 
 @dataclass
@@ -115,15 +118,15 @@ def judge(case: Case, rc: int | None, out: str, err: str, seconds: float) -> Out
     if case.expect == "ok" or (case.expect == "either" and rc == 0):
         good = rc == 0 and checked
         return Outcome(case.name, case.category, "ok" if good else "wrong-exit", seconds, "" if good else f"rc {rc}: {err[-300:]}")
-    errors = [line for line in lines if "error" in line]
+    errors = [line for line in lines if case.marker in line]
     if rc in (1, 2) and len(errors) == 1 and checked:
         return Outcome(case.name, case.category, "clean-error", seconds, errors[0][:200])
     return Outcome(case.name, case.category, "wrong-exit", seconds, f"rc {rc}: {err[-300:]}")
 
 
 def run_case(case: Case, cwd: Path) -> Outcome:
-    """Run ``openqa`` with the case's arguments, input and environment, and judge the run."""
-    argv = [OPENQA, *case.argv]
+    """Run ``openqa`` (or the case's program) with the case's arguments, input and environment, and judge the run."""
+    argv = [*(case.program or [OPENQA]), *case.argv]
     if case.memory_kb:
         argv = ["bash", "-c", f'ulimit -v {case.memory_kb} && exec "$@"', "openqa", *argv]
     stdin: Any = subprocess.PIPE
@@ -140,8 +143,9 @@ def run_case(case: Case, cwd: Path) -> Outcome:
         if case.stdin_closed:
             os.close(0)
 
+    stdout: Any = open(case.stdout_file, "ab") if case.stdout_file else subprocess.PIPE
     try:
-        proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+        proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, cwd=cwd,
                                 env={**os.environ, **case.env}, preexec_fn=prepare)
         try:
             out, err = proc.communicate(None if stdin is not subprocess.PIPE else case.stdin or b"", timeout=HANG_SECONDS)
@@ -152,7 +156,9 @@ def run_case(case: Case, cwd: Path) -> Outcome:
     finally:
         if case.stdin_file:
             stdin.close()
-    return judge(case, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"),
+        if case.stdout_file:
+            stdout.close()
+    return judge(case, proc.returncode, (out or b"").decode(errors="replace"), err.decode(errors="replace"),
                  time.perf_counter() - start)
 
 
