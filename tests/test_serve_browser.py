@@ -26,7 +26,7 @@ from openqa.methods import Request
 from openqa.serve.app import create_app
 from tests.helpers import QUESTIONS, Started
 from tests.llm_fixtures import make_tiny_llm
-from tests.servers import gated_scoring, running, tiny_engines
+from tests.servers import ZH_BLOCK, gated_scoring, running, tiny_engines
 
 CHROMIUM = shutil.which("chromium")
 DRIVER = shutil.which("chromedriver")
@@ -190,15 +190,21 @@ def test_below_the_minimum_confidence_the_page_abstains_with_its_best_guess(brow
 
 @pytest.mark.spawns
 def test_a_minimum_confidence_that_is_no_probability_is_said_not_ignored(browser, url):
+    """What is typed stays in the field and is said to be wrong: "abc" typed into a number field was
+    dropped by Chromium without a word (the question then solved with no minimum)."""
     open_page(browser, url)
-    for bad in ("1.5", "e", "-0.5"):  # Chromium lets only number-like keys into the field: "e" alone is no number
+    outside = "Minimum confidence must be a probability from 0 to 1 (or empty for none), not "
+    for bad, message in (("1.5", outside + "1.5"), ("-0.5", outside + "-0.5"), ("e", 'Minimum confidence "e" is not a number'),
+                         ("abc", 'Minimum confidence "abc" is not a number: give a probability from 0 to 1, or leave it empty')):
         field = browser.find_element(By.ID, "min-confidence")
         field.clear()
         field.send_keys(bad)
+        assert field.get_attribute("value") == bad
         paste(browser, PASTED)
         browser.find_element(By.ID, "text").send_keys(Keys.CONTROL, Keys.ENTER)
         WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "error").is_displayed())
-        assert "Minimum confidence must be a probability from 0 to 1" in browser.find_element(By.ID, "error").text
+        assert message in browser.find_element(By.ID, "error").text
+        browser.execute_script("document.getElementById('error').hidden = true;")
 
 
 @pytest.mark.spawns
@@ -327,10 +333,13 @@ def test_copy_json_and_keyboard_help(browser, url):
     assert not keys.is_displayed()
 
 
-CONTRAST = """
+#: WCAG's relative luminance of an rgb() colour, and the parts of a computed colour.
+LUMINANCE = """
 function lum(rgb) { const [r, g, b] = rgb.map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
   return 0.2126 * r + 0.7152 * g + 0.0722 * b; }
 function rgba(text) { return text.match(/[\\d.]+/g).map(Number); }
+"""
+CONTRAST = LUMINANCE + """
 function background(node) { for (; node; node = node.parentElement) { const c = rgba(getComputedStyle(node).backgroundColor);
   if (c.length < 4 || c[3] > 0.5) return c.slice(0, 3); } return rgba(getComputedStyle(document.body).backgroundColor).slice(0, 3); }
 const worst = [];
@@ -357,6 +366,56 @@ def test_text_contrast_is_at_least_4_5_to_1(browser, url, scheme):
         assert worst[0][0] >= 4.5, worst
     finally:
         browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
+#: The contrast of each score bar's fill with its track (the bar's length is what it shows).
+BAR_CONTRAST = LUMINANCE + """
+return [...document.querySelectorAll('#ranking .fill')].map(fill => {
+  const [a, b] = [fill, fill.parentElement].map(node => lum(rgba(getComputedStyle(node).backgroundColor).slice(0, 3)));
+  return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+});
+"""
+
+
+@pytest.mark.spawns
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_score_bars_stand_out_from_their_track_at_4_5_to_1(browser, url, scheme):
+    """The fill was 2.09:1 on its track in the light scheme."""
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
+    try:
+        solve(browser, url, PASTED)
+        shown(browser)
+        ratios = browser.execute_script(BAR_CONTRAST)
+        assert len(ratios) == 4 and min(ratios) >= 4.5, ratios
+    finally:
+        browser.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
+
+
+#: Each text node holding Chinese characters (its element and first characters), and the language (lang) of the
+#: nearest element that names one.
+CHINESE_TEXT = """
+const found = [];
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+  if (!/[\u3400-\u9fff]/.test(node.textContent)) continue;
+  const owner = node.parentElement.closest('[lang]');
+  found.push([node.parentElement.tagName + '#' + node.parentElement.id + ': ' + node.textContent.slice(0, 20), owner.getAttribute('lang')]);
+}
+return found;
+"""
+
+
+@pytest.mark.spawns
+def test_chinese_text_is_marked_as_chinese(browser, url):
+    """The question box, the prediction, the options, the verdict's answer and the evidence of a Chinese
+    question carry lang="zh" (the whole page was English to a screen reader or a font chooser)."""
+    solve(browser, url, ZH_BLOCK, key="B")
+    assert "头孢曲松" in shown(browser)
+    found = browser.execute_script(CHINESE_TEXT)
+    places = browser.execute_script("return [...document.querySelectorAll('[lang=zh]')].map(e => e.closest('[id]').id)")
+    assert found and [text for text, lang in found if lang != "zh"] == [], found
+    assert {"prediction", "verdict", "ranking", "evidence-title", "evidence"} <= set(places), places
+    assert browser.find_element(By.ID, "text").get_attribute("lang") == "zh"
 
 
 @pytest.mark.spawns

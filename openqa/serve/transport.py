@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 import socket
 from functools import partial
@@ -110,6 +111,19 @@ def header_timed(seconds: float) -> type[asyncio.Protocol]:
     return HeaderTimed
 
 
+class CutOffSaid(logging.Filter):
+    """uvicorn's ``ERROR: Cancel N running task(s), timeout graceful shutdown exceeded``, logged on
+    every graceful stop that cuts a request off after ``GRACE_SECONDS`` (a client still sending its
+    body): that is the stop working as documented (the request gets its 503), so it is said as an
+    INFO line of what happened instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg == "Cancel %s running task(s), timeout graceful shutdown exceeded":
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg = f"%s request(s) still open {GRACE_SECONDS} s after the stop began: answered 503 (the server stops)"
+        return True
+
+
 class GracefulServer:
     """uvicorn's server whose first Ctrl-C, SIGTERM or SIGHUP stops it gracefully and whose second
     one stops it at once; the signals are not raised again after the stop, so the caller decides the
@@ -148,6 +162,9 @@ class GracefulServer:
 
         self.server = Server(uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS,
                                             http=header_timed(HEADER_SECONDS)))
+        said = logging.getLogger("uvicorn.error")  # uvicorn's own log (its Config set it up just now)
+        if not any(isinstance(f, CutOffSaid) for f in said.filters):
+            said.addFilter(CutOffSaid())
 
     def run(self, sock: socket.socket) -> bool:
         """Serve on ``sock`` until stopped; whether the stop was forced (a second signal)."""

@@ -3,7 +3,8 @@
 // the method's measured accuracy, and the chosen option's evidence with its matched words marked.
 // Text from the server is only ever inserted as text (never as HTML).
 "use strict";
-// element(), marked() and paragraphView() come from common.js, loaded before this file.
+// element(), spoken(), marked(), solvedView() and paragraphView() come from common.js, loaded before this file.
+// Text of the question's language (its options, the evidence) carries that language (lang), as the examples do.
 
 const $ = (id) => document.getElementById(id);
 const CJK = /[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]/g;
@@ -110,6 +111,7 @@ function asks() {
 // cannot send the same question twice, but an edited question is solved at once (the older reply is dropped).
 function refresh() {
   $("solve").disabled = busy && asks() === asked;
+  $("text").lang = language($("text").value);  // the box speaks the language the question is asked in
 }
 
 function setBusy(on, message = "") {
@@ -126,6 +128,18 @@ function solve(event) {
   if (!$("solve").disabled) run();
 }
 
+// The Minimum confidence typed (a text field: whatever is typed stays visible), as a number from 0 to 1, or
+// null when empty; anything else is an error saying what was typed, never dropped without a word.
+function minimumConfidence(typed) {
+  if (!typed) return null;
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(typed)) {
+    throw new Error(`Minimum confidence "${typed}" is not a number: give a probability from 0 to 1, or leave it empty for none`);
+  }
+  const least = Number(typed);
+  if (!(least >= 0 && least <= 1)) throw new Error(`Minimum confidence must be a probability from 0 to 1 (or empty for none), not ${typed}`);
+  return least;
+}
+
 // Parse and answer the box's question; only the newest request's reply (or error) is shown.
 async function run() {
   const number = ++latest;
@@ -136,14 +150,9 @@ async function run() {
   $("error").hidden = true;
   setBusy(true, `Solving with ${method} (${lang})…`);
   try {
-    const field = $("min-confidence");
-    const check = field.validity;  // (a step mismatch is no error: any probability will do)
-    if (check.badInput || check.rangeUnderflow || check.rangeOverflow) {  // not a number (the browser empties it), or outside 0-1
-      throw new Error("Minimum confidence must be a probability from 0 to 1 (or empty for none)");
-    }
+    const least = minimumConfidence($("min-confidence").value.trim());
     const request = await api("v1/parse", { text });
-    const least = field.value.trim();
-    const data = await api("v1/answer", { ...request, method, lang, evidence: 5, ...(least ? { min_confidence: Number(least) } : {}) });
+    const data = await api("v1/answer", { ...request, method, lang, evidence: 5, ...(least === null ? {} : { min_confidence: least }) });
     if (number !== latest) return;  // a newer request has been made: its reply is the one to show
     answer = data;
     show(data, $("key").value || null);
@@ -222,33 +231,33 @@ function show(data, key) {
   $("result").hidden = false;
   const tied = data.tied.filter((l) => l !== data.prediction);
   const predicted = data.options.find((o) => o.letter === data.prediction);
-  $("prediction").textContent = data.prediction === null
-    ? (data.confidence && data.confidence.abstained ? "No prediction (openqa abstains)" : "No prediction")
-    : `Prediction: ${data.prediction}. ${predicted.text}` + (tied.length ? ` (tied with ${tied.join(", ")})` : "");
+  $("prediction").replaceChildren(...(data.prediction === null
+    ? [data.confidence && data.confidence.abstained ? "No prediction (openqa abstains)" : "No prediction"]
+    : [`Prediction: ${data.prediction}. `, spoken(predicted.text, data.lang), ...(tied.length ? [` (tied with ${tied.join(", ")})`] : [])]));
   const keyed = key && data.options.find((o) => o.letter === key);
   const sure = data.confidence;
   const held = sure && sure.abstained;  // below the asked minimum confidence: the best guess is not the prediction
   const chosen = held ? sure.best_guess : data.prediction;
   const which = held ? "best guess" : "prediction";
-  let verdict = "";
+  let verdict = [];  // text and the nodes of the question's language
   if (!data.matched) {
     const other = served.languages.find((l) => l !== data.lang);
-    verdict = `No word of the question or its options occurs in the ${data.lang} (${LANG_NAMES[data.lang] || data.lang}) books.`
-      + (other ? ` Is it in another language? Choose ${other} (${LANG_NAMES[other] || other}) under Language.` : "");
+    verdict = [`No word of the question or its options occurs in the ${data.lang} (${LANG_NAMES[data.lang] || data.lang}) books.`
+      + (other ? ` Is it in another language? Choose ${other} (${LANG_NAMES[other] || other}) under Language.` : "")];
   } else if (chosen === null) {
-    verdict = "No option could be read from the model's reply (counted wrong in an evaluation).";
+    verdict = ["No option could be read from the model's reply (counted wrong in an evaluation)."];
   } else if (key && !keyed) {
-    verdict = `The correct answer you gave, ${key}, is not one of this question's options.`;
+    verdict = [`The correct answer you gave, ${key}, is not one of this question's options.`];
   } else if (keyed) {
     const source = example ? `Answer key (${example.id})` : "Correct answer (given)";
-    verdict = `${source}: ${key}. ${keyed.text}. `
+    verdict = [`${source}: ${key}. `, spoken(keyed.text, data.lang), ". "
       + (key === chosen ? (tied.length ? `The ${which} matches it, but tied with other options.` : `The ${which} matches it.`)
-        : data.tied.includes(key) ? `It is tied with the ${which}.` : `The ${which} does not match it.`);
+        : data.tied.includes(key) ? `It is tied with the ${which}.` : `The ${which} does not match it.`)];
   }
   if (held) {
-    verdict = `openqa abstains: its best guess ${sure.best_guess} has probability ${sure.probability.toFixed(2)}, below your minimum ${sure.min_confidence}. ` + verdict;
+    verdict.unshift(`openqa abstains: its best guess ${sure.best_guess} has probability ${sure.probability.toFixed(2)}, below your minimum ${sure.min_confidence}. `);
   }
-  $("verdict").textContent = verdict;
+  $("verdict").replaceChildren(...verdict);
   $("confidence").textContent = sure && sure.probability !== null
     ? `Probability of the ${which}: ${sure.probability.toFixed(2)}; ${sure.meaning}.` : "";
   $("verdict").className = keyed && data.prediction !== null ? (key === data.prediction ? "verdict right" : "verdict wrong") : "verdict";
@@ -260,7 +269,7 @@ function show(data, key) {
   $("reply").hidden = !$("reply").textContent;
   const solved = (data.details && data.details.solved_questions) || [];
   $("solved-title").hidden = !solved.length;
-  $("solved").replaceChildren(...solved.map(solvedView));
+  $("solved").replaceChildren(...solved.map((one) => solvedView(one, data.lang)));
   const { widths, meaning } = bars(data.options, data.method);
   $("bars").textContent = meaning;
   const rank = ranks(data.options);
@@ -274,7 +283,7 @@ function show(data, key) {
       element("span", { className: "rank", textContent: rank[i] === null ? "–" : (isTied ? `=${rank[i]}` : String(rank[i])) }),
       element("span", { className: "letter", textContent: option.letter }),
       element("span", { className: "text" }, [
-        option.text,
+        spoken(option.text, data.lang),
         ...(option.letter === key ? [element("span", { className: "badge key", textContent: "correct answer" })] : []),
         ...(isTied ? [element("span", { className: "badge tie", textContent: topTied.has(option.letter) ? "tied best" : "tied" })] : []),
       ]),
@@ -291,7 +300,8 @@ function show(data, key) {
     return element("li", {}, [button]);
   }));
   choose(data.prediction || data.options[0].letter, false);
-  $("announce").textContent = `${$("prediction").textContent}. ${verdict}`;
+  $("announce").replaceChildren(...[...$("prediction").childNodes, ". ", ...$("verdict").childNodes]
+    .map((node) => (typeof node === "string" ? node : node.cloneNode(true))));  // its Chinese text keeps its lang
 }
 
 // Show one option's evidence paragraphs with the matched words marked.
@@ -302,11 +312,11 @@ function choose(letter, focus = true) {
     button.setAttribute("aria-pressed", String(chosen));
     if (chosen && focus) button.focus();
   }
-  $("evidence-title").textContent = option.evidence.length
-    ? `Evidence for ${option.letter}. ${option.text}` : `No evidence shown for ${option.letter}. ${option.text}`;
+  $("evidence-title").replaceChildren(`${option.evidence.length ? "Evidence for" : "No evidence shown for"} ${option.letter}. `,
+    spoken(option.text, answer.lang));
   $("evidence-note").textContent = option.score === null ? `${option.letter}: ${noEvidenceNote(answer.method)}.`
     : option.evidence.length ? "" : `${answer.method} scores this option without retrieving paragraphs.`;
-  $("evidence").replaceChildren(...option.evidence.map(paragraphView));
+  $("evidence").replaceChildren(...option.evidence.map((paragraph) => paragraphView(paragraph, answer.lang)));
 }
 
 // Arrow keys move between the ranked options; Home and End jump to the first and last.

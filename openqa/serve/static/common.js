@@ -9,6 +9,11 @@ function element(tag, props = {}, children = []) {
   return node;
 }
 
+// Text in the language `lang` ("zh", "en": the question's), so that a screen reader speaks it and a browser draws it as that language.
+function spoken(text, lang) {
+  return element("span", { lang, textContent: text });
+}
+
 // The text as nodes, each span inside a <mark>.
 function marked(text, spans) {
   const nodes = [];
@@ -21,26 +26,28 @@ function marked(text, spans) {
   return nodes;
 }
 
-// A solved question of the bank (details.solved_questions of /v1/answer): its similarity, text, options and answer.
-function solvedView(solved) {
+// A solved question of the bank (details.solved_questions of /v1/answer) in the language `lang`: its
+// similarity, text, options and answer.
+function solvedView(solved, lang) {
   return element("article", { className: "paragraph solved" }, [
     element("header", {}, [
       element("span", { className: "book", textContent: `Solved question ${solved.qid}` }),
       element("span", { className: "meta", textContent: ` · similarity ${solved.similarity.toFixed(2)}` }),
     ]),
-    element("p", { textContent: solved.question }),
-    element("p", { className: "meta", textContent: Object.entries(solved.options).map(([l, t]) => `${l}. ${t}`).join("   ") }),
-    element("p", { textContent: `Answer: ${solved.answer_idx}. ${solved.answer}` }),
+    element("p", { lang, textContent: solved.question }),
+    element("p", { className: "meta", lang, textContent: Object.entries(solved.options).map(([l, t]) => `${l}. ${t}`).join("   ") }),
+    element("p", {}, [`Answer: ${solved.answer_idx}. `, spoken(solved.answer, lang)]),
   ]);
 }
 
-// An evidence paragraph of /v1/answer: its book, id and score, and its text with the matched words marked.
-function paragraphView(paragraph) {
+// An evidence paragraph of /v1/answer from the books of the language `lang`: its book, id and score,
+// and its text with the matched words marked.
+function paragraphView(paragraph, lang) {
   return element("article", { className: "paragraph" }, [
     element("header", {}, [
-      element("span", { className: "book", textContent: paragraph.book.replaceAll("_", " ") }),
-      element("span", { className: "meta", textContent: ` ${paragraph.id} · score ${paragraph.score.toFixed(2)}` }),
+      element("span", { className: "book", lang, textContent: paragraph.book.replaceAll("_", " ") }),
+      element("span", { className: "meta" }, [" ", spoken(paragraph.id, lang), ` · score ${paragraph.score.toFixed(2)}`]),  // an id names its book
     ]),
-    element("p", {}, marked(paragraph.text, paragraph.spans)),
+    element("p", { lang }, marked(paragraph.text, paragraph.spans)),
   ]);
 }
