@@ -300,3 +300,83 @@ def test_the_page_shows_the_readable_runs_beside_unreadable_ones(faulty):
         assert all(name in shown for name in ("nan-accuracy.json", "bad-ci.json", "bad-ece.json"))
     finally:
         driver.quit()
+
+
+@pytest.mark.spawns
+@pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Chromium not installed (bash scripts/install_dev.sh installs it)")
+def test_a_run_longer_than_the_listing_is_said_to_be_cut_and_its_curves_count_it_all(tmp_path):
+    """A run of 20,001 questions: its listing holds the first 20,000 and says there are more (it used to
+    stop there without a word), its curves count all 20,001, and the page says both cuts (20,000 listed,
+    500 shown) with the run brought into sight."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from openqa.evaluate.browse import MAX_QUESTIONS
+    from tests.helpers import write_run
+
+    folder = tmp_path / "results"
+    folder.mkdir()
+    n = MAX_QUESTIONS + 1
+    record = json.loads(write_run(folder, "long", set(range(0, n, 2)), n=n).read_text())
+    (folder / "long.json").write_text(json.dumps({**record, "result_files": ["long.predictions.jsonl"]}))
+    write_run(folder, "short", {0}, n=3)
+    (folder / "short.json").write_text(json.dumps({**json.loads((folder / "short.json").read_text()), "result_files": []}))
+    engines = tiny_engines(tmp_path / "site", ["ir-custom"])
+    driver = chrome()
+    try:
+        with running(create_app(engines, results=folder)) as url:
+            status, listed = call(url, "/v1/results/long.json")
+            assert status == 200 and len(listed["questions"]) == MAX_QUESTIONS and listed["cut"] and listed["most"] == MAX_QUESTIONS
+            status, short = call(url, "/v1/results/short.json")
+            assert status == 200 and len(short["questions"]) == 3 and not short["cut"]
+            assert call(url, "/v1/results/long.json/curves")[1]["n"] == n == len(browse_results(folder, "long.json")) + 1
+            driver.set_window_size(1200, 700)
+            driver.get(url + "/results")
+            WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "tr[data-run='long.json'] a.open-run"))
+            driver.find_element(By.CSS_SELECTOR, "tr[data-run='long.json'] a.open-run").click()
+            WebDriverWait(driver, 60).until(lambda d: "questions" in d.find_element(By.ID, "run-count").text)
+            assert driver.find_element(By.ID, "run-count").text == (
+                "20000 of 20000 questions (the first 20,000 of the run's 20,001: the server lists no more of a run); the first 500 shown")
+            assert len(driver.find_elements(By.CSS_SELECTOR, "#questions > li")) == 500
+            assert driver.execute_script("const r = document.getElementById('run').getBoundingClientRect(); "
+                                         "return r.top >= 0 && r.top < window.innerHeight")  # in sight, not below the list
+    finally:
+        driver.quit()
+        engines.close()
+
+
+@pytest.mark.spawns
+@pytest.mark.skipif(not (CHROMIUM and DRIVER), reason="Chromium not installed (bash scripts/install_dev.sh installs it)")
+def test_a_chinese_run_s_questions_are_marked_as_chinese(tmp_path):
+    """A mainland run's question text and options carry lang="zh" (the page was English throughout)."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.helpers import write_run
+
+    engines = tiny_engines(tmp_path / "site", ["ir-custom"])
+    split = engines.ctx.settings.data_dir / "questions" / "Mainland" / "4_options" / "test.jsonl"
+    split.parent.mkdir(parents=True)
+    options = {"A": "阿司匹林", "B": "头孢曲松", "C": "庆大霉素", "D": "胰岛素"}
+    split.write_text(json.dumps({"question": "哪种药物抑制细菌细胞壁合成？", "options": options, "answer": "头孢曲松", "answer_idx": "B"},
+                                ensure_ascii=False) + "\n", encoding="utf-8")
+    folder = tmp_path / "results"
+    folder.mkdir()
+    record = json.loads(write_run(folder, "zh-run", {0}, dataset="mainland", n=1).read_text())
+    rows = [json.loads(line) | {"qid": "mainland-test-1"} for line in (folder / "zh-run.predictions.jsonl").read_text().splitlines()]
+    (folder / "zh-run.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "zh-run.json").write_text(json.dumps({**record, "result_files": []}))
+    driver = chrome()
+    try:
+        with running(create_app(engines, results=folder)) as url:
+            driver.get(url + "/results")
+            WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "a.open-run"))
+            driver.find_element(By.CSS_SELECTOR, "a.open-run").click()
+            WebDriverWait(driver, 20).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#questions .question-text"))
+            marked = driver.execute_script("""return [...document.querySelectorAll('#questions *')]
+                .filter(e => [...e.childNodes].some(n => n.nodeType === 3 && /[\\u3400-\\u9fff]/.test(n.textContent)))
+                .map(e => e.closest('[lang]').getAttribute('lang'))""")
+            assert len(marked) == 5 and set(marked) == {"zh"}, marked  # the question and its four options
+    finally:
+        driver.quit()
+        engines.close()

@@ -161,7 +161,8 @@ def browse_results(folder: str | Path, run: str | None = None) -> list[dict[str,
     """The eval runs of a results folder, as ``openqa serve --results`` lists them (each with its
     dataset, split, method, questions, accuracy and interval, ECE, accuracy of the 20% most
     confident, date and openqa version; an unreadable record with its reason); with ``run`` (a
-    record's name), that run's questions (prediction, answer, whether right, probabilities).
+    record's name), that run's first 20,000 questions (prediction, answer, whether right,
+    probabilities: ``openqa.evaluate.browse.MAX_QUESTIONS``, a listing of a bounded size).
 
     :param folder: the results folder (``openqa eval --output``'s, or a clone's ``eval/results``).
     :param run: a record's name (its file name without ``.json``); ``None`` lists the runs.

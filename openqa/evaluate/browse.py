@@ -13,6 +13,7 @@ never stops the listing; JSON files that are not eval records (benchmarks, setti
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -30,7 +31,7 @@ from openqa.jsonl import decode
 
 #: The largest record read (a larger one is listed as unreadable).
 MAX_RECORD_BYTES = 1 << 24
-#: The most questions a run's listing returns.
+#: The most questions a run's listing returns (``GET /v1/results/RUN`` says when a run has more).
 MAX_QUESTIONS = 20_000
 #: How deep below the results folder records are looked for (``runs/us/`` is 2 deep).
 MAX_DEPTH = 4
@@ -150,36 +151,39 @@ def inside(folder: Path, name: str, suffix: str) -> Path:
     raise UsageError(f"no run named {name!r} here")
 
 
-def run_questions(folder: Path, name: str) -> list[dict[str, Any]]:
-    """A run's questions as its predictions file holds them: id, prediction, answer, whether right,
-    confidence, each option's probability, whether it abstained, the evidence ids it read."""
+def question_rows(folder: Path, name: str) -> Iterator[dict[str, Any]]:
+    """Every question of a run as its predictions file holds it: id, prediction, answer, whether
+    right, confidence, each option's probability, whether it abstained, the evidence ids it read."""
     try:
         path = inside(folder, name, PREDICTIONS)
     except UsageError:  # a repository's shipped copy, where the predictions themselves are not kept
         path = inside(folder, name, SHIPPED)
-    rows = []
     for _, row in prediction_rows(path):
         numbers = [row.get("confidence"), *(row["probabilities"].values() if isinstance(row.get("probabilities"), dict) else ())]
         if any(isinstance(x, float) and not math.isfinite(x) for x in numbers):
             raise DataError(f"{name}: question {row.get('qid')!r} has a confidence or probability that is not a number: "
                             "rerun openqa eval")
-        rows.append({key: row.get(key) for key in ("qid", "digest", "prediction", "answer", "correct", "confidence",
-                                                   "probabilities", "abstained", "tied", "evidence_ids")})
-        if len(rows) >= MAX_QUESTIONS:
-            break
-    return rows
+        yield {key: row.get(key) for key in ("qid", "digest", "prediction", "answer", "correct", "confidence",
+                                             "probabilities", "abstained", "tied", "evidence_ids")}
+
+
+def run_questions(folder: Path, name: str, most: int = MAX_QUESTIONS) -> list[dict[str, Any]]:
+    """A run's first ``most`` questions (``question_rows``): a listing of a bounded size."""
+    return list(itertools.islice(question_rows(folder, name), most))
 
 
 def run_curves(folder: Path, name: str) -> dict[str, Any]:
     """A run's risk-coverage curve and reliability diagram from its predictions (``calibration.curves``),
     with the accuracy of guessing (from each question's number of options): what the results page
-    draws, one line per run."""
-    rows = run_questions(folder, name)
-    bad = next((row.get("qid") for row in rows if row.get("confidence") is not None and not finite(row["confidence"])), None)
-    if bad is not None:
-        raise DataError(f"{name}: question {bad!r} has a confidence that is not a number: rerun openqa eval")
-    confidence = np.array([float(row.get("confidence") or 0.0) for row in rows])
-    correct = np.array([bool(row.get("correct")) for row in rows])
-    options = [len(row["probabilities"]) for row in rows if isinstance(row.get("probabilities"), dict) and row["probabilities"]]
+    draws, one line per run, over all its questions."""
+    confidences, right, options = [], [], []
+    for row in question_rows(folder, name):
+        if row.get("confidence") is not None and not finite(row["confidence"]):
+            raise DataError(f"{name}: question {row.get('qid')!r} has a confidence that is not a number: rerun openqa eval")
+        confidences.append(float(row.get("confidence") or 0.0))
+        right.append(bool(row.get("correct")))
+        if isinstance(row.get("probabilities"), dict) and row["probabilities"]:
+            options.append(len(row["probabilities"]))
+    confidence, correct = np.array(confidences), np.array(right)
     chance = round(100 * float(np.mean([1 / k for k in options])), 2) if options else None
     return {"run": name, "chance": chance, **curves(confidence, correct)}

@@ -58,7 +58,7 @@ class Relative:
 def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
     """The results page (``/results``) and its JSON: the runs of ``folder``, a run's questions (with
     their text where the data folder has the run's dataset), and the comparison of runs."""
-    from openqa.evaluate.browse import inside, list_runs, run_curves, run_questions, run_row, within
+    from openqa.evaluate.browse import MAX_QUESTIONS, inside, list_runs, run_curves, run_questions, run_row, within
     from openqa.evaluate.compare import compare_runs, run_paths
     from openqa.pipeline import compare_lookup
 
@@ -81,18 +81,22 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
 
         return await on_pool(engines, request, work, "the results listing", RESULTS_SECONDS, LANE, heavy=False)
 
-    @app.get("/v1/results/{run}", summary="A run's questions: prediction, answer, probabilities, and the question's text where known")
+    @app.get("/v1/results/{run}", summary=f"A run's first {MAX_QUESTIONS:,} questions (cut: whether it has more): prediction, "
+                                           "answer, probabilities, and the question's text where known")
     async def questions(run: str, request: Request) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             with relative.errors():
-                rows = run_questions(folder, run)  # the name is checked there: a plain file of the folder or its subfolders
+                rows = run_questions(folder, run, MAX_QUESTIONS + 1)  # the name is checked there: a plain file of the folder or its subfolders
+                cut = len(rows) > MAX_QUESTIONS
+                del rows[MAX_QUESTIONS:]
                 try:
                     summary: Path | None = inside(folder, run, ".json")
                 except OpenQAError:
                     summary = None
                 record = run_row(summary) if summary is not None else None  # that run's record alone, not the whole folder's
             texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
-            return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows]}
+            return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows], "cut": cut,
+                    "most": MAX_QUESTIONS}
 
         return await on_pool(engines, request, work, "a run's questions", RESULTS_SECONDS, LANE, heavy=False)
 

@@ -2,13 +2,14 @@
 // v1/results/RUN) beside another run's, its risk-coverage curve and reliability diagram (GET
 // v1/results/RUN/curves), a comparison of ticked runs (GET v1/compare?runs=A,B), and a question
 // re-asked through POST v1/answer with the run's method, its evidence with the matched words marked.
-// Text is set with textContent only (element(), marked() and paragraphView() of common.js): nothing from a record is
-// parsed as HTML.
+// Text is set with textContent only (element(), spoken(), marked() and paragraphView() of common.js): nothing from a
+// record is parsed as HTML. A question's text and options carry the run's language (lang).
 "use strict";
 
 const state = {
   runs: [], sortKey: "run", ascending: true,
-  run: null, questions: [],   // the open run and its questions
+  run: null, questions: [],   // the open run and its questions (the first `cut` of them, when the server lists no more)
+  cut: null,
   beside: null,               // the run shown beside it (its questions by key), or null
   served: new Set(),          // "method|lang" of the methods this server answers with
 };
@@ -176,22 +177,25 @@ function showQuestions() {
   list.replaceChildren();
   const shown = state.questions.filter((q) => keep(q, beside ? beside.rows.get(keyOf(q)) : undefined));
   const both = beside ? state.questions.filter((q) => beside.rows.has(keyOf(q))).length : 0;
-  document.getElementById("run-count").textContent = `${shown.length} of ${state.questions.length} questions`
+  const listed = state.cut === null ? "" : ` (the first ${state.cut.toLocaleString("en")} of the run's ${state.run.n.toLocaleString("en")}: `
+    + "the server lists no more of a run)";
+  document.getElementById("run-count").textContent = `${shown.length} of ${state.questions.length} questions${listed}`
     + (beside ? ` (${both} also in ${beside.name}, matched by content)` : "") + (shown.length > 500 ? "; the first 500 shown" : "");
   for (const q of shown.slice(0, 500)) list.appendChild(questionItem(q, beside ? beside.rows.get(keyOf(q)) : undefined));
 }
 
 function questionItem(q, other) {
   const item = element("li", { className: q.correct ? "right" : "wrong" });
+  const lang = state.run && state.run.lang ? state.run.lang : undefined;  // the question's language, where the run names it
   const confidence = q.confidence === null || q.confidence === undefined ? "" : `, confidence ${q.confidence.toFixed(2)}`;
   const otherText = other ? `; ${state.beside.name}: predicted ${other.prediction || "none"} (${other.correct ? "right" : "wrong"})` : "";
   item.appendChild(element("p", { className: "question-head", textContent: `${q.qid}: predicted ${q.prediction || "none"}, answer ${q.answer}${confidence}${otherText}` }));
-  if (q.question) item.appendChild(element("p", { className: "question-text", textContent: q.question }));
+  if (q.question) item.appendChild(element("p", { className: "question-text", lang, textContent: q.question }));
   const letters = q.options ? Object.keys(q.options) : Object.keys(q.probabilities || {});
-  item.appendChild(element("ul", {}, letters.map((letter) => element("li", {
-    textContent: `${letter}. ${q.options ? q.options[letter] : ""} (p ${probability(q, letter)}${other ? ` | ${probability(other, letter)}` : ""})`
-      + (letter === q.answer ? " (answer)" : ""),
-  }))));
+  item.appendChild(element("ul", {}, letters.map((letter) => element("li", {}, [
+    `${letter}. `, ...(q.options ? [spoken(q.options[letter], lang)] : []),
+    ` (p ${probability(q, letter)}${other ? ` | ${probability(other, letter)}` : ""})` + (letter === q.answer ? " (answer)" : ""),
+  ]))));
   if (q.evidence_ids && q.evidence_ids.length) {
     item.appendChild(element("p", { className: "meta", textContent: `evidence read: ${q.evidence_ids.join(", ")}` }));
   }
@@ -228,8 +232,9 @@ async function reask(q, how, button, target) {
     target.replaceChildren(
       element("p", { className: "verdict", textContent: `Now: ${answer.prediction || "none"}; ${verdict}.` }),
       ...answer.options.map((option) => element("details", { open: option.letter === answer.prediction, className: "option-evidence" }, [
-        element("summary", { textContent: `${option.letter}. ${option.text} (p ${fixed(option.probability, 2)}, ${option.evidence.length} paragraphs)` }),
-        ...option.evidence.map(paragraphView),
+        element("summary", {}, [`${option.letter}. `, spoken(option.text, answer.lang),
+          ` (p ${fixed(option.probability, 2)}, ${option.evidence.length} paragraphs)`]),
+        ...option.evidence.map((paragraph) => paragraphView(paragraph, answer.lang)),
       ])),
       element("p", { className: "meta settings", textContent: `settings: ${settings}` }),
     );
@@ -283,13 +288,17 @@ async function openRun(run) {
       : served ? `Each question can be re-asked through /v1/answer with ${run.method} (${run.lang}) as this server has it.`
         : `To re-ask its questions, start the server with --method ${run.method} --lang ${run.lang}.`;
   fillBeside(run);
+  state.cut = null;
   try {
-    state.questions = (await getJSON(`v1/results/${encodeURIComponent(run.run)}`)).questions;
+    const listed = await getJSON(`v1/results/${encodeURIComponent(run.run)}`);
+    state.questions = listed.questions;
+    state.cut = listed.cut ? listed.most : null;
   } catch (error) {
     state.questions = [];
     document.getElementById("run-count").textContent = `cannot read its questions: ${error.message}`;
   }
   document.getElementById("run").hidden = false;
+  document.getElementById("run").scrollIntoView();  // below the list of runs: brought into sight
   showQuestions();
   drawCurves(document.getElementById("run-charts"), [run.run]);
 }
@@ -300,6 +309,7 @@ async function compareTicked() {
   const names = [...document.querySelectorAll(".tick:checked")].map((t) => t.value);
   const target = document.getElementById("comparison-body");
   document.getElementById("comparison").hidden = false;
+  document.getElementById("comparison").scrollIntoView();
   target.replaceChildren();
   try {
     const record = await getJSON(`v1/compare?runs=${encodeURIComponent(names.join(","))}`);
