@@ -340,6 +340,16 @@ def test_allowed_names_and_wildcard_addresses(site):
 # -- the process: ports, signals, slow clients -------------------------------------------------
 
 
+def test_the_limits_of_a_request_are_named_in_methods(site):
+    """What a client may send and how long it may take to send it, as the server enforces it (a client,
+    such as scripts/benchmarks/bench_serve_faults.py, reads them there instead of guessing)."""
+    from openqa.serve.guard import BODY_SECONDS, MAX_BODY
+    from openqa.serve.transport import HEADER_SECONDS
+
+    limits = call(site[0], "/v1/methods")[1]["limits"]
+    assert (limits["max_body_bytes"], limits["body_seconds"], limits["header_seconds"]) == (MAX_BODY, BODY_SECONDS, HEADER_SECONDS)
+
+
 @pytest.mark.spawns
 def test_a_second_serve_on_a_busy_port_fails_before_printing_a_url(tmp_path):
     with socket.socket() as busy:

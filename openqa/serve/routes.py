@@ -20,7 +20,7 @@ from openqa.errors import OpenQAError
 from openqa.methods.base import SEARCH_LIMITS
 from openqa.serve.engines import Engines, RequestError, limits, overtime, size, stopping
 from openqa.serve.examples import examples
-from openqa.serve.guard import MAX_BODY
+from openqa.serve.guard import BODY_SECONDS, MAX_BODY
 from openqa.serve.schemas import (
     ERRORS,
     LETTERS,
@@ -33,6 +33,7 @@ from openqa.serve.schemas import (
     SearchRequest,
     SearchResponse,
 )
+from openqa.serve.transport import HEADER_SECONDS
 
 T = TypeVar("T")
 
@@ -134,7 +135,8 @@ def add_api(app: FastAPI, engines: Engines) -> None:
             "default": {"method": engines.methods[0], "lang": engines.langs[0]},
             "served": await run_in_threadpool(engines.describe),
             "limits": {"max_chars": MAX_CHARS, "max_options": MAX_OPTIONS, "max_top_n": MAX_TOP_N,
-                       "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY, "max_in_flight": engines.jobs.cap},
+                       "max_evidence": MAX_EVIDENCE, "max_body_bytes": MAX_BODY, "max_in_flight": engines.jobs.cap,
+                       "body_seconds": BODY_SECONDS, "header_seconds": HEADER_SECONDS},
         }
 
     @app.get("/v1/examples", summary="Real MedQA questions with their answer keys, chosen by a stated rule (none without a data folder)")
