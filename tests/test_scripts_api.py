@@ -24,7 +24,6 @@ SCRIPTS = ROOT / "scripts"
 
 #: Scripts that still import openqa internals, and which (``module.name``): the list to empty.
 REACHING_IN: dict[str, set[str]] = {
-    "scripts/benchmarks/bench_serve_faults.py": {'openqa.serve.guard.BODY_SECONDS', 'openqa.serve.transport.HEADER_SECONDS', 'openqa.serve.guard.MAX_BODY'},
     "scripts/benchmarks/faultsuite/interruptions.py": {'openqa.config.Settings', 'openqa.evaluate.results.read_result_set', 'openqa.methods.Request', 'openqa.methods.open_method', 'openqa.retrieval.registry.open_index', 'openqa.workspace.Context', 'openqa.workspace.Exam'},
 }
 

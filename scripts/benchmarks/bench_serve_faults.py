@@ -1,8 +1,10 @@
 """Fault benchmark of ``openqa serve`` on loopback; writes eval/results/benchmarks/bench-serve-faults.json.
 
-Starts ``openqa serve --lang en,zh --method ir-custom,pmi`` as its own process on a free loopback
-port over a scratch index folder (the English custom index copied from yours, so it can be rebuilt
-and deleted under the server; the others linked read-only), and the real MedQA data folder. While
+Starts ``openqa serve --lang en,zh --method ir-custom,pmi --results FOLDER`` as its own process on a
+free loopback port over a scratch index folder (the English custom index copied from yours, so it can
+be rebuilt and deleted under the server; the others linked read-only), the real MedQA data folder and
+a scratch results folder (three runs of the US test questions, two runs of 25,000 made-up questions,
+faulty runs and a link out of the folder). While
 a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases one at a time:
 
 * oversized (bodies over the limit, announced or streamed; questions over a method's size limit),
@@ -21,11 +23,20 @@ a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases 
   questions in both languages, or 19,900-character searches (target: each answered within 2 s),
   English answers meanwhile and while 12 clients loop such searches (target: p95 under 1 s), and a
   looping client's own English heavy questions beside its queued Chinese ones,
+* the results endpoints (``--results``): the listing and the page, each run's questions and curves,
+  comparisons, a run longer than a listing (said to be cut), hostile run names and faulty runs on
+  every endpoint, compare refusals (past 8 runs, a run twice, one run 400 times), HEAD and other
+  methods; a client's jobs in flight capped (a 429 past it, for results and for answers); long
+  comparisons whose clients leave; English answers beside a client looping long comparisons and
+  beside one keeping four costly 1,960-character Chinese PMI questions in flight (work weighed by
+  its cost, not its characters), and a second client's comparisons beside long ones,
 * the process: a second server on the same port; SIGTERM, SIGHUP and a second Ctrl-C, each with a
   slow-body client connected and (SIGTERM, SIGHUP, three Ctrl-C) with heavy requests in flight;
   SIGTERM, Ctrl-C and SIGHUP while clients keep asking (heavy Chinese, English on kept-alive
   connections, a slow body, and 12 clients opening a connection per request): every request the
-  server received answered, none reset (a new connection after it stopped listening is refused).
+  server received answered, none reset (a new connection after it stopped listening is refused);
+  SIGTERM and Ctrl-C during long comparisons; ``--client-header`` telling users behind one address
+  apart (a light user beside a heavy one, a greedy one capped) and refused when it is no header name.
 
 Counted per case and in total: requests, statuses, 5xx answers that the case did not expect (a 503
 is expected only where a time limit, a rebuild or a stop is the point), the longest health-probe
@@ -47,6 +58,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -68,8 +80,6 @@ from bench_serve import OPENQA, busy, free_port, wait_until_up
 
 from benchlib import data_dir, record_path, write_record
 from openqa import Question, load_questions
-from openqa.serve.guard import BODY_SECONDS, MAX_BODY
-from openqa.serve.transport import HEADER_SECONDS
 
 RESULT = record_path("bench-serve-faults.json")
 TARGETS = {"unexpected_5xx": 0, "tracebacks": 0, "health_stall_s": 1.0, "answers_differing": 0,
@@ -206,8 +216,9 @@ class Looper:
     ended the thread: ``refused`` once the server no longer listens) and each answered one's seconds."""
 
     def __init__(self, port: int, source: str, bodies: list[bytes], threads: int, path: str = "/v1/answer",
-                 keep: bool = False) -> None:
+                 keep: bool = False, headers: dict[str, str] | None = None, paths: list[str] | None = None) -> None:
         self.port, self.source, self.bodies, self.path, self.keep = port, source, bodies, path, keep
+        self.headers, self.paths = headers or {}, paths  # ``paths``: GET these in turn instead of posting ``bodies``
         self.outcomes: list[int | str] = []
         self.seconds: list[float] = []
         self.stop = threading.Event()
@@ -228,16 +239,19 @@ class Looper:
         for n in range(100_000):  # bounded: until stopped
             if self.stop.is_set():
                 break
-            body = self.bodies[(k * 7 + n) % len(self.bodies)]
+            body = self.bodies[(k * 7 + n) % len(self.bodies)] if self.bodies else None
             sent = time.monotonic()
             try:
                 if self.keep:
-                    connection.request("POST", self.path, body, {"Content-Type": "application/json"})
+                    connection.request("POST", self.path, body, {"Content-Type": "application/json", **self.headers})
                     response = connection.getresponse()
                     response.read()
                     status = response.status
+                elif self.paths:
+                    status = request(self.port, "GET", self.paths[(k * 7 + n) % len(self.paths)], headers=self.headers,
+                                     source=self.source)[0]
                 else:
-                    status = request(self.port, "POST", self.path, body, source=self.source)[0]
+                    status = request(self.port, "POST", self.path, body, headers=self.headers, source=self.source)[0]
             except ConnectionRefusedError:
                 self.outcomes.append("refused")
                 break
@@ -271,8 +285,9 @@ def timed_one_by_one(port: int, bodies: list[bytes], source: str, path: str = "/
 class Bench:
     """The server under test, its probe, the questions, and the cases run so far."""
 
-    def __init__(self, port: int, index_dir: Path, data_dir: Path, probe: Probe, pid: int) -> None:
+    def __init__(self, port: int, index_dir: Path, data_dir: Path, probe: Probe, pid: int, results: Path) -> None:
         self.port, self.index_dir, self.data_dir, self.probe, self.pid = port, index_dir, data_dir, probe, pid
+        self.results = results  # the folder of eval runs the server shows (--results)
         self.fair: dict[str, Any] = {}
         self.figures: dict[str, Any] = {}
         self.stops: list[float] = []
@@ -310,13 +325,15 @@ class Bench:
 
 def hostile_cases(bench: Bench) -> None:
     port, en, zh = bench.port, bench.questions["en"], bench.questions["zh"]
+    limits = request(port, "GET", "/v1/methods")[1]["limits"]  # what the server enforces: body size, head and body times
+    max_body = limits["max_body_bytes"]
     q = en[0]
     ok = {"question": q.question, "options": q.options}
 
     def oversized(case: Case) -> None:
         case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                                                b"application/json\r\nContent-Length: %d\r\n\r\n" % (MAX_BODY + 1)))
-        chunk = b" " * (MAX_BODY + 1)
+                                                b"application/json\r\nContent-Length: %d\r\n\r\n" % (max_body + 1)))
+        chunk = b" " * (max_body + 1)
         case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked"
                                                 b"\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (len(chunk), chunk)))
         bench.post(case, "/v1/answer", json.dumps({**ok, "question": "x " * 10_001}).encode())
@@ -386,7 +403,7 @@ def hostile_cases(bench: Bench) -> None:
             reply = sock.recv(200)
         case.statuses.append(int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "no reply")
 
-    bench.case(f"slow body that never ends (answered 408 after {BODY_SECONDS:g} s)", "slow", {408}, slow_body_408)
+    bench.case(f"slow body that never ends (answered 408 after {limits['body_seconds']:g} s)", "slow", {408}, slow_body_408)
 
     big_zh = [SimpleNamespace(question="".join(x.question for x in zh[i * 40:(i + 1) * 40])[:5_000],
                               options={k: v * 20 for k, v in zh[i].options.items()}) for i in range(4)]
@@ -452,7 +469,7 @@ def hostile_cases(bench: Bench) -> None:
         for sock in socks[1::2]:
             sock.sendall(b"GET /v1/health HTTP/1.1\r\nX-Slow: ")
         open_ = set(range(len(socks)))
-        while open_ and time.monotonic() - started < HEADER_SECONDS + 5:
+        while open_ and time.monotonic() - started < limits["header_seconds"] + 5:
             for k in list(open_):
                 try:
                     if k % 2:
@@ -470,7 +487,7 @@ def hostile_cases(bench: Bench) -> None:
         for sock in socks:
             sock.close()
 
-    bench.case(f"trickled and silent request heads cut off ({HEADER_SECONDS:g} s)", "slow", {"closed"}, trickled_heads)
+    bench.case(f"trickled and silent request heads cut off ({limits['header_seconds']:g} s)", "slow", {"closed"}, trickled_heads)
 
     def concurrent(case: Case) -> None:
         bodies = [answer_body(qs[n], method, lang) for n in range(25) for lang, qs in bench.questions.items()
@@ -616,6 +633,220 @@ def client_cases(bench: Bench) -> None:
                own_turns)
 
 
+#: Questions in each of the long runs (past the 20,000 a run's listing holds): comparing two takes seconds.
+LONG_RUN = 25_000
+
+
+def write_run(folder: Path, name: str, questions: list[Any], seed: int, record: dict[str, Any] | None = None) -> None:
+    """A run as ``openqa eval`` writes it (its record and predictions), of seeded random probabilities:
+    over ``questions`` (real ones: matched by content, their texts shown) or, given a number, that many
+    made-up questions."""
+    rng = random.Random(seed)
+    items = questions if isinstance(questions, list) else [SimpleNamespace(qid=f"long-{i}", digest=lambda i=i: f"d{i}",
+                                                                            answer_idx="ABCD"[i % 4]) for i in range(questions)]
+    rows = []
+    for question in items:
+        weights = [rng.random() for _ in range(4)]
+        probabilities = {letter: round(w / sum(weights), 4) for letter, w in zip("ABCD", weights, strict=True)}
+        prediction = max(probabilities, key=probabilities.__getitem__)
+        rows.append({"qid": question.qid, "digest": question.digest(), "prediction": prediction, "answer": question.answer_idx,
+                     "correct": prediction == question.answer_idx, "confidence": probabilities[prediction],
+                     "probabilities": probabilities})
+    (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    right = sum(row["correct"] for row in rows)
+    (folder / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "n": len(rows),
+                                                     "accuracy": round(100 * right / len(rows), 2), "result_files": {},
+                                                     **(record or {})}))
+
+
+def results_folder(folder: Path, outside: Path, questions: list[Question]) -> None:
+    """The folder ``openqa serve --results`` reads: three runs of the US test questions, two long runs of
+    made-up questions, and faulty ones (a NaN confidence, rows that are no JSON, a NaN accuracy, a
+    record without its predictions, a run linked from ``outside`` the folder)."""
+    for n, name in enumerate(("us-test-a", "us-test-b", "us-test-c")):
+        write_run(folder, name, questions, n)
+    write_run(folder, "long-a", LONG_RUN, 10)
+    write_run(folder, "long-b", LONG_RUN, 11)
+    write_run(folder, "nan-confidence", questions[:20], 20)
+    lines = (folder / "nan-confidence.predictions.jsonl").read_text().splitlines()
+    lines[3] = lines[3].replace('"confidence": ', '"confidence": NaN, "was": ')
+    (folder / "nan-confidence.predictions.jsonl").write_text("\n".join(lines) + "\n")
+    write_run(folder, "bad-rows", questions[:20], 21)
+    (folder / "bad-rows.predictions.jsonl").write_text("no json here\n")
+    write_run(folder, "nan-accuracy", questions[:20], 22, {"accuracy": float("nan")})
+    write_run(folder, "half-written", questions[:20], 23)
+    (folder / "half-written.predictions.jsonl").unlink()
+    write_run(outside, "secret", questions[:20], 24)
+    for suffix in (".json", ".predictions.jsonl"):
+        (folder / f"link-out{suffix}").symlink_to(outside / f"secret{suffix}")
+
+
+def results_cases(bench: Bench) -> None:
+    """Every endpoint of ``openqa serve --results``: the listing, a run's questions and curves, the
+    comparison, with hostile names and faulty runs, a run longer than a listing; one client's jobs in
+    flight capped (429); comparisons whose clients leave; and light clients beside comparisons and
+    beside costly Chinese PMI questions (work weighed by cost, not characters)."""
+    port, folder = bench.port, bench.results
+    readable = ["us-test-a.json", "us-test-b.json", "us-test-c.json", "long-a.json", "long-b.json"]
+    long_compare = "/v1/compare?runs=long-a.json,long-b.json"
+    english = [answer_body(q, "ir-custom", "en") for q in bench.questions["en"][:50]]
+
+    def get(case: Case, path: str, check: Callable[[Any], bool] = lambda data: True, source: str = "127.0.0.1") -> Any:
+        status, data = request(port, "GET", path, source=source)
+        case.statuses.append(status if status != 200 or check(data) else f"{path}: not as expected")
+        if isinstance(data, dict) and (str(folder) in json.dumps(data) or str(folder.resolve()) in json.dumps(data)):
+            case.statuses.append(f"{path}: an absolute path")
+        return data
+
+    def listing(case: Case) -> None:
+        get(case, "/results", lambda page: b"<html" in page)
+        runs = {row["run"]: row for row in get(case, "/v1/results")["runs"]}
+        unreadable = {name for name, row in runs.items() if "unreadable" in row}
+        if set(readable) - set(runs) or not {"nan-accuracy.json", "half-written.json"} <= unreadable or "link-out.json" in runs:
+            case.statuses.append(f"listed {sorted(runs)}, unreadable {sorted(unreadable)}")
+        case.note = f"{len(runs)} runs listed, {len(unreadable)} unreadable with their reasons; the link out of the folder not listed"
+
+    bench.case("results: the listing (and the page), unreadable runs with their reasons, links out left out", "results", {200}, listing)
+
+    def questions(case: Case) -> None:
+        for name in readable[:3]:
+            get(case, f"/v1/results/{name}", lambda data: len(data["questions"]) == 1273 and data["questions"][0]["question"]
+                and not data["cut"])
+            get(case, f"/v1/results/{name}/curves", lambda data: data["n"] == 1273 and len(data["reliability"]) > 0)
+
+    bench.case("results: each run's questions (with their text) and curves", "results", {200}, questions)
+
+    def long_run(case: Case) -> None:
+        get(case, "/v1/results/long-a.json", lambda data: len(data["questions"]) == 20_000 and data["cut"] and data["most"] == 20_000)
+        get(case, "/v1/results/long-a.json/curves", lambda data: data["n"] == LONG_RUN)
+
+    bench.case(f"results: a run of {LONG_RUN:,} questions: 20,000 listed and said to be cut, its curves of all", "results", {200}, long_run)
+
+    def comparisons(case: Case) -> None:
+        get(case, "/v1/compare?runs=us-test-a.json,us-test-b.json", lambda data: data["common_questions"] == 1273)
+        get(case, "/v1/compare?runs=us-test-a.json,us-test-b.json,us-test-c.json", lambda data: len(data["pairs"]) == 2)
+        started = time.monotonic()
+        get(case, long_compare, lambda data: data["common_questions"] == LONG_RUN)
+        case.note = f"two runs of {LONG_RUN:,} questions compared in {time.monotonic() - started:.1f} s"
+
+    bench.case("results: comparisons of two and three runs, and of two long runs", "results", {200}, comparisons)
+
+    hostile = ["r" * 300 + ".json", "..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", ".hidden.json", "link-out.json", "nope.json",
+               "half-written.json", "us-test-a.json%00.json", "%E2%80%AE.json"]
+
+    def hostile_names(case: Case) -> None:
+        for name in hostile:
+            for path in (f"/v1/results/{name}", f"/v1/results/{name}/curves", f"/v1/compare?runs=us-test-a.json,{name}"):
+                get(case, path)
+
+    bench.case("results: hostile run names on every endpoint (300 characters, ../, absolute, hidden, a link out, NUL)", "results",
+               {400, 404}, hostile_names)
+
+    def faulty(case: Case) -> None:
+        for name in ("nan-confidence.json", "bad-rows.json"):
+            for path in (f"/v1/results/{name}", f"/v1/results/{name}/curves", f"/v1/compare?runs=us-test-a.json,{name}"):
+                status, data = request(port, "GET", path)
+                one_line = isinstance(data, dict) and "\n" not in data.get("error", "\n") and name.split(".")[0] in data["error"]
+                case.statuses.append(status if one_line else f"{status}: {str(data)[:80]}")
+
+    bench.case("results: faulty runs (a NaN confidence, rows that are no JSON) refused in one line naming them", "results", {400}, faulty)
+
+    def compare_refusals(case: Case) -> None:
+        started = time.monotonic()
+        for runs in (",".join(f"us-test-{x}.json" for x in "abcabcabc"), "us-test-a.json,us-test-a.json",
+                     "us-test-a.json,us-test-a", ",".join(["long-a.json"] * 400), "", ",", "us-test-a.json"):
+            get(case, f"/v1/compare?runs={runs}")
+        case.note = f"7 refusals in {time.monotonic() - started:.2f} s (a 4.8 KB URL of one run 400 times used to hold a core 31-36 s)"
+
+    bench.case("results: compare refusals (9 runs, a run twice, one run 400 times, none, one)", "results", {400}, compare_refusals)
+
+    def methods(case: Case) -> None:
+        for method, path in (("HEAD", "/v1/results"), ("HEAD", "/results"), ("POST", "/v1/results"), ("DELETE", "/v1/compare"),
+                             ("PUT", "/v1/results/us-test-a.json")):
+            status, body = request(port, method, path)
+            case.statuses.append(status if method != "HEAD" or body in (b"", {}) else "HEAD with a body")
+
+    bench.case("results: HEAD where GET works, other methods refused", "results", {200, 405}, methods)
+
+    def capped(send: Callable[[int], int], what: str) -> Callable[[Case], None]:
+        def run(case: Case) -> None:
+            cap = request(port, "GET", "/v1/methods")[1]["limits"]["max_in_flight"]
+            with ThreadPoolExecutor(cap + 4) as pool:
+                statuses = list(pool.map(send, range(cap + 4)))
+            case.statuses += statuses
+            if 429 not in statuses:
+                case.statuses.append("no request refused past the cap")
+            case.note = f"{cap + 4} {what} at once from one client whose cap is {cap} jobs in flight: {sorted(statuses, key=str)}"
+        return run
+
+    bench.case("a client's jobs in flight capped: curves of a long run past its cap get a 429", "clients", {200, 429, 503},
+               capped(lambda _: request(port, "GET", "/v1/results/long-a.json/curves", source="127.0.0.9")[0], "curves of a long run"))
+    big_pmi = heavy_bodies(bench.questions["zh"], [])[:4]
+    bench.case("a client's jobs in flight capped: heavy Chinese questions past its cap get a 429", "clients", {200, 429, 503},
+               capped(lambda n: request(port, "POST", "/v1/answer", big_pmi[n % 4], source="127.0.0.10")[0], "heavy Chinese questions"))
+
+    def left(case: Case) -> None:
+        head = b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % long_compare.encode()
+        for _ in range(4):
+            case.statuses.append(raw_exchange(port, head, hang_up=True, linger=0.5))
+        time.sleep(1.5)
+        before = cpu_seconds(bench.pid)
+        time.sleep(3)
+        busy_s = cpu_seconds(bench.pid) - before
+        case.note = f"server CPU from 1.5 s to 4.5 s after the clients left: {busy_s:.2f} s"
+        case.statuses.append("idle" if busy_s < 0.5 else f"busy {busy_s:.1f} s")
+
+    bench.case("four long comparisons whose clients leave at 0.5 s: the work stops", "disconnecting", {"hung up", "idle"}, left)
+
+    def beside_comparisons(case: Case) -> None:
+        with Looper(port, "127.0.0.7", [], 4, paths=[long_compare, "/v1/results/long-a.json/curves"]) as looping:
+            asking = Looper(port, "127.0.0.3", english, 2)
+            with asking:
+                time.sleep(10)
+        case.statuses += looping.outcomes + [s if s == 200 else f"English {s}" for s in asking.outcomes]
+        bench.figures["english_p95_beside_comparisons_s"] = percentile(asking.seconds, 0.95)
+        case.note = (f"one client looping long comparisons and curves on 4 connections ({len(looping.seconds)} answered, median "
+                     f"{percentile(looping.seconds, 0.5)} s); English p50 {percentile(asking.seconds, 0.5)} s, p95 "
+                     f"{percentile(asking.seconds, 0.95)} s over {len(asking.seconds)}")
+
+    bench.case("English answers beside a client looping long comparisons", "fairness", {200, 429, 503}, beside_comparisons)
+
+    zh = bench.questions["zh"]
+    text = "".join(q.question for q in zh[:100])
+    costly = [json.dumps({"question": text[n * 50:n * 50 + 1_000], "method": "pmi", "lang": "zh",
+                          "options": {letter: (text[n * 70 + k * 240:n * 70 + (k + 1) * 240]) for k, letter in enumerate("ABCD")}},
+                         ensure_ascii=False).encode() for n in range(8)]  # 1,960 characters: under the old 2,000 heavy mark
+
+    def beside_costly(case: Case) -> None:
+        with Looper(port, "127.0.0.8", costly, 4) as looping:
+            asking = Looper(port, "127.0.0.3", english, 2)
+            with asking:
+                time.sleep(10)
+        case.statuses += looping.outcomes + [s if s == 200 else f"English {s}" for s in asking.outcomes]
+        bench.figures["english_p95_beside_costly_pmi_s"] = percentile(asking.seconds, 0.95)
+        case.note = (f"one client keeping four 1,960-character Chinese PMI questions (four 240-character options) in flight "
+                     f"({len(looping.seconds)} answered, median {percentile(looping.seconds, 0.5)} s); English p50 "
+                     f"{percentile(asking.seconds, 0.5)} s, p95 {percentile(asking.seconds, 0.95)} s over {len(asking.seconds)}")
+
+    bench.case("English answers beside a client keeping four costly Chinese PMI questions in flight (weighed by cost)", "fairness",
+               {200, 503}, beside_costly)
+
+    def second_compare(case: Case) -> None:
+        short = ["/v1/compare?runs=us-test-a.json,us-test-b.json", "/v1/compare?runs=us-test-b.json,us-test-c.json"]
+        with Looper(port, "127.0.0.7", [], 4, paths=[long_compare]):
+            time.sleep(2)
+            seconds = []
+            for path in short * 2:
+                sent = time.monotonic()
+                status = request(port, "GET", path, source="127.0.0.2")[0]
+                seconds.append(time.monotonic() - sent)
+                case.statuses.append(status if status == 200 else f"second client {status}")
+        bench.figures["second_client_compare_max_s"] = round(max(seconds), 3)
+        case.note = f"a second client's comparisons of 1,273 questions: max {max(seconds):.2f} s beside one looping long comparisons"
+
+    bench.case("a second client's comparisons beside one looping long comparisons", "fairness", {200, 429, 503}, second_compare)
+
+
 def swap_cases(bench: Bench, env: dict[str, str]) -> None:
     """The English custom index rebuilt, deleted and rebuilt again while clients ask questions."""
     port, en = bench.port, bench.questions["en"]
@@ -724,6 +955,13 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
     """Cases of the process itself, each with a server of its own (but the busy-port one)."""
     cases = []
 
+    def server_on(port: int, *flags: str) -> subprocess.Popen:
+        """Another server like the one under test (with ``flags``), on ``port``, SIGINT at its default."""
+        args = [*serve[:serve.index("--port") + 1], str(port), *serve[serve.index("--port") + 2:], *flags]
+        with open(log, "a") as out:
+            return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
     def second_on_busy_port(case: Case) -> None:
         result = subprocess.run(serve, env=env, capture_output=True, text=True, timeout=120)
         printed_url = "http://" in result.stdout + result.stderr
@@ -733,10 +971,7 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
     def stop(signals: list[int], slow_client: bool, load: bool = False) -> Callable[[Case], None]:
         def run(case: Case) -> None:
             port = free_port()
-            args = [*serve[:serve.index("--port") + 1], str(port), *serve[serve.index("--port") + 2:]]
-            with open(log, "a") as out:
-                server = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            server = server_on(port)
             try:
                 wait_until_up(port, server)
                 client = socket.create_connection(("127.0.0.1", port)) if slow_client else None
@@ -781,11 +1016,8 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
         stopped listening is refused; none is reset."""
         def run(case: Case) -> None:
             port = free_port()
-            args = [*serve[:serve.index("--port") + 1], str(port), *serve[serve.index("--port") + 2:]]
             english = [answer_body(q, "ir-custom", "en") for q in bench.questions["en"][:60]]
-            with open(log, "a") as out:
-                server = subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            server = server_on(port)
             try:
                 wait_until_up(port, server)
                 slow = socket.create_connection(("127.0.0.1", port), timeout=REQUEST_TIMEOUT)
@@ -819,8 +1051,81 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                 server.kill()
         return run
 
+    def during_compare(sig: int) -> Callable[[Case], None]:
+        """A stop while four clients wait for comparisons of two long runs (seconds each): the server
+        is gone within 5 s and each comparison is answered (a 503 saying it stops)."""
+        def run(case: Case) -> None:
+            port = free_port()
+            server = server_on(port)
+            try:
+                wait_until_up(port, server)
+                with ThreadPoolExecutor(4) as pool:
+                    asked = [pool.submit(request, port, "GET", "/v1/compare?runs=long-a.json,long-b.json", source=spread(n))
+                             for n in range(4)]
+                    time.sleep(2)  # the comparisons are reading and resampling
+                    started = time.monotonic()
+                    server.send_signal(sig)
+                    server.wait(timeout=60)
+                    took = time.monotonic() - started
+                    answered = []
+                    for future in asked:
+                        try:
+                            answered.append(future.result(timeout=REQUEST_TIMEOUT)[0])
+                        except OSError as exc:
+                            answered.append(type(exc).__name__)
+                bench.stops.append(took)
+                case.statuses += [server.returncode, *answered]
+                case.note = f"exited {server.returncode} {took:.2f} s after the signal; comparisons in flight answered {answered}"
+            except subprocess.TimeoutExpired:
+                case.statuses.append("still running after 60 s")
+            finally:
+                server.kill()
+        return run
+
+    def behind_one_proxy(case: Case) -> None:
+        """``--client-header X-Client-Id``: users behind one proxy (one address) told apart by the header it
+        sets: a light user's English answers beside a heavy user's looping Chinese questions, and the
+        heavy user's requests past its cap refused (429) while the light one is still answered."""
+        port = free_port()
+        server = server_on(port, "--client-header", "X-Client-Id")
+        try:
+            wait_until_up(port, server)
+            english = [answer_body(q, "ir-custom", "en") for q in bench.questions["en"][:50]]
+            with Looper(port, "127.0.0.1", heavy, 4, headers={"X-Client-Id": "heavy-user"}) as looping:
+                asking = Looper(port, "127.0.0.1", english, 2, headers={"X-Client-Id": "light-user"})
+                with asking:
+                    time.sleep(8)
+            cap = request(port, "GET", "/v1/methods")[1]["limits"]["max_in_flight"]
+            with ThreadPoolExecutor(cap + 4) as pool:
+                greedy = list(pool.map(lambda n: request(port, "POST", "/v1/answer", heavy[n % len(heavy)],
+                                                         {"X-Client-Id": "greedy-user"})[0], range(cap + 4)))
+            case.statuses += looping.outcomes + [s if s == 200 else f"light user {s}" for s in asking.outcomes] + greedy
+            if 429 not in greedy:
+                case.statuses.append("no request of one user refused past its cap")
+            bench.figures["english_p95_behind_one_proxy_s"] = percentile(asking.seconds, 0.95)
+            case.note = (f"one address, two users: the light user's p95 {percentile(asking.seconds, 0.95)} s over "
+                         f"{len(asking.seconds)} beside the heavy one's {len(looping.seconds)} answered; a third user's "
+                         f"{cap + 4} heavy requests at once: {sorted(greedy)}")
+        finally:
+            server.send_signal(signal.SIGTERM)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+    def bad_header(case: Case) -> None:
+        result = subprocess.run([*serve, "--client-header", "X Client"], env=env, capture_output=True, text=True, timeout=120)
+        printed_url = "http://" in result.stdout + result.stderr
+        case.statuses.append(result.returncode if not printed_url else "printed a URL")
+        case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+
     heavy = heavy_bodies(bench.questions["zh"], [])[:6]
     for name, run, expected in (
+        ("SIGTERM during long comparisons: gone within 5 s, each answered", during_compare(signal.SIGTERM), {0, 200, 503}),
+        ("Ctrl-C during long comparisons: gone within 5 s, each answered", during_compare(signal.SIGINT), {0, 200, 503}),
+        ("--client-header: users behind one proxy told apart (a light one beside a heavy one; a greedy one capped)",
+         behind_one_proxy, {200, 429, 503}),
+        ("--client-header that is no header name: refused before listening", bad_header, {2}),
         ("a second openqa serve on the busy port fails before printing a URL", second_on_busy_port, {2}),
         ("SIGTERM with a slow-body client connected", stop([signal.SIGTERM], True), {0}),
         ("a second Ctrl-C stops at once (exit 130)", stop([signal.SIGINT, signal.SIGINT], True), {130}),
@@ -872,12 +1177,14 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     source = Path(os.environ.get("OPENQA_INDEXES", "indexes")).resolve()
     with tempfile.TemporaryDirectory(prefix="openqa-faults-") as tmp:
-        scratch, log = Path(tmp) / "indexes", Path(tmp) / "server.log"
-        scratch.mkdir()
+        scratch, log, results, outside = Path(tmp) / "indexes", Path(tmp) / "server.log", Path(tmp) / "results", Path(tmp) / "outside"
+        for folder in (scratch, results, outside):
+            folder.mkdir()
         scratch_indexes(source, scratch)
+        results_folder(results, outside, load_questions("us", "test", data))
         env = {**os.environ, "OPENQA_DATA": str(data), "OPENQA_INDEXES": str(scratch)}
         port = free_port()
-        serve = [OPENQA, "serve", "--lang", "en,zh", "--method", ",".join(METHODS), "--port", str(port)]
+        serve = [OPENQA, "serve", "--lang", "en,zh", "--method", ",".join(METHODS), "--results", str(results), "--port", str(port)]
         started = time.time()
         with open(log, "w") as out:
             server = subprocess.Popen(serve, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -885,9 +1192,10 @@ def main() -> None:
         try:
             wait_until_up(port, server)
             probe.start()
-            bench = Bench(port, scratch, data, probe, server.pid)
+            bench = Bench(port, scratch, data, probe, server.pid, results)
             hostile_cases(bench)
             client_cases(bench)
+            results_cases(bench)
             before = compare_with_cli(bench, env, args.compare)
             swap_cases(bench, env)
             after = compare_with_cli(bench, env, max(1, args.compare // 2))
