@@ -213,10 +213,12 @@ def test_a_corpus_text_with_a_lone_surrogate_is_a_file_line_error(tmp_path):
     ("ir-custom,pmi:top_n=3", "ensemble part 'pmi:top_n=3': pmi has no setting top_n"),
     ("ir-custom,pmi,ir-custom", "ensemble part 'ir-custom' is named twice in --parts"),  # once failed after the fit, blaming the record
 ])
-def test_impossible_ensemble_parts_are_refused(built, parts, message):
-    done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", parts, *loc(built),
-               "--settings-dir", str(built[0] / "tuned-parts"))
+def test_impossible_ensemble_parts_are_refused(built, parts, message, tmp_path):
+    settings = tmp_path / "tuned-parts"
+    done = run("tune", "--method", "ensemble", "--dataset", "us", "--parts", parts, *loc(built), "--settings-dir", str(settings))
     assert done.returncode == 2 and message in done.stderr, done.stderr
+    # refused before any work: the pair's lock file (taken before the fit) used to be left in the settings folder
+    assert not settings.exists() or not list(settings.iterdir())
 
 
 @pytest.mark.spawns

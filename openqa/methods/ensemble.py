@@ -123,6 +123,13 @@ class EnsembleMethod(Method):
         """When a model is named: for an ``llm`` part (``--parts ...,llm``, or weights fitted with one)."""
         return model_given
 
+    def require(self, request: Request) -> None:
+        """Also refuse parts that name nothing usable (an unknown setting, a part twice) before any work:
+        ``openqa tune`` takes the pair's lock (a file in the settings folder) after this."""
+        super().require(request)
+        if request.parts:
+            self.parts_for("en", request)  # (the language only picks the default parts, not used here)
+
     def parts_for(self, lang: str, request: Request) -> tuple[Part, ...]:
         """The parts ``request`` names, else the language's default ones."""
         labels = frozenset(label for label, _ in request.predictions)
