@@ -16,9 +16,6 @@ from typing import Any, Callable
 
 from faultsuite.tally import OPENQA, Case, default_sigint, said
 
-#: What a comparison printed as Markdown starts with (the synthetic test split).
-COMPARED = "# us test: 2 runs on 40 common questions"
-
 
 def _eval(loc: list[str], out: Path, *args: str) -> None:
     subprocess.run([OPENQA, "eval", "--dataset", "us", *loc, "--output", str(out), *args], check=True, capture_output=True,
@@ -52,6 +49,8 @@ def compare_cases(loc: list[str], root: Path) -> list[Case]:
         _eval(loc, runs, "--split", "test", "--method", method)
     first, second = runs / "us-test-ir-custom.json", runs / "us-test-pmi.json"
     a, b = str(first), str(second)
+    n = json.loads(first.read_text())["n"]  # the synthetic test split's questions
+    compared = f"# us test: 2 runs on {n} common questions"
     kept = _digests(runs)
     untouched = lambda out, err: _digests(runs) == kept  # noqa: E731  (nothing of the runs replaced)
     (runs / "link.md").symlink_to(runs / "us-test-pmi.predictions.jsonl")
@@ -67,7 +66,7 @@ def compare_cases(loc: list[str], root: Path) -> list[Case]:
     written.parent.mkdir()
 
     def written_as_printed(out: str, err: str) -> bool:
-        return out.startswith(COMPARED) and written.read_text() == out and json.loads(Path(f"{written}.json").read_text())["n"] == 40
+        return out.startswith(compared) and written.read_text() == out and json.loads(Path(f"{written}.json").read_text())["n"] == n
 
     lonely = str(hostile / "lonely.json")
     Path(lonely).write_text(second.read_text())
@@ -80,10 +79,10 @@ def compare_cases(loc: list[str], root: Path) -> list[Case]:
         Case("--output a link to a run's predictions", "compare", ["compare", a, b, "--output", str(runs / "link.md")],
              check=lambda out, err: "one of the runs compared" in err and untouched(out, err)),
         Case("--output -", "compare", ["compare", a, b, "--output", "-"], expect="ok",
-             check=lambda out, err: out.startswith(COMPARED) and not (root / "-").exists() and untouched(out, err)),
+             check=lambda out, err: out.startswith(compared) and not (root / "-").exists() and untouched(out, err)),
         Case("--output a folder", "compare", ["compare", a, b, "--output", str(runs)], check=said("is a folder: name a file to write")),
         Case("--output a new file", "compare", ["compare", a, b, "--output", str(written)], expect="ok", check=written_as_printed),
-        Case("--json", "compare", ["compare", a, b, "--json"], expect="ok", check=lambda out, err: json.loads(out)["n"] == 40),
+        Case("--json", "compare", ["compare", a, b, "--json"], expect="ok", check=lambda out, err: json.loads(out)["n"] == n),
         Case("three runs, one given as its predictions", "compare", ["compare", a, b, v("third"), "--json"], expect="ok",
              check=lambda out, err: len(json.loads(out)["pairs"]) == 2),
         Case("the same run twice", "compare", ["compare", a, b, b], check=said("is given more than once: compare different runs")),
@@ -97,9 +96,9 @@ def compare_cases(loc: list[str], root: Path) -> list[Case]:
              ["compare", a, v("no-common", rows=lambda rows: [row.update(digest="x" + row["digest"]) for row in rows])],
              check=said("the runs share no question")),
         Case("two runs of question files", "compare", ["compare", *question_files, "--json"], expect="ok",
-             check=lambda out, err: json.loads(out)["split"] == "file" and json.loads(out)["n"] == 40),
+             check=lambda out, err: json.loads(out)["split"] == "file" and json.loads(out)["n"] == n),
         Case("a question file's run beside the dataset's", "compare", ["compare", a, question_files[0], "--json"], expect="ok",
-             check=lambda out, err: json.loads(out)["common_questions"] == 40),
+             check=lambda out, err: json.loads(out)["common_questions"] == n),
         Case("a record that is a JSON list", "compare", ["compare", a, v("list", record=lambda r: [1, 2])],
              check=said("not an eval record (no dataset)")),
         Case("a record that is missing", "compare", ["compare", a, str(hostile / "gone.predictions.jsonl")],
@@ -111,10 +110,10 @@ def compare_cases(loc: list[str], root: Path) -> list[Case]:
              check=said('.predictions.jsonl:3: "digest" is [1], not text')),
         Case("a question predicted twice, otherwise", "compare",
              ["compare", a, v("twice", rows=lambda rows: rows.append({**rows[0], "prediction": None, "correct": False}))],
-             check=said(":41: question digest")),
+             check=said(f":{n + 1}: question digest")),
         Case("a question predicted twice, alike", "compare",
              ["compare", a, v("twice-alike", rows=lambda rows: rows.append(dict(rows[0]))), "--json"], expect="ok",
-             check=lambda out, err: json.loads(out)["runs"][1]["questions_in_run"] == 40),
+             check=lambda out, err: json.loads(out)["runs"][1]["questions_in_run"] == n),
         Case("a NaN probability", "compare", ["compare", a, v("nan", rows=lambda rows: rows[0]["probabilities"].update(A=float("nan")))],
              check=said(":1: the probability of A is nan, not a number from 0 to 1")),
         Case("a confidence of Infinity", "compare", ["compare", a, v("inf", rows=lambda rows: rows[4].update(confidence=float("inf")))],
@@ -174,7 +173,7 @@ def predictions_cases(loc: list[str], root: Path) -> list[Case]:
     half, alike = "\n".join(lines[:20]) + "\n", good + lines[0] + "\n"
     test_file = f"ext={runs / 'us-test-pmi.predictions.jsonl'}"
     return [
-        Case("the named ensemble with its part file", "predictions files", [*ev, "--predictions", test_file, "--json"], expect="ok", check=lambda o, e: json.loads(o)["n"] == 40),
+        Case("the named ensemble with its part file", "predictions files", [*ev, "--predictions", test_file, "--json"], expect="ok", check=lambda o, e: json.loads(o)["n"] == len(lines)),
         Case("the named ensemble without its part file", "predictions files", ev,
              check=said("the ensemble with-ext reads part 'ext' from a predictions file: give --predictions ext=FILE")),
         Case("a NaN score", "predictions files", [*ev, "--predictions", f"ext={part('nan.jsonl', with_score(3, 'NaN'))}"],
@@ -189,10 +188,10 @@ def predictions_cases(loc: list[str], root: Path) -> list[Case]:
              check=said("text.jsonl:2: the score of A is 'high', not a number or null")),
         Case("a question scored twice, otherwise", "predictions files",
              [*ev, "--predictions", f"ext={part('twice.jsonl', twice)}"],
-             check=said("twice.jsonl:41: question digest")),
+             check=said(f"twice.jsonl:{len(lines) + 1}: question digest")),
         Case("a question scored twice, alike", "predictions files",
              [*ev, "--predictions", f"ext={part('alike.jsonl', alike)}", "--json"], expect="ok",
-             check=lambda o, e: json.loads(o)["n"] == 40),
+             check=lambda o, e: json.loads(o)["n"] == len(lines)),
         Case("an unknown scale", "predictions files",
              [*ev, "--predictions", f"ext={part('scale.jsonl', rows(lambda r: r[1].update(scale='bogus')))}"],
              check=said('scale.jsonl:2: "scale" must be one of')),

@@ -12,6 +12,8 @@ from typing import Callable
 
 from faultsuite.tally import OPENQA, Case, default_sigint, said
 
+from openqa import load_questions
+
 
 def smaller_cases(qfile: Callable[[str, bytes], str], loc: list[str], root: Path, data: Path) -> list[Case]:
     """The smaller defects of the round, each refused in one line (or answered as asked)."""
@@ -149,22 +151,25 @@ def offset_cases(loc: list[str], root: Path) -> list[Case]:
     slice running off the end, ``--limit`` beyond the split (the full run, named as one), a
     question file's offset, and offsets that are no count: refused in one line or answered as asked."""
     out = root / "out-offsets"
+    n = len(load_questions("us", "test", loc[loc.index("--data-dir") + 1]))
     ev = ["eval", "--dataset", "us", "--split", "test", *loc, "--output", str(out), "--json"]
-    n_is = lambda n: lambda o, e: json.loads(o)["n"] == n  # noqa: E731
-    nothing = lambda text: lambda o, e: text in e and not list(out.glob("*from40*")) and not list(out.glob("*from41*"))  # noqa: E731
+    n_is = lambda count: lambda o, e: json.loads(o)["n"] == count  # noqa: E731
+    nothing = lambda text: lambda o, e: text in e and not list(out.glob(f"*from{n}*")) and not list(out.glob(f"*from{n + 1}*"))  # noqa: E731
     return [
-        Case("--offset at the end", "offsets", [*ev, "--offset", "40"], check=nothing("--offset 40 is at or past the end: us test has 40")),
-        Case("--offset past the end", "offsets", [*ev, "--offset", "41", "--limit", "5"], check=nothing("--offset 41 is at or past the end")),
+        Case("--offset at the end", "offsets", [*ev, "--offset", str(n)],
+             check=nothing(f"--offset {n} is at or past the end: us test has {n} questions")),
+        Case("--offset past the end", "offsets", [*ev, "--offset", str(n + 1), "--limit", "5"],
+             check=nothing(f"--offset {n + 1} is at or past the end")),
         Case("--offset of 24 digits", "offsets", [*ev, "--offset", "1" + "0" * 23], check=said("is at or past the end")),
-        Case("--offset with --retrieval at the end", "offsets", [*ev, "--offset", "40", "--retrieval", "--retrievers", "ir-custom"],
-             check=said("--offset 40 is at or past the end")),
+        Case("--offset with --retrieval at the end", "offsets", [*ev, "--offset", str(n), "--retrieval", "--retrievers", "ir-custom"],
+             check=said(f"--offset {n} is at or past the end")),
         Case("--offset abc", "offsets", [*ev, "--offset", "abc"], check=said("argument --offset: invalid int value: 'abc'")),
         Case("--offset 2.5", "offsets", [*ev, "--offset", "2.5"], check=said("argument --offset: invalid int value: '2.5'")),
-        Case("a slice running off the end", "offsets", [*ev, "--offset", "38", "--limit", "5"], expect="ok",
-             check=lambda o, e: n_is(2)(o, e) and (out / "us-test-ir-custom-from38.json").is_file()),
+        Case("a slice running off the end", "offsets", [*ev, "--offset", str(n - 2), "--limit", "5"], expect="ok",
+             check=lambda o, e: n_is(2)(o, e) and (out / f"us-test-ir-custom-from{n - 2}.json").is_file()),
         Case("--limit beyond the split", "offsets", [*ev, "--limit", "99999"], expect="ok",
-             check=lambda o, e: n_is(40)(o, e) and not list(out.glob("*limit99999*"))),
-        Case("--offset 0 and --limit reaching the end", "offsets", [*ev, "--offset", "0", "--limit", "40"], expect="ok", check=n_is(40)),
+             check=lambda o, e: n_is(n)(o, e) and not list(out.glob("*limit99999*"))),
+        Case("--offset 0 and --limit reaching the end", "offsets", [*ev, "--offset", "0", "--limit", str(n)], expect="ok", check=n_is(n)),
     ]
 
 
