@@ -51,12 +51,11 @@ def compare_cases(loc: list[str], root: Path) -> list[Case]:
     a, b = str(first), str(second)
     n = json.loads(first.read_text())["n"]  # the synthetic test split's questions
     compared = f"# us test: 2 runs on {n} common questions"
-    kept = _digests(runs)
-    untouched = lambda out, err: _digests(runs) == kept  # noqa: E731  (nothing of the runs replaced)
     (runs / "link.md").symlink_to(runs / "us-test-pmi.predictions.jsonl")
     (runs / "alias.json").symlink_to(second)
     (runs / "alias.predictions.jsonl").symlink_to(runs / "us-test-pmi.predictions.jsonl")
     kept = _digests(runs)
+    untouched = lambda out, err: _digests(runs) == kept  # noqa: E731  (nothing of the runs replaced)
     hostile = root / "cmp-hostile"
     hostile.mkdir()
     dev = root / "cmp-dev"
