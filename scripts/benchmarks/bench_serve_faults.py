@@ -800,16 +800,20 @@ def results_cases(bench: Bench) -> None:
 
     bench.case("four long comparisons whose clients leave at 0.5 s: the work stops", "disconnecting", {"hung up", "idle"}, left)
 
-    def beside_comparisons(case: Case) -> None:
-        with Looper(port, "127.0.0.7", [], 4, paths=[long_compare, "/v1/results/long-a.json/curves"]) as looping:
+    def english_beside(case: Case, looper: Looper, figure: str, what: str) -> None:
+        """English asked by a light client for 10 s while ``looper`` keeps its load up; its p95 as ``figure``."""
+        with looper as looping:
             asking = Looper(port, "127.0.0.3", english, 2)
             with asking:
                 time.sleep(10)
         case.statuses += looping.outcomes + [s if s == 200 else f"English {s}" for s in asking.outcomes]
-        bench.figures["english_p95_beside_comparisons_s"] = percentile(asking.seconds, 0.95)
-        case.note = (f"one client looping long comparisons and curves on 4 connections ({len(looping.seconds)} answered, median "
-                     f"{percentile(looping.seconds, 0.5)} s); English p50 {percentile(asking.seconds, 0.5)} s, p95 "
-                     f"{percentile(asking.seconds, 0.95)} s over {len(asking.seconds)}")
+        bench.figures[figure] = percentile(asking.seconds, 0.95)
+        case.note = (f"{what} ({len(looping.seconds)} answered, median {percentile(looping.seconds, 0.5)} s); English p50 "
+                     f"{percentile(asking.seconds, 0.5)} s, p95 {percentile(asking.seconds, 0.95)} s over {len(asking.seconds)}")
+
+    def beside_comparisons(case: Case) -> None:
+        english_beside(case, Looper(port, "127.0.0.7", [], 4, paths=[long_compare, "/v1/results/long-a.json/curves"]),
+                       "english_p95_beside_comparisons_s", "one client looping long comparisons and curves on 4 connections")
 
     bench.case("English answers beside a client looping long comparisons", "fairness", {200, 429, 503}, beside_comparisons)
 
@@ -820,15 +824,8 @@ def results_cases(bench: Bench) -> None:
                          ensure_ascii=False).encode() for n in range(8)]  # 1,960 characters: under the old 2,000 heavy mark
 
     def beside_costly(case: Case) -> None:
-        with Looper(port, "127.0.0.8", costly, 4) as looping:
-            asking = Looper(port, "127.0.0.3", english, 2)
-            with asking:
-                time.sleep(10)
-        case.statuses += looping.outcomes + [s if s == 200 else f"English {s}" for s in asking.outcomes]
-        bench.figures["english_p95_beside_costly_pmi_s"] = percentile(asking.seconds, 0.95)
-        case.note = (f"one client keeping four 1,960-character Chinese PMI questions (four 240-character options) in flight "
-                     f"({len(looping.seconds)} answered, median {percentile(looping.seconds, 0.5)} s); English p50 "
-                     f"{percentile(asking.seconds, 0.5)} s, p95 {percentile(asking.seconds, 0.95)} s over {len(asking.seconds)}")
+        english_beside(case, Looper(port, "127.0.0.8", costly, 4), "english_p95_beside_costly_pmi_s",
+                       "one client keeping four 1,960-character Chinese PMI questions (four 240-character options) in flight")
 
     bench.case("English answers beside a client keeping four costly Chinese PMI questions in flight (weighed by cost)", "fairness",
                {200, 503}, beside_costly)
