@@ -208,7 +208,7 @@ def main() -> None:
     p.add_argument("--load-modes", action="store_true", help="also time loading the model in llama.cpp's load modes")
     p.add_argument("--wrap", default="", help="a command each pass runs under (e.g. one that pauses other work)")
     p.add_argument("--index-dir", help="indexes (default: $OPENQA_INDEXES or ./indexes)")
-    p.add_argument("--work", help="folder of the passes' caches and results (default: a temporary one)")
+    p.add_argument("--work", help="folder of the passes' caches and results; a rerun with it resumes (default: a temporary one)")
     p.add_argument("--pass", dest="run_pass", choices=[*SETTINGS, "load"], help=argparse.SUPPRESS)  # one pass: the script calls itself
     p.add_argument("--round", type=int, default=1, help=argparse.SUPPRESS)
     p.add_argument("--load-mode", help=argparse.SUPPRESS)  # time one load in this mode
@@ -232,7 +232,13 @@ def main() -> None:
     args.work = args.work or tempfile.mkdtemp(prefix="bench-llm-cpu-")
     own = sys.argv[1:] if "--work" in sys.argv[1:] else [*sys.argv[1:], "--work", args.work]
     passes = [(rnd, name) for rnd in range(1, args.rounds + 1) for name in (names if rnd % 2 else names[::-1])]
+    done_file = Path(args.work) / "passes.jsonl"
+    done = {(p["round"], p["setting"]) for p in map(json.loads, done_file.read_text().splitlines())} if done_file.is_file() else set()
+    if (Path(args.work) / "loads.json").is_file():
+        done.add((1, "load"))
     for rnd, name in [*passes, *([(1, "load")] if args.load_modes else [])]:
+        if (rnd, name) in done:  # a rerun with the same --work resumes
+            continue
         start = time.perf_counter()
         subprocess.run([*shlex.split(args.wrap), sys.executable, __file__, *own, "--pass", name, "--round", str(rnd)], check=True)
         print(f"round {rnd} {name}: {time.perf_counter() - start:.0f} s (with any wait for the wrapper)", flush=True)
