@@ -257,7 +257,11 @@ def test_an_ensemble_weighs_the_llm_letters_beside_an_index_method(root, capsys)
     (["--model", "{root}/no-template"], "has no chat template"),
     (["--model", "{root}/missing-model"], "cannot load model"),
     (["--context", "64"], "more than the model's context of 64"),
-    (["--scoring", "generate", "--concurrency", "2"], "--concurrency applies to --endpoint"),
+    (["--scoring", "generate", "--concurrency", "2"], "--concurrency applies to --endpoint (a server) and a .gguf model "
+                                                      "(llama.cpp in process), not to a transformers model in process"),
+    (["--no-prompt-reuse"], "--no-prompt-reuse applies to a .gguf model (llama.cpp in process), not to a transformers model"),
+    (["--model", "{root}/fake.gguf", "--llm-batch-size", "2"], "--llm-batch-size applies to a transformers model in process, "
+                                                              "not to a .gguf model (llama.cpp in process)"),
     (["--evidence", "question", "--retriever", "pmi"], "does not retrieve paragraphs"),
     (["--model", "{root}/fake.gguf"], "GGUF file not found"),
     (["--temperature", "nan"], "--temperature must be a number, 0 or more, not nan"),
