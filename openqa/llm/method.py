@@ -49,7 +49,7 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
     exam's bank (and ``banks``) first: its scorer, the index it reads, and its settings with their
     sources for the record."""
     from openqa.llm.cache import ReplyCache
-    from openqa.llm.registry import open_backend
+    from openqa.llm.registry import OPENED_WITH, open_backend
     from openqa.llm.scorer import LLMScorer
 
     query, retrieval = "full", {}
@@ -58,12 +58,9 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
         query = "full" if query == "option" else query
         retrieval = {"retriever_settings": {k: v for k, v in (retriever_settings or {}).items() if k != "sources"}}
     cache = ReplyCache(llm.cache_dir or ctx.settings.index_dir / "llm-cache")
-    how: dict[str, Any] = {"models_dir": ctx.settings.models_dir, "context": llm.context, "timeout": llm.timeout,
-                           "retries": llm.retries, "threads": llm.threads, "batch_size": llm.batch_size}
-    model = llm.model
-    assert model is not None  # LLMSettings refuses a missing model
-    backend = ctx.shared(("llm backend", model, llm.endpoint, *how.items()),  # one model for every language served
-                         lambda: open_backend(model, llm.endpoint, **how))
+    models_dir = ctx.settings.models_dir
+    backend = ctx.shared(("llm backend", models_dir, *(getattr(llm, name) for name in OPENED_WITH)),  # one model for every language served
+                         lambda: open_backend(llm, models_dir))
     bank = None
     if llm.demonstrations:
         from openqa.methods.bank import load_bank

@@ -69,7 +69,7 @@ class Tally:
         self.counts: dict[str, Any] = {"calls_before": calls_before, "cached": 0, "tokens_in": 0, "tokens_out": 0,
                                        "model_seconds": 0.0, "evidence_cut_budget": 0, "evidence_cut_context": 0,
                                        "orders_disagreed": 0, "replies_unreadable": 0, "seconds": 0.0,
-                                       "reported_seconds": 0.0, "reported_calls": 0}
+                                       "reported_seconds": 0.0, "reported_calls": 0, "tokens_reused": 0}
         self._lock = threading.Lock()
 
     def add(self, **counts: float) -> None:
@@ -181,7 +181,8 @@ class LLMScorer(OptionScorer):
     def _keep(self, prompt: Prompt, reply: dict[str, Any], seconds: float, tally: Tally) -> None:
         """Count a reply the model took ``seconds`` to make, and cache it."""
         tally.add(model_seconds=seconds, tokens_in=reply.get("tokens_in") or 0,
-                  tokens_out=reply.get("tokens_out") or 0, reported_seconds=reply.get("model_ms", 0) / 1000,
+                  tokens_out=reply.get("tokens_out") or 0, tokens_reused=reply.get("tokens_reused") or 0,
+                  reported_seconds=reply.get("model_ms", 0) / 1000,
                   reported_calls="model_ms" in reply)
         self.cache.put(prompt.key, reply)
 
@@ -332,7 +333,8 @@ class LLMScorer(OptionScorer):
             # llama.cpp's own prompt and reply time (its "timings"), where every model call reported it:
             # what the model took, beside which openqa's overhead is seconds minus this
             "model_reported_seconds": round(st.get("reported_seconds", 0.0), 3) if calls and st.get("reported_calls") == calls else None,
-            "tokens": {"prompt": st.get("tokens_in", 0), "reply": st.get("tokens_out", 0),
+            # prompt tokens llama.cpp reused from the previous prompt rather than computing them (openqa.llm.prefix)
+            "tokens": {"prompt": st.get("tokens_in", 0), "reused": st.get("tokens_reused", 0), "reply": st.get("tokens_out", 0),
                        "per_second": round((st.get("tokens_in", 0) + st.get("tokens_out", 0)) / model_seconds, 1)
                        if model_seconds else None, "counted_by": self.backend.token_count},
             "evidence_cut": {"by_budget": st.get("evidence_cut_budget", 0), "to_fit_context": st.get("evidence_cut_context", 0)},

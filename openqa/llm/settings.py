@@ -45,6 +45,16 @@ WHOLE = ("top_k", "evidence_tokens", "context", "permutations", "concurrency", "
          "batch_size", "demonstrations")
 NUMBERS = ("timeout", "temperature")
 
+#: Where a model runs (``LLMSettings.runs_in``), as messages name it.
+RUNNERS = {"endpoint": "--endpoint (a server)", "llama.cpp": "a .gguf model (llama.cpp in process)",
+           "transformers": "a transformers model in process"}
+#: The flags that change how only some runners work, with those runners; given for another, a flag is
+#: refused (it would change nothing): a transformers model answers one prompt at a time and batches
+#: letters itself; llama.cpp answers one prompt at a time per copy of the model (``--concurrency``
+#: copies), each reusing its previous prompt's rows; a server takes ``--concurrency`` requests at once.
+ONLY_FOR: dict[str, tuple[str, ...]] = {"--concurrency": ("endpoint", "llama.cpp"), "--llm-batch-size": ("transformers",),
+                                        "--no-prompt-reuse": ("llama.cpp",)}
+
 
 @dataclass(frozen=True)
 class LLMSettings:
@@ -74,8 +84,10 @@ class LLMSettings:
     seed: int = 0
     max_tokens: int | None = None
     threads: int = 1
-    #: Prompts a forward pass of an in-process transformers model scores letters for (None: 32 on a GPU, 1 on the CPU).
+    #: Prompts a forward pass of an in-process transformers model scores letters for (None: one at a time).
     batch_size: int | None = None
+    #: With a GGUF file: reuse the previous prompt's rows where that gives a cold run's bits.
+    prompt_reuse: bool = True
     cache_dir: Path | None = None
     #: Nearest solved questions shown with their answers before the question (few-shot, from the bank).
     demonstrations: int = 0
@@ -92,6 +104,8 @@ class LLMSettings:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise UsageError(f"{name} must be a number, not {type(value).__name__} {value!r}")
+        if not isinstance(self.prompt_reuse, bool):
+            raise UsageError(f"prompt_reuse must be True or False, not {type(self.prompt_reuse).__name__}")
         if self.cache_dir is not None and not isinstance(self.cache_dir, (str, os.PathLike)):
             raise UsageError(f"cache_dir must be a path, not {type(self.cache_dir).__name__}")
         for name, value, known in (("--evidence", self.evidence, EVIDENCE_MODES), ("--scoring", self.scoring, SCORINGS),
@@ -115,8 +129,20 @@ class LLMSettings:
             raise OpenQAError(f"--temperature must be a number, 0 or more, not {self.temperature}")
         if self.endpoint is not None:
             check_endpoint(self.endpoint)
-        if self.concurrency > 1 and not self.endpoint:
-            raise OpenQAError("--concurrency applies to --endpoint (a model run in process answers one prompt at a time)")
+        for flag, given in (("--concurrency", self.concurrency > 1), ("--llm-batch-size", (self.batch_size or 1) > 1),
+                            ("--no-prompt-reuse", not self.prompt_reuse)):
+            if given and self.runs_in not in ONLY_FOR[flag]:
+                runners = " and ".join(RUNNERS[r] for r in ONLY_FOR[flag])
+                raise OpenQAError(f"{flag} applies to {runners}, not to {RUNNERS[self.runs_in]}")
+
+    @property
+    def runs_in(self) -> str:
+        """Where the model runs (a key of ``RUNNERS``), from ``--endpoint`` and ``--model``: decided here
+        once, for the flags' checks and for ``openqa.llm.registry``, which opens its backend."""
+        assert self.model is not None  # __post_init__ refuses a missing model
+        if self.endpoint:
+            return "endpoint"
+        return "llama.cpp" if self.model.lower().endswith(".gguf") else "transformers"
 
     @property
     def top(self) -> int:
