@@ -8,7 +8,8 @@ methods ask (``option_queries``); many questions scored at once and an ensemble'
 them (``ScoredQuestions``, ``score_parts``, ``CrossValidation``), the question bank
 (``QuestionBank``, ``BankScorer``, ``exam_bank``), the LLM reader's settings (``LLMSettings``), and
 how result records are kept (``run_record``: the provenance a record carries; ``record_folder``:
-where a results tree keeps a record of a given name). For scripts that time or check them, the
+where a results tree keeps a record of a given name; ``read_result_set``: a summary checked against
+the files written with it). For scripts that time or check them, the
 models' parts (an in-process LLM and its reader, a reader and its training, llama.cpp's server) and
 the dense engine's (``make_encoder``, ``resolve_model``, ``TorchExactSearch``). They are loaded on
 first use, so ``import openqa`` itself imports nothing heavy. The repository's scripts use these
@@ -47,7 +48,7 @@ _EXPORTS = {
     "TrainConfig": "openqa.readers.train",
     "train_reader": "openqa.api.models",
     "Estimate": "openqa.methods.base",
-    **dict.fromkeys(("record_folder", "run_record"), "openqa.evaluate.results"),
+    **dict.fromkeys(("record_folder", "run_record", "read_result_set"), "openqa.evaluate.results"),
     **dict.fromkeys(("make_encoder", "resolve_model"), "openqa.retrieval.encoders"),
     "TorchExactSearch": "openqa.retrieval.vector_search",
 }
@@ -84,6 +85,7 @@ if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-ex
     from openqa.errors import MissingExtraError as MissingExtraError
     from openqa.errors import OpenQAError as OpenQAError
     from openqa.errors import UsageError as UsageError
+    from openqa.evaluate.results import read_result_set as read_result_set
     from openqa.evaluate.results import record_folder as record_folder
     from openqa.evaluate.results import run_record as run_record
     from openqa.languages import known_languages as known_languages
@@ -110,7 +112,7 @@ __all__ = [
     "browse_results", "build_index", "corpus_fingerprint", "result_curves", "run_eval", "tune", "OpenQAError", "MissingExtraError", "DataError", "UsageError",
     "Question", "load_questions", "read_question_file", "write_questions", "dataset_spec", "corpus_paragraphs", "language",
     "known_languages", "option_queries", "question_query", "ScoredQuestions", "HeldOut", "CrossValidation", "score_parts",
-    "exam_bank", "QuestionBank", "BankScorer", "LLMSettings", "record_folder", "run_record", "make_encoder", "resolve_model",
+    "exam_bank", "QuestionBank", "BankScorer", "LLMSettings", "record_folder", "run_record", "read_result_set", "make_encoder", "resolve_model",
     "TorchExactSearch", "serve_gguf", "TransformersBackend", "LLMScorer", "ReplyCache", "MultipleChoiceReader", "TrainConfig",
     "train_reader",
 ]

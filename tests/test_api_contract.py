@@ -33,6 +33,7 @@ from openqa import (
     option_queries,
     question_query,
     read_question_file,
+    read_result_set,
     record_folder,
     resolve_model,
     result_curves,
@@ -121,6 +122,7 @@ def calls(where: dict[str, Any], solver: Solver, searcher: Searcher) -> st.Searc
         st.builds(lambda lang, c: lambda: corpus_fingerprint(lang, corpus=c, data_dir=where["data_dir"]), CARELESS,
                   st.one_of(st.none(), CARELESS)),
         st.builds(lambda c: lambda: run_record(c), st.one_of(st.none(), CARELESS)),
+        st.builds(lambda p: lambda: read_result_set(p), st.one_of(st.just(where["results_dir"] / "us-dev-ir-custom-limit1.json"), CARELESS)),
         st.builds(lambda name, folder: lambda: resolve_model(name, folder), CARELESS, st.one_of(st.none(), CARELESS)),
     )
 

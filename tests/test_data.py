@@ -159,6 +159,13 @@ def test_bad_record_names_file_and_line(tmp_path: Path, case: str) -> None:
     assert "\n" not in message
 
 
+def test_a_question_made_in_code_without_options_is_refused() -> None:
+    """What a file's reader refuses (``options_empty`` above) is refused when a caller builds the
+    ``Question`` itself too: scoring one used to fail deep in numpy ("zero-size array")."""
+    with pytest.raises(DataError, match=r"^question q-1: no options"):
+        Question("q-1", "Which drug blocks cell wall synthesis?", {}, "A", "")
+
+
 def test_option_count_mismatch(tmp_path: Path) -> None:
     path = write_records(tmp_path / "five.jsonl", [record()])
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from openqa import OpenQAError, read_result_set
 from openqa.cli import main
 from openqa.evaluate import results as results_module
 from openqa.evaluate.results import write_all_or_none
@@ -54,6 +55,26 @@ def test_a_write_that_fails_leaves_the_old_files_and_no_temporary(tmp_path, monk
             write_all_or_none({path: "new" for path in old})
         monkeypatch.undo()
         assert result_set(tmp_path) == before  # nothing new, no hidden .tmp
+
+
+def test_a_result_summary_is_read_only_with_the_files_it_was_written_with(tmp_path):
+    (tmp_path / "r.md").write_text("report")
+    summary = {"accuracy": 50.0, "command": "openqa eval", "result_files": {"r.md": hashlib.sha256(b"report").hexdigest()}}
+    (tmp_path / "r.json").write_text(json.dumps(summary))
+    assert read_result_set(tmp_path / "r.json") == summary
+    assert read_result_set(str(tmp_path / "r.json")) == summary
+    (tmp_path / "r.md").write_text("a later run's report")
+    with pytest.raises(OpenQAError, match=r"r\.md: missing or from another run than r\.json; rerun: openqa eval"):
+        read_result_set(tmp_path / "r.json")
+    hostile = {"list.json": "[1, 2]", "names.json": json.dumps({"result_files": ["r.md"]}),
+               "outside.json": json.dumps({"result_files": {"../r.md": "0"}}), "broken.json": "{"}
+    for name, text in hostile.items():
+        (tmp_path / name).write_text(text)
+        with pytest.raises(OpenQAError, match=r"not a result summary openqa wrote|unreadable result summary"):
+            read_result_set(tmp_path / name)
+    for bad in (None, 3, "", tmp_path / "nowhere.json", tmp_path):
+        with pytest.raises(OpenQAError):
+            read_result_set(bad)
 
 
 def test_concurrent_writers_of_one_result_set_never_share_a_temporary(tmp_path):

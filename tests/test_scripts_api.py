@@ -3,12 +3,6 @@
 ``openqa`` itself, never a name starting with ``_`` and never a module of the package
 (``from openqa.x import y`` / ``import openqa.x``). A script that needs more asks the API for it (a
 small, typed, documented addition to ``openqa.__all__``) rather than reaching into the package.
-
-TODO: the scripts in ``REACHING_IN`` still import the internals they list (the server's limits,
-the method registry inside the fault suite). The list may only shrink: a script that reaches in
-further, or a new script that reaches in at all, fails, and so does an entry that is no longer
-needed (remove it). Moving one of them to the public API: add what it needs to ``openqa.__all__``
-(re-exports of stable concepts first), then drop its entry here.
 """
 
 from __future__ import annotations
@@ -21,12 +15,6 @@ import openqa
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "scripts"
-
-#: Scripts that still import openqa internals, and which (``module.name``): the list to empty.
-REACHING_IN: dict[str, set[str]] = {
-    "scripts/benchmarks/faultsuite/interruptions.py": {'openqa.config.Settings', 'openqa.evaluate.results.read_result_set', 'openqa.methods.Request', 'openqa.methods.open_method', 'openqa.retrieval.registry.open_index', 'openqa.workspace.Context', 'openqa.workspace.Exam'},
-}
-
 
 def reaching_in(path: Path) -> set[str]:
     """The ``openqa`` names ``path`` imports that are not public: ``module.name`` for each."""
@@ -51,10 +39,8 @@ def test_the_check_sees_what_reaches_in(tmp_path):
 def test_scripts_use_only_the_public_api():
     scripts = {path.relative_to(ROOT).as_posix(): reaching_in(path) for path in sorted(SCRIPTS.rglob("*.py"))}
     assert scripts, "no scripts found"
-    new = {name: sorted(used - REACHING_IN.get(name, set())) for name, used in scripts.items() if used - REACHING_IN.get(name, set())}
-    assert not new, f"scripts import openqa names outside openqa.__all__ (use the public API, or add to it): {new}"
-    stale = {name: sorted(listed - scripts.get(name, set())) for name, listed in REACHING_IN.items() if listed - scripts.get(name, set())}
-    assert not stale, f"REACHING_IN lists imports the scripts no longer make: remove them: {stale}"
+    reaching = {name: sorted(used) for name, used in scripts.items() if used}
+    assert not reaching, f"scripts import openqa names outside openqa.__all__ (use the public API, or add to it): {reaching}"
 
 
 def test_the_public_names_scripts_use_exist():

@@ -37,12 +37,15 @@ class Question:
         """Normalise the text the way the corpus is (``openqa.text.unicode.normalize``), whatever
         made the question (a file, a paste, a request): a full-width, ligatured or zero-width-split
         word then finds the terms of its plain form, and bidirectional controls are dropped. Fields
-        of the wrong type (a caller of the API passing None or bytes) are refused in one line."""
+        of the wrong type (a caller of the API passing None or bytes) and a question without options are
+        refused in one line."""
         for name in ("qid", "question", "answer_idx", "answer"):
             if not isinstance(getattr(self, name), str):
                 raise DataError(f"Question.{name} must be text, not {type(getattr(self, name)).__name__}")
         if not isinstance(self.options, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.options.items()):
             raise DataError("Question.options must map option letters to text")
+        if not self.options:
+            raise DataError(f"question {self.qid}: no options (a question needs at least one to choose from)")
         for name in ("question", "answer"):
             object.__setattr__(self, name, normalize(getattr(self, name)))
         object.__setattr__(self, "options", {letter: normalize(text) for letter, text in self.options.items()})

@@ -279,16 +279,27 @@ def confidence_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
-def read_result_set(path: Path) -> dict[str, Any]:
+def read_result_set(path: str | Path) -> dict[str, Any]:
     """A result summary, refused unless the prediction and report files beside it are the ones it was
-    written with (a run killed between its writes leaves a newer file beside an older summary)."""
+    written with (a run killed between its writes leaves a newer file beside an older summary).
+
+    :param path: the summary's JSON file (``openqa eval`` writes it with the files it names).
+    :returns: the summary, as written.
+    :raises OpenQAError: on a path that is not a readable summary, or files beside it from another run (one line)."""
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise OpenQAError(f"path must name a result summary (a .json file), not {path!r}")
     path = Path(path)
     try:
-        summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        summary = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise OpenQAError(f"{path}: unreadable result summary ({exc})") from None
-    for name, digest in summary.get("result_files", {}).items():
+    files = summary.get("result_files", {}) if isinstance(summary, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(n, str) and isinstance(d, str) and n and Path(n).name == n
+                                              for n, d in files.items()):
+        raise OpenQAError(f"{path}: not a result summary openqa wrote (its result_files are not file names with digests)")
+    for name, digest in files.items():
         other = path.with_name(name)
         if not other.is_file() or _digest(other.read_bytes()) != digest:
             raise OpenQAError(f"{other}: missing or from another run than {path.name}; rerun: {summary.get('command')}")
-    return summary
+    result: dict[str, Any] = summary
+    return result

@@ -47,6 +47,7 @@ from openqa import (
     option_queries,
     question_query,
     read_question_file,
+    read_result_set,
     record_folder,
     resolve_model,
     result_curves,
@@ -87,6 +88,7 @@ def main(data: Path) -> str:
     options: dict[str, str] = questions[0].options
     folder: str = record_folder("us-test-ir-custom.json")
     provenance: dict[str, object] = run_record("python my_script.py")
+    summary: dict[str, object] = read_result_set(data / "results" / "us-dev-ir-custom.json")
     encoder = make_encoder(resolve_model("all-MiniLM-L6-v2", None), precision="fp32", device="cpu", batch_size=64)
     nearest = TorchExactSearch(encoder.encode_passages(["aspirin", "the knee"]), device="cpu")
     scores, ids = nearest.search(encoder.encode_queries(["cyclooxygenase"]), 1)

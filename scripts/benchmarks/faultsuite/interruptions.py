@@ -17,12 +17,7 @@ from typing import Any
 
 from faultsuite.tally import OPENQA, STOP_SECONDS, Figures, default_sigint
 
-from openqa import OpenQAError, load_questions
-from openqa.config import Settings
-from openqa.evaluate.results import read_result_set
-from openqa.methods import Request, open_method
-from openqa.retrieval.registry import open_index
-from openqa.workspace import Context, Exam
+from openqa import OpenQAError, Solver, Workspace, load_questions, read_result_set
 
 #: Engines whose index builds are interrupted, with how many tries each per signal (slow ones fewer).
 ENGINE_TRIES = {"custom": 10, "pmi": 10, "lucene": 10, "word2vec": 4, "dense": 3}
@@ -34,13 +29,14 @@ ENGINE_METHOD = {"custom": ("ir-custom", None), "pmi": ("pmi", None), "lucene": 
 def scores(index_dir: Path, data: Path, engine: str) -> Any:
     """What the ``engine`` index answers for the dev questions (None when it cannot be opened)."""
     name, via = ENGINE_METHOD[engine]
-    ctx = Context(Settings.resolve(str(data), str(index_dir), None, None, None, None))
+    workspace = Workspace(data_dir=data, index_dir=index_dir)
     try:
         if name is None:  # word vectors: compare the vectors themselves
-            index = open_index(index_dir, "en", engine, data_dir=data)
+            index = workspace.context().open("en", engine)
             return [round(float(x), 5) for x in index.vectors[:50].ravel()]
-        scorer = open_method(ctx, name, Exam.resolve("us"), Request(engine=via)).scorer
-        return [[round(v, 4) for v in r.scores.values()] for r in scorer.score(load_questions("us", "dev", data)[:20], progress=False)]
+        solver = Solver.open(name, "en", exam="us", engine=via, workspace=workspace)
+        scored = solver.score_all(load_questions("us", "dev", data)[:20])
+        return [[round(v, 4) for v in r.scores.values()] for r in scored.results]
     except OpenQAError:
         return None
 
