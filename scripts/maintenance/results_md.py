@@ -255,7 +255,7 @@ def results_text() -> str:
                        f"over {fa['n']} questions (`{fa['command']}`).")
     out += ["", "## Reader training", "", "Readers train on a seeded 80/20 split of dev (`--train-split dev:0.8`: the data folder these runs read has no official train split); "
             "the selection part picks the checkpoint that the test rows above evaluate.", "", *training_table()]
-    llms = [load(path.name) for path in records("bench-llm*.json")]
+    llms = [r for r in (load(path.name) for path in records("bench-llm*.json")) if "n_available" in r]  # bench_llm.py's
     if llms:
         from benchmarks.bench_llm import table
 
@@ -271,6 +271,13 @@ def results_text() -> str:
             figures = {k: v for k, v in b.items()
                        if k in ("figures", "queries_per_second", "ratios", "ratio_openqa_over_bm25s", "variants", "met")}
             out.append(f"- `{b['command']}` ({b['date']}): `{json.dumps(figures)}`")
+    cpu = load("bench-llm-cpu.json")
+    if cpu:
+        speed = "; ".join(f"{name} {s['questions_per_second']['median']} q/s, {s['speedup']['median']:.2f}x "
+                          f"({s['speedup']['min']:.2f}-{s['speedup']['max']:.2f}), letters differing {s['letters_differing']}"
+                          for name, s in cpu["settings"].items())
+        out.append(f"- The LLM part on the CPU, {cpu['n']} {cpu['dataset']} {cpu['split']} questions, {cpu['rounds']} rounds "
+                   f"(`{cpu['command']}`, {cpu['date']}): {speed}.")
     parts = [json.loads(path.read_text()) for path in sorted((RESULTS / "llm-parts").glob("*.json"))]
     named = [r for _, r in named_ensembles()]
     if parts or named:
