@@ -17,9 +17,11 @@ from openqa.scorers.precomputed import PrecomputedScorer
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "studies" / "llm_part.py"
 
 
-def slice_files(folder: Path, start: int, answers: str, variant: str = "tiny-options", scale: str = "probability") -> Path:
+def slice_files(folder: Path, start: int, answers: str, variant: str = "tiny-options", scale: str = "probability",
+                settings: dict | None = None) -> Path:
     """A slice's predictions (questions start+1 ...) and its record, as openqa eval writes them
-    (``scale``: what an older openqa wrote, ``log-probability``, or another name)."""
+    (``scale``: what an older openqa wrote, ``log-probability``, or another name; ``settings``: the
+    record's, if any)."""
     stem = f"us-test-llm-{variant}-from{start}-limit{len(answers)}"
     rows = [{"qid": f"us-test-{start + i + 1}", "digest": f"d{start + i + 1}", "scores": {"A": 0.7, "B": 0.3},
              "scale": scale, "correct": letter == "A"} for i, letter in enumerate(answers)]
@@ -27,7 +29,8 @@ def slice_files(folder: Path, start: int, answers: str, variant: str = "tiny-opt
     accuracy = round(100 * answers.count("A") / len(answers), 2)
     (folder / f"{stem}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": "llm", "n": len(answers),
                                                      "accuracy": accuracy, "variant": f"{variant}-from{start}",
-                                                     "model_reported_seconds": 10.0, "model_calls": len(answers)}))
+                                                     "model_reported_seconds": 10.0, "model_calls": len(answers),
+                                                     **({"settings": settings} if settings is not None else {})}))
     return folder / f"{stem}.predictions.jsonl"
 
 
@@ -66,6 +69,28 @@ def test_a_part_of_old_slices_extended_with_new_ones_reads_as_one_scale_of_proba
     assert [json.loads(line)["scale"] for line in part.read_text().splitlines()] == ["log-probability"] * 2 + ["probability"] * 2
     read = PrecomputedScorer(part, "llm")  # the rows as they were written, each name read as the scale it names now
     assert read.scale == "probability" and [row["scores"] for row in read.by_digest.values()] == [{"A": 0.7, "B": 0.3}] * 4
+
+
+def test_slices_may_differ_in_how_they_were_computed_and_nothing_else(tmp_path):
+    """Slices run before and after llama.cpp's prompt reuse (which gives a cold run's bits) make one
+    part that lists both ways; slices of another evidence budget are refused."""
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF tiny")
+    out = tmp_path / "parts"
+    out.mkdir()
+    cold = {"evidence_tokens": 512, "prompt_cache": "off", "runs_on": "llama.cpp, 1 thread"}
+    assert run(slice_files(tmp_path, 0, "AB", settings=cold), "--model", model, "--name", "tiny", "--output-dir", out).returncode == 0
+    (part,) = out.glob("*.jsonl")
+    reuse = slice_files(tmp_path, 2, "AA", settings={**cold, "prompt_cache": "exact reuse"})
+    done = run(reuse, "--model", model, "--name", "tiny", "--output-dir", out, "--extend", part)
+    assert done.returncode == 0, done.stderr
+    meta = json.loads(part.with_suffix(".json").read_text())
+    assert meta["settings"] == cold and meta["settings_differing"] == {"prompt_cache": ["off", "exact reuse"]}
+    before = part.read_text()
+    other = slice_files(tmp_path, 4, "AA", settings={**cold, "evidence_tokens": 256})
+    done = run(other, "--model", model, "--name", "tiny", "--output-dir", out, "--extend", part)
+    assert done.returncode == 1 and "the runs differ in their evidence_tokens (512 and 256)" in done.stderr, done.stderr
+    assert part.read_text() == before
 
 
 def test_overlaps_other_runs_and_bad_names_are_refused_with_nothing_written(tmp_path):

@@ -5,7 +5,8 @@ refitted and re-evaluated from the records alone, without the model.
 
 A split run in slices (``--offset``/``--limit``) is put together from the slices' predictions
 files, and ``--extend`` adds the rows of an earlier compact part (whose predictions are gone); a
-question found twice is refused. Both outputs are written all or none.
+question found twice is refused, and so are runs whose settings differ in anything but how they
+were computed (``HOW_ONLY``). Both outputs are written all or none.
 
     python scripts/studies/llm_part.py RUN.predictions.jsonl [MORE.predictions.jsonl ...] --model FILE.gguf \\
         --name qwen2.5-coder-1.5b-q4km-options-t512 [--extend eval/results/llm-parts/EARLIER.jsonl]
@@ -31,6 +32,32 @@ from openqa import run_record
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
 #: The fields of a compact part's row.
 ROW = ("qid", "digest", "scores", "scale")
+#: Settings that say how a slice was computed, not what: slices may differ in them (llama.cpp's
+#: prompt reuse gives a cold run's bits, ``bench-llm-cpu.json``); the part lists every value under
+#: ``settings_differing``. A difference in any other setting is refused.
+HOW_ONLY = ("prompt_cache", "runs_on", "cache", "sources")
+
+
+def joined_settings(settings: list[Any]) -> tuple[Any, dict[str, list[Any]]]:
+    """The settings of a part's runs (the earliest's) and, for each ``HOW_ONLY`` setting whose value
+    differs between them, its values in order of first use; any other difference is refused."""
+    dicts = [s for s in settings if isinstance(s, dict)]
+    if len(dicts) < len(settings):
+        if dicts:
+            raise SystemExit("llm_part: some runs record their settings and some do not: give runs of one openqa")
+        return settings[0] if settings else None, {}
+    differing: dict[str, list[Any]] = {}
+    for key in sorted({key for s in dicts for key in s}):
+        values: list[Any] = []
+        for s in dicts:
+            if s.get(key) not in values:
+                values.append(s.get(key))
+        if len(values) > 1:
+            if key not in HOW_ONLY:
+                raise SystemExit(f"llm_part: the runs differ in their {key} ({shown(values[0])} and {shown(values[1])}): "
+                                 "a part holds runs of one setting")
+            differing[key] = values
+    return dicts[0], differing
 
 
 def read_text(path: Path) -> str:
@@ -165,6 +192,7 @@ def main() -> None:
     if earlier and earlier.get("model_sha256") != model_sha:
         raise SystemExit(f"llm_part: --extend {args.extend.name} was made with another model (sha256 {earlier.get('model_sha256')})")
     records = [record for _, _, record, _ in runs]
+    settings, differing = joined_settings(([earlier.get("settings")] if earlier else []) + [r.get("settings") for r in records])
     counted = ([(earlier["accuracy"], earlier["n"])] if earlier else []) + [(r["accuracy"], r["n"]) for r in records]
     n = sum(size for _, size in counted)
     if n != len(rows):
@@ -187,7 +215,8 @@ def main() -> None:
             "records": [*(earlier.get("records") or ([earlier["record"]] if earlier.get("record") else [])), *(p.name for _, p, _, _ in runs)],
             "extends": args.extend.name if args.extend else None,
             "model": args.model.name, "model_sha256": model_sha, "model_bytes": args.model.stat().st_size,
-            "settings": first.get("settings"), "run_commands": [r.get("command") for r in records],
+            "settings": settings, **({"settings_differing": differing} if differing else {}),
+            "run_commands": [r.get("command") for r in records],
             **run_record(f"python scripts/studies/llm_part.py {given} --model {args.model.name} --name {args.name}{extend}")}
     part = "".join(json.dumps(row) + "\n" for row in rows)
     write_all_or_none({out_dir / f"{stem}.jsonl": part, out_dir / f"{stem}.json": json.dumps(shareable(meta), indent=2) + "\n"})

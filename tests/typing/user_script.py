@@ -96,7 +96,7 @@ def main(data: Path) -> str:
         Solver.open("nope")
     except errors as exc:
         return (f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} "
-                f"{tuned.chosen} {heavy} {cost.units} {runs} {curves} {options} {folder} {provenance} {fingerprint['checksum']} "
+                f"{tuned.chosen} {heavy} {cost.units} {runs} {curves} {options} {folder} {provenance} {summary.get('accuracy')} {fingerprint['checksum']} "
                 f"{scores[0, 0]} {ids[0, 0]}")
     return str(evaluation.accuracy)
 
