@@ -86,8 +86,11 @@ def test_slices_may_differ_in_how_they_were_computed_and_nothing_else(tmp_path):
     assert done.returncode == 0, done.stderr
     meta = json.loads(part.with_suffix(".json").read_text())
     assert meta["settings"] == cold and meta["settings_differing"] == {"prompt_cache": ["off", "exact reuse"]}
+    again = slice_files(tmp_path, 4, "BB", settings=cold)  # a later cold slice keeps what the part says of the earlier ones
+    assert run(again, "--model", model, "--name", "tiny", "--output-dir", out, "--extend", part).returncode == 0
+    assert json.loads(part.with_suffix(".json").read_text())["settings_differing"] == {"prompt_cache": ["off", "exact reuse"]}
     before = part.read_text()
-    other = slice_files(tmp_path, 4, "AA", settings={**cold, "evidence_tokens": 256})
+    other = slice_files(tmp_path, 6, "AA", settings={**cold, "evidence_tokens": 256})
     done = run(other, "--model", model, "--name", "tiny", "--output-dir", out, "--extend", part)
     assert done.returncode == 1 and "the runs differ in their evidence_tokens (512 and 256)" in done.stderr, done.stderr
     assert part.read_text() == before

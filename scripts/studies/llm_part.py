@@ -38,17 +38,19 @@ ROW = ("qid", "digest", "scores", "scale")
 HOW_ONLY = ("prompt_cache", "runs_on", "cache", "sources")
 
 
-def joined_settings(settings: list[Any]) -> tuple[Any, dict[str, list[Any]]]:
+def joined_settings(settings: list[Any], earlier_differing: Any = None) -> tuple[Any, dict[str, list[Any]]]:
     """The settings of a part's runs (the earliest's) and, for each ``HOW_ONLY`` setting whose value
-    differs between them, its values in order of first use; any other difference is refused."""
+    differs between them (or differed in the part extended, ``earlier_differing``), its values in
+    order of first use; any other difference is refused."""
     dicts = [s for s in settings if isinstance(s, dict)]
     if len(dicts) < len(settings):
         if dicts:
             raise SystemExit("llm_part: some runs record their settings and some do not: give runs of one openqa")
         return settings[0] if settings else None, {}
+    before = earlier_differing if isinstance(earlier_differing, dict) else {}
     differing: dict[str, list[Any]] = {}
-    for key in sorted({key for s in dicts for key in s}):
-        values: list[Any] = []
+    for key in sorted({key for s in dicts for key in s} | set(before)):
+        values: list[Any] = list(before.get(key) or [])
         for s in dicts:
             if s.get(key) not in values:
                 values.append(s.get(key))
@@ -192,7 +194,8 @@ def main() -> None:
     if earlier and earlier.get("model_sha256") != model_sha:
         raise SystemExit(f"llm_part: --extend {args.extend.name} was made with another model (sha256 {earlier.get('model_sha256')})")
     records = [record for _, _, record, _ in runs]
-    settings, differing = joined_settings(([earlier.get("settings")] if earlier else []) + [r.get("settings") for r in records])
+    settings, differing = joined_settings(([earlier.get("settings")] if earlier else []) + [r.get("settings") for r in records],
+                                          earlier.get("settings_differing"))
     counted = ([(earlier["accuracy"], earlier["n"])] if earlier else []) + [(r["accuracy"], r["n"]) for r in records]
     n = sum(size for _, size in counted)
     if n != len(rows):

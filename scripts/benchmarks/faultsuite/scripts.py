@@ -102,9 +102,9 @@ def _slice(folder: Path, start: int, answers: str, variant: str = "tiny-options"
 def llm_part_cases(root: Path) -> list[Case]:
     """llm_part.py over slices of a made-up LLM run (a tiny file standing in for the model): a part
     from two slices and an extended one, each written whole; overlapping slices, another run's
-    slice, names that are no file names, a missing model, record or output folder, records and rows
-    it cannot count, and a folder at an output's name: refused in one line with nothing written; a
-    record whose endpoint carried a password: the part written without it."""
+    slice, slices of two settings, names that are no file names, a missing model, record or output
+    folder, records and rows it cannot count, and a folder at an output's name: refused in one line
+    with nothing written; a record whose endpoint carried a password: the part written without it."""
     folder = root / "llm-part"
     out = root / "llm-part-out"
     for path in (folder, out, out / "blocked"):
@@ -172,6 +172,9 @@ def llm_part_cases(root: Path) -> list[Case]:
         case("a record without a dataset", [spoilt("no-dataset", dataset=None), *base], nothing_new("its dataset is None")),
         case("predictions that are not UTF-8", [undecodable, *base], nothing_new("is not UTF-8 text")),
         case("a qid that is no text", [no_text_qid, *base], nothing_new(":1: its qid and digest must be text")),
+        case("slices of two evidence budgets", [_slice(bad, 40, "AB", variant="budget", settings={"evidence_tokens": 512}),
+                                                _slice(bad, 42, "AB", variant="budget", settings={"evidence_tokens": 256}), *base],
+             nothing_new("the runs differ in their evidence_tokens (512 and 256)")),
         case("a record whose --endpoint carried a password", [with_password, *base[:2], "--name", "password", *base[4:]],
              lambda o, e: not [p for p in out.iterdir() if p.is_file() and "s3cret" in p.read_text()]
              and any(p.name.startswith("password-") for p in out.iterdir()), expect="ok"),
