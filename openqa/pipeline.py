@@ -16,11 +16,18 @@ from typing import TYPE_CHECKING, Any, Callable, cast
 from openqa.answer import AnswerRecord, as_dict, assess, solve
 from openqa.config import Settings
 from openqa.corpus.sources import corpus_tag
-from openqa.data import QUESTION_FILE, Question, dataset_spec, load_questions, read_question_file_digest
+from openqa.data import DATASETS, QUESTION_FILE, Question, dataset_spec, load_questions, read_question_file_digest
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import confidence_report, risk_coverage_png
 from openqa.evaluate.metrics import paired_bootstrap, prediction_rows, summarise
-from openqa.evaluate.results import ensure_writable, run_record, write_results
+from openqa.evaluate.results import (
+    ensure_writable,
+    refuse_replacing,
+    result_lock,
+    result_stem,
+    run_record,
+    write_results,
+)
 from openqa.languages import language
 from openqa.llm.settings import LLMSettings
 from openqa.methods import (
@@ -33,8 +40,10 @@ from openqa.methods import (
     open_method,
     open_retriever,
 )
+from openqa.methods.bank import bank_file_digests, exam_bank
 from openqa.retrieval.base import Index, SearchEngine
 from openqa.retrieval.manifest import corpus_fingerprint
+from openqa.scorers.bank import checked_overlap
 from openqa.tuning import FINGERPRINT, calibrate, pair_lock, record_file, save_records, staged, tuned_file
 from openqa.workspace import Context, Exam
 
@@ -79,10 +88,15 @@ class EvalRequest:
     predictions: tuple[tuple[str, str], ...] = ()
     ensemble: str | None = None
     banks: tuple[str, ...] = ()
+    allow_bank_overlap: bool = False
 
     def __post_init__(self) -> None:
         if (self.dataset is None) == (self.questions is None):
             raise OpenQAError("give --dataset or --questions (one of them)")
+        if self.dataset is not None and self.exam is not None and (
+                DATASETS[self.exam].exam if self.exam in DATASETS else self.exam) != dataset_spec(self.dataset).exam:
+            raise OpenQAError(f"--exam applies to --questions (what they are scored as); --dataset {self.dataset} "
+                              f"is scored as its own exam, {dataset_spec(self.dataset).exam}")
         if self.questions is not None and self.split is not None:
             raise OpenQAError("--split applies to --dataset; a --questions file is scored whole")
         if self.dataset is not None and self.lang is not None and self.lang != dataset_spec(self.dataset).lang:
@@ -108,6 +122,7 @@ class EvalRequest:
         parts += [f"{flag}-{value}" for flag, value in (("engine", self.engine), ("query", o.query),
                                                          ("top", o.top_n), ("aggregate", o.aggregate)) if value]
         parts += method(self.method).variant(self.request())
+        parts += [f"bank-{digest[:12]}" for digest in bank_file_digests(self.banks)]  # by content: a name says nothing
         if self.offset:
             parts.append(f"from{self.offset}")
         return "-".join(parts) or None
@@ -115,7 +130,7 @@ class EvalRequest:
     def request(self) -> Request:
         """What the request asks of its method."""
         return Request(self.overrides, self.engine, self.model, self.llm, predictions=self.predictions, ensemble=self.ensemble,
-                       banks=self.banks)
+                       banks=self.banks, allow_bank_overlap=self.allow_bank_overlap)
 
 
 def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question], Exam, str, str, str, EvalRequest]:
@@ -162,43 +177,51 @@ def evaluate(ctx: Context, req: EvalRequest, progress: bool = True, command: str
     the command line that reproduces it, when it is not this process's (a benchmark script's run)."""
     questions, target, name, split, data, req = load_eval_questions(ctx, req)  # an offset past the end: refused before
     out_dir = ensure_writable(ctx.settings.results_dir)
-    start = time.perf_counter()
-    opened = open_method(ctx, req.method, target, req.request())
-    load_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    results, parts = opened.scorer.score_with_parts(questions, progress=progress)
-    seconds = time.perf_counter() - start
-    m = opened.index.manifest
-    probabilities = [opened.probabilities(r) for r in results]
-    curves = {req.method: (results, probabilities)}
-    curves.update({label: (scored, [opened.parts[label].probabilities(r) for r in scored]) for label, scored in parts.items()})
-    summary = {
-        "dataset": name,
-        "split": split,
-        "method": req.method,
-        **summarise(results),
-        **opened.scorer.report(results),
-        "confidence": confidence_report(results, probabilities),
-        **compare_parts(opened, curves),
-        **compare_baseline(ctx, req, target, results),
-        "seconds": round(seconds, 3),
-        "load_seconds": round(load_seconds, 3),
-        "limit": req.limit,
-        "offset": req.offset,
-        "variant": variant(ctx, req),
-        "settings": opened.settings,
-        "data": data,
-        "corpus": corpus_line(m),
-        **fingerprint_of(opened.index),
-        "index": provenance(opened.index),
-        **run_record(command),
-    }
-    figure = None
-    try:
-        figure = risk_coverage_png(curves, f"{name} {split}: risk-coverage") if results else None
-    except ModuleNotFoundError:  # matplotlib comes with the 'plots' extra; the figures stay in the record
-        summary["figure"] = "no risk-coverage plot: matplotlib is not installed (pip install 'openqa-medqa[plots]')"
-    path, written = write_results(summary, prediction_rows(results, probabilities, opened.scorer.scale), out_dir, figure)
+    run_variant = variant(ctx, req)
+    stem = result_stem(name, split, req.method, variant=run_variant, limit=req.limit)
+    with result_lock(out_dir, stem):  # one run of a name at a time
+        start = time.perf_counter()
+        opened = open_method(ctx, req.method, target, req.request())
+        load_seconds = time.perf_counter() - start
+        overlap = checked_overlap(opened.scorer.banks(), questions, req.allow_bank_overlap)  # before any work
+        m = opened.index.manifest
+        identity = {"dataset": name, "split": split, "method": req.method, "limit": req.limit, "offset": req.offset,
+                    "settings": opened.settings, "data": data, "corpus": corpus_line(m)}
+        refuse_replacing(out_dir / f"{stem}.json", identity)
+        start = time.perf_counter()
+        results, parts = opened.scorer.score_with_parts(questions, progress=progress)
+        seconds = time.perf_counter() - start
+        probabilities = [opened.probabilities(r) for r in results]
+        curves = {req.method: (results, probabilities)}
+        curves.update({label: (scored, [opened.parts[label].probabilities(r) for r in scored]) for label, scored in parts.items()})
+        summary = {
+            "dataset": name,
+            "split": split,
+            "method": req.method,
+            **summarise(results),
+            **opened.scorer.report(results),
+            **overlap,
+            "confidence": confidence_report(results, probabilities),
+            **compare_parts(opened, curves),
+            **compare_baseline(ctx, req, target, results),
+            "seconds": round(seconds, 3),
+            "load_seconds": round(load_seconds, 3),
+            "limit": req.limit,
+            "offset": req.offset,
+            "variant": run_variant,
+            "settings": opened.settings,
+            "data": data,
+            "corpus": corpus_line(m),
+            **fingerprint_of(opened.index),
+            "index": provenance(opened.index),
+            **run_record(command),
+        }
+        figure = None
+        try:
+            figure = risk_coverage_png(curves, f"{name} {split}: risk-coverage") if results else None
+        except ModuleNotFoundError:  # matplotlib comes with the 'plots' extra; the figures stay in the record
+            summary["figure"] = "no risk-coverage plot: matplotlib is not installed (pip install 'openqa-medqa[plots]')"
+        path, written = write_results(summary, prediction_rows(results, probabilities, opened.scorer.scale), out_dir, figure)
     beside = [name[len(path.stem):] for name in written]
     return {**summary, "files": {"summary": str(path.resolve()), "folder": str(out_dir.resolve()), "beside": beside}}
 
@@ -274,6 +297,9 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
     questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())[:limit]
     record: dict[str, Any] = {"dataset": dataset, "split": "dev", "method": calibration_key(name, request), "corpus": ctx.corpus,
                               "limit": limit}
+    if request.banks:  # files of solved questions that hold the questions fitted on: refused before any work
+        record["banks"] = [{"file": Path(file).name, "sha256": digest} for file, digest in zip(request.banks, bank_file_digests(request.banks))]
+        checked_overlap([exam_bank(ctx, target, request.banks)], questions, request.allow_bank_overlap)
     key = calibration_key(name, request)
     folder = ctx.settings.settings_dir
     with pair_lock(key, dataset, folder, ctx.corpus):  # one tune of the pair at a time
@@ -298,6 +324,7 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
             settings_bytes = used.read_bytes() if used is not None else None
         with stage:
             opened = open_method(ctx, name, target, request, calibrated=False)  # the old calibration is the one being replaced
+        overlap = checked_overlap(opened.scorer.banks(), questions, request.allow_bank_overlap)  # before any work
         results, parts = opened.scorer.score_with_parts(questions, progress=progress)
         fit_on, fitted_on = m.calibration_scores(opened, results, parts)
         calibration, fitted = calibrate(fit_on, opened.scorer.scale, key, dataset, ctx.corpus, opened.settings, fitted_on,
@@ -306,7 +333,7 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
         written = save_records({**({"": record} if searched else {}),
                                 "calibration": fitted}, folder)
     files = {"settings" if kind == "" else kind: path for kind, path in written.items()}
-    return {**record, "dev_accuracy": summarise(results)["accuracy"], "calibration": calibration.to_dict(),
+    return {**record, **overlap, "dev_accuracy": summarise(results)["accuracy"], "calibration": calibration.to_dict(),
             "files": {k: str(v.resolve()) for k, v in files.items()}}
 
 

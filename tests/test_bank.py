@@ -42,7 +42,8 @@ def test_similarity_is_the_tf_idf_cosine_worked_by_hand(monkeypatch):
     # the query "alpha beta" against row 1 "alpha beta": the same vector, cosine 1;
     # against row 2 "alpha gamma": only alpha is shared
     cos2 = idf_alpha**2 / (idf_alpha**2 + idf_once**2)
-    found = bank.nearest(q("new", "alpha beta", OPTS, "A"), 2)
+    # (other options, b-1's answer not among them: the same stem, not a copy of b-1)
+    found = bank.nearest(q("new", "alpha beta", {"A": "Other", "B": "Heparin"}, "A"), 2)
     assert [n.question.qid for n in found] == ["b-1", "b-2"]
     assert found[0].similarity == pytest.approx(1.0)
     assert found[1].similarity == pytest.approx(cos2)
@@ -52,7 +53,7 @@ def test_votes_sum_the_similarity_of_neighbours_whose_answer_is_an_option():
     rows = [q("b-1", "chest pain aspirin jaw", OPTS, "A"), q("b-2", "chest pain heparin", OPTS, "B"),
             q("b-3", "unrelated words entirely", {"A": "Gentamicin", "B": "Other"}, "A")]
     bank = bank_of(*rows)
-    asked = q("new", "chest pain aspirin jaw", {"A": "Heparin", "B": "Aspirin", "C": "X", "D": "Y"}, "B")
+    asked = q("new", "chest pain aspirin jaw now", {"A": "Heparin", "B": "Aspirin", "C": "X", "D": "Y"}, "B")
     near = bank.nearest(asked, 3)
     scores = votes(asked, near, "exact")
     by_id = {n.question.qid: n.similarity for n in near}
@@ -69,17 +70,40 @@ def test_matching_modes():
     assert not MATCHES["fuzzy"]("Heparin", "Aspirin")
 
 
-def test_a_question_never_finds_its_own_row_but_its_twin_counts():
+def test_a_question_never_finds_a_copy_of_itself_whatever_its_id_or_options():
     me = q("dev-1", "fever cough chest pain", OPTS, "C")
     twin = q("dev-2", "fever cough chest pain", OPTS, "C")
-    other = q("dev-3", "headache vomiting", OPTS, "D")
+    other = q("dev-3", "headache vomiting chest", OPTS, "D")
     bank = bank_of(me, twin, other)
-    found = [n.question.qid for n in bank.nearest(me, 3)]
-    assert "dev-1" not in found and found[0] == "dev-2"
-    alone = bank_of(me, other)
-    assert "dev-1" not in [n.question.qid for n in alone.nearest(me, 3)]
-    # the same text under another id (a test question) finds the dev row
-    assert bank.nearest(q("test-9", me.question, OPTS, "C"), 1)[0].question.qid == "dev-1"
+    assert [n.question.qid for n in bank.nearest(me, 3)] == ["dev-3"]  # neither its own row nor its verbatim twin
+    # the same question under another id, with an option more and the order changed: still a copy
+    more = q("test-9", me.question, {"A": "Warfarin", "B": "Aspirin", "C": "Heparin", "D": "Ceftriaxone", "E": "Other"}, "A")
+    assert [n.question.qid for n in bank.nearest(more, 3)] == ["dev-3"]
+    assert bank.verbatim([more, q("t-1", "nothing alike", OPTS, "A")])["questions"] == 1
+    # the same stem with other options (the bank's answer is not among them): another question, found
+    stem = q("test-8", me.question, {"A": "Insulin", "B": "Metformin"}, "A")
+    assert bank.nearest(stem, 1)[0].question.qid == "dev-1"
+    # a near copy (other words) counts: it is disclosed by its similarity, not hidden
+    assert bank.nearest(q("test-7", me.question + " today", OPTS, "C"), 1)[0].question.qid in ("dev-1", "dev-2")
+
+
+def test_copies_are_counted_by_source_and_a_bank_file_holding_them_is_refused():
+    from openqa.scorers.bank import checked_overlap
+
+    dev = [q("dev-1", "fever cough chest pain", OPTS, "C"), q("dev-2", "headache vomiting", OPTS, "D")]
+    mine = [q("f-1", "fever cough chest pain", OPTS, "C")]
+    sources = [{"dataset": "us", "split": "dev", "questions": 2}, {"file": "mine.jsonl", "sha256": "ab", "questions": 1}]
+    bank = QuestionBank(dev + mine, "en", sources)
+    overlap = bank.verbatim(dev)
+    assert (overlap["questions"], overlap["of"]) == (2, 2)
+    assert overlap["by_source"] == [{**sources[0], "holds": 2}, {**sources[1], "holds": 1}]
+    with pytest.raises(OpenQAError, match=r"^--bank mine.jsonl holds 1 of the 2 questions scored .*--allow-bank-overlap"):
+        checked_overlap([bank], dev)
+    allowed = checked_overlap([bank], dev, allowed=True)["bank_overlap"]
+    assert allowed["questions"] == 2 and "(it was)" in allowed["rule"]
+    # the exam's own splits are never refused: their copies are left out, and counted
+    assert checked_overlap([QuestionBank(dev, "en", sources[:1])], dev)["bank_overlap"]["questions"] == 2
+    assert checked_overlap([], dev) == {}
 
 
 def test_a_question_answer_depends_on_it_alone():
@@ -109,7 +133,8 @@ def test_refusals_are_one_line():
 def test_disclosure_counts_questions_by_their_nearest_similarity():
     bank = bank_of(q("b-1", "chest pain aspirin", OPTS, "A"), q("b-2", "fever cough", OPTS, "B"))
     scorer = BankScorer(bank, 1, "exact")
-    results = scorer.score([q("t-1", "chest pain aspirin", OPTS, "A"), q("t-2", "nothing alike here", OPTS, "C")], progress=False)
+    near = q("t-1", "chest pain aspirin.", OPTS, "A")  # the same words, not the same text: no copy, similarity 1
+    results = scorer.score([near, q("t-2", "nothing alike here", OPTS, "C")], progress=False)
     rows = disclosure(results)["nearest_similarity_at_least"]
     assert rows["0.9"] == {"questions": 1, "accuracy": 100.0, "rest": 1, "rest_accuracy": rows["0.9"]["rest_accuracy"]}
     assert rows["0.3"]["questions"] == 1 and rows["0.3"]["rest"] == 1
@@ -128,13 +153,15 @@ def test_the_bank_method_reads_dev_train_and_bank_files(tmp_path):
     data = make_data_dir(tmp_path)
     _train_fixture(data)
     extra = tmp_path / "course.jsonl"
-    extra.write_text(json.dumps(QUESTIONS[1]) + "\n")
+    extra.write_text(json.dumps(dict(QUESTIONS[1], question=QUESTIONS[1]["question"] + " (course)")) + "\n")
     where = {"data_dir": data, "index_dir": tmp_path / "indexes", "results_dir": tmp_path / "results"}
     record = run_eval("bank", "us", split="test", banks=[extra], **where).record
     assert record["bank"]["size"] == 2 + 1 + 1
     assert [s.get("split") or s.get("file") for s in record["bank"]["sources"]] == ["dev", "train", "course.jsonl"]
     assert record["settings"]["sources"]["bank_sources"] == "--bank"
-    assert record["accuracy"] == 100.0  # each test question has a twin in dev (another id) and in train
+    # each test question's copy in dev is left out (and counted); a near twin in train or the file answers it
+    assert record["bank_overlap"]["questions"] == record["n"]
+    assert record["accuracy"] == 100.0
 
 
 def test_a_bank_file_of_the_other_language_is_refused_beside_the_exams_bank(tmp_path):
@@ -154,10 +181,13 @@ def test_the_bank_method_without_a_train_split_uses_dev(tmp_path):
 
     data = make_data_dir(tmp_path)
     solver = Solver.open("bank", "en", data_dir=data, index_dir=tmp_path / "indexes")
-    answer = solver.answer(QUESTIONS[1]["question"], QUESTIONS[1]["options"])
+    answer = solver.answer(QUESTIONS[1]["question"] + " (asked again)", QUESTIONS[1]["options"])
     assert answer.prediction == "A"
     shown = answer.to_dict()["details"]["solved_questions"]
-    assert shown[0]["answer"] == "Aspirin" and shown[0]["similarity"] == pytest.approx(1.0)
+    assert shown[0]["answer"] == "Aspirin" and shown[0]["similarity"] > 0.5
+    # the question itself: its own row in dev is never its evidence
+    itself = solver.answer(QUESTIONS[1]["question"], QUESTIONS[1]["options"]).to_dict()["details"]["solved_questions"]
+    assert all(n["question"] != QUESTIONS[1]["question"] for n in itself)
 
 
 def test_a_bank_file_without_answers_is_refused_in_one_line(tmp_path, capsys):
@@ -200,10 +230,10 @@ def test_an_ensemble_with_a_bank_part_shows_the_solved_questions_through_the_api
     where = {"data_dir": data, "index_dir": tmp_path / "indexes", "settings_dir": tmp_path / "tuned"}
     tune("ensemble", "us", parts=["ir-custom", "bank"], ensemble="bank", **where)
     solver = Solver.open("ensemble", "en", ensemble="bank", **where)
-    answer = solver.answer(QUESTIONS[1]["question"], QUESTIONS[1]["options"])
+    answer = solver.answer(QUESTIONS[1]["question"] + " (asked again)", QUESTIONS[1]["options"])
     assert answer.settings["parts"] == ["ir-custom", "bank"]
     assert answer.solved_questions[0]["answer"] == "Aspirin"
-    code = main(["answer", "--method", "ensemble", "--ensemble", "bank", "--question", QUESTIONS[1]["question"],
+    code = main(["answer", "--method", "ensemble", "--ensemble", "bank", "--question", QUESTIONS[1]["question"] + " (asked again)",
                  *[f"--option={k}={v}" for k, v in QUESTIONS[1]["options"].items()], "--json",
                  "--data-dir", str(data), "--index-dir", str(tmp_path / "indexes"), "--settings-dir", str(tmp_path / "tuned")])
     out, err = capsys.readouterr()

@@ -233,8 +233,8 @@ def test_settings_tuned_on_other_books_say_so_once(tmp_path):
     question = ["--question", "Which drug inhibits cyclooxygenase?", "--option", "A=Aspirin", "--option", "B=Gentamicin"]
     notice = "openqa: settings tuned on 2 books; this corpus has 3: run openqa tune --method ir-custom --dataset us to retune"
 
-    def commands() -> list[subprocess.CompletedProcess]:
-        results = [run("eval", "--dataset", "us", "--split", "dev", "--output", str(tmp_path / "results"), "--json", *loc),
+    def commands(output: str = "results") -> list[subprocess.CompletedProcess]:
+        results = [run("eval", "--dataset", "us", "--split", "dev", "--output", str(tmp_path / output), "--json", *loc),
                    run("answer", *question, "--json", *loc)]
         assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
         return results
@@ -251,10 +251,12 @@ def test_settings_tuned_on_other_books_say_so_once(tmp_path):
 
     (data / "textbooks" / "en" / "Extra.txt").write_text("Heparin activates antithrombin III.\n")
     assert run("index", "--lang", "en", *loc).returncode == 0
-    for result in commands():
+    again = run("eval", "--dataset", "us", "--split", "dev", "--output", str(tmp_path / "results"), *loc)
+    assert again.returncode == 2 and "holds a run with another corpus" in again.stderr  # never replaced by another corpus' run
+    for result in commands("results-3-books"):
         assert result.stderr.count("openqa: settings tuned") == 1 and notice in result.stderr.splitlines(), result.stderr
         sources = json.loads(result.stdout)["settings"]["sources"]
         assert sources["top_n"] == "your openqa tune: tuned/ir-custom-us.json, tuned on 2 books; this corpus has 3"
         assert sources["probabilities"].endswith("tuned/ir-custom-us.calibration.json, tuned on 2 books; this corpus has 3")
     assert api_sources()["top_n"].endswith("tuned on 2 books; this corpus has 3")
-    assert json.loads(commands()[0].stdout)["corpus_fingerprint"]["books"].keys() == {"Cardio", "Extra", "Micro"}
+    assert json.loads(commands("results-3-books")[0].stdout)["corpus_fingerprint"]["books"].keys() == {"Cardio", "Extra", "Micro"}

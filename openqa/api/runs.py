@@ -48,7 +48,8 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
              limit: int | None = None, top_n: int | None = None, aggregate: str | None = None, query: str | None = None,
              engine: str | None = None, model: str | None = None, llm: LLMSettings | None = None,
              subset: str | None = None, progress: bool = False, workspace: Workspace | None = None,
-             banks: Sequence[str | Path] = (), command: str | None = None, **where: Any) -> Evaluation:
+             banks: Sequence[str | Path] = (), allow_bank_overlap: bool = False, command: str | None = None,
+             **where: Any) -> Evaluation:
     """Accuracy of ``method`` on a ``dataset`` split (default test) or a ``questions`` file, with the
     result files written under ``results_dir`` as ``openqa eval`` writes them.
 
@@ -68,6 +69,8 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
     :param subset: the dataset of a MIRAGE file.
     :param progress: show progress bars.
     :param banks: files of solved questions added to the bank method's bank.
+    :param allow_bank_overlap: let a file of ``banks`` hold questions being scored (their copies are
+        still left out of each one's evidence, and counted); refused otherwise.
     :param command: the command line the record says reproduces it (default: this process's; a
         script's run names the script's own).
     :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
@@ -86,7 +89,8 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
                           lang=None if lang is None else lang_name(lang), exam=arg.optional_text("exam", exam),
                           limit=arg.optional_whole("limit", limit, 1), engine=optional_engine(engine),
                           model=arg.optional_text("model", model), overrides=overrides, llm=llm,
-                          subset=arg.optional_text("subset", subset), banks=bank_files(banks))
+                          subset=arg.optional_text("subset", subset), banks=bank_files(banks),
+                          allow_bank_overlap=arg.flag("allow_bank_overlap", allow_bank_overlap))
     return evaluate_request(Workspace.of(workspace, **where).context(), request, progress, arg.optional_text("command", command))
 
 
@@ -113,7 +117,8 @@ class Tuning:
 
 def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None = None, parts: Sequence[str] | None = None,
          calibrate_only: bool = False, progress: bool = False, workspace: Workspace | None = None,
-         ensemble: str | None = None, banks: Sequence[str | Path] = (), **where: Any) -> Tuning:
+         ensemble: str | None = None, banks: Sequence[str | Path] = (), allow_bank_overlap: bool = False,
+         **where: Any) -> Tuning:
     """Grid-search ``method``'s settings on ``dataset`` dev (an ensemble: fit its weights over
     ``parts``) and fit its probabilities there; record both in ``settings_dir``, where ``Solver`` and
     ``run_eval`` then find them.
@@ -129,6 +134,7 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     environment variable.
     :param ensemble: with ``ensemble``: the name its fit is filed under (default: the exam's own).
     :param banks: files of solved questions added to a bank part's bank.
+    :param allow_bank_overlap: let a file of ``banks`` hold dev questions fitted on (refused otherwise).
     :returns: the tuning (``record``: the grid, the chosen settings, the calibration, their files)."""
     from openqa.data.questions import DATASETS
     from openqa.methods import Request
@@ -140,7 +146,7 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     if given is not None and not given:
         raise UsageError("parts must name at least one method (or leave parts out for the default ones)")
     request = Request(engine=optional_engine(engine), parts=given, ensemble=arg.optional_text("ensemble", ensemble),
-                      banks=bank_files(banks))
+                      banks=bank_files(banks), allow_bank_overlap=arg.flag("allow_bank_overlap", allow_bank_overlap))
     return tune_in(Workspace.of(workspace, **where).context(), method, dataset, request, calibrate_only, progress)
 
 

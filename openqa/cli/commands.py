@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from openqa.cli.printing import confidence_lines, note, print_json, settings_line
 from openqa.config import Settings
@@ -146,7 +146,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
         lang=args.lang, exam=args.exam, limit=args.limit, offset=args.offset, engine=args.engine, model=args.model,
         overrides=_overrides(args),
         llm=_llm_settings(args, args.method), subset=args.subset, predictions=_predictions(args), ensemble=args.ensemble,
-        banks=tuple(args.bank),
+        banks=tuple(args.bank), allow_bank_overlap=args.allow_bank_overlap,
     )
     if args.retrieval:
         table, path, skipped = retrieval_quality(_context(args), request, [m.strip() for m in args.retrievers.split(",") if m.strip()])
@@ -174,6 +174,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
         *confidence_lines(summary),
         f"wrote {summary['files']['summary']} (+ {', '.join(summary['files']['beside'])})",
     ]
+    if overlap_line(summary):
+        lines.insert(1, overlap_line(summary))
     if summary["parse_failures"]:
         lines.insert(1, f"{summary['parse_failures']} replies held no readable answer: counted wrong (parse_failures)")
     if summary["unmatched"]:
@@ -181,6 +183,17 @@ def cmd_eval(args: argparse.Namespace) -> None:
                         "their predictions are tie-breaks")
     print("\n".join(lines))
 
+
+
+def overlap_line(record: dict[str, Any]) -> str:
+    """The line that says how many questions scored the bank held verbatim (left out of their own
+    evidence), or nothing when it held none."""
+    overlap = record.get("bank_overlap") or {}
+    if not overlap.get("questions"):
+        return ""
+    where = ", ".join(f"{s.get('file') or s.get('dataset', '') + ' ' + s.get('split', '')}: {s['holds']:,}" for s in overlap["by_source"])
+    return (f"the bank holds {overlap['questions']:,} of the {overlap['of']:,} questions scored ({where}: the same text, the answer among the options): "
+            "each question's copy was left out of its evidence")
 
 
 def cmd_tune(args: argparse.Namespace) -> None:
@@ -194,10 +207,13 @@ def cmd_tune(args: argparse.Namespace) -> None:
         if not parts:
             raise OpenQAError(f"--parts names no method: give them comma-separated (not {args.parts!r}), or leave --parts out")
     request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method), parts=parts,
-                      predictions=_predictions(args), ensemble=args.ensemble, banks=tuple(args.bank))
+                      predictions=_predictions(args), ensemble=args.ensemble, banks=tuple(args.bank),
+                      allow_bank_overlap=args.allow_bank_overlap)
     record = tune_in(_context(args), args.method, args.dataset, request, args.calibrate_only, progress=True,
                      limit=args.limit).record
     calibration = record["calibration"]
+    if overlap_line(record):
+        note(overlap_line(record))
     if "chosen" in record:
         print(f"chose {record['chosen']} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {record['files']['settings']}")
     print(f"probabilities: temperature {calibration['temperature']:.3g} fitted on {args.dataset} dev "

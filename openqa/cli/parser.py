@@ -79,11 +79,20 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--cache-dir", help="folder of the reply cache: a rerun makes no model calls, an interrupted run resumes (default: llm-cache/ in the index folder)")
 
 
-def _bank_flag(parser: argparse.ArgumentParser) -> None:
-    """Solved questions a user adds to the bank of ``--method bank`` (or an ensemble's bank part)."""
+def _bank_flag(parser: argparse.ArgumentParser, scores_many: bool = False) -> None:
+    """Solved questions a user adds to the bank of ``--method bank`` (or an ensemble's bank part);
+    for a command that scores many questions (``scores_many``: eval, tune), the flag that lets such
+    a file hold some of them."""
     parser.add_argument("--bank", action="append", default=[], metavar="FILE", help="with --method bank, or an ensemble "
                         "with a bank part: a file of solved questions (any question format openqa reads, with answers) "
-                        "added to the exam's own (its dev split, and train where the data folder has it); repeat for more")
+                        "added to the exam's own (its dev split, and train where the data folder has it); repeat for more."
+                        + (" A file that holds questions being scored is refused (see --allow-bank-overlap)" if scores_many else
+                           " A question's own copy in the bank (the same text, the answer among its options) is never its evidence"))
+    if not scores_many:
+        return
+    parser.add_argument("--allow-bank-overlap", action="store_true", help="let a --bank file hold questions being scored "
+                        "(their copies, the same text with the answer among the options, are still left out of each one's evidence, and the "
+                        "record counts them); refused otherwise, as a bank that holds a split would give its answers")
 
 
 def _ensemble_flags(parser: argparse.ArgumentParser, files: bool = True) -> None:
@@ -172,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     _scorer_flags(ev)
     _llm_flags(ev)
     _ensemble_flags(ev)
-    _bank_flag(ev)
+    _bank_flag(ev, scores_many=True)
     _tokenizer_flags(ev)
     _corpus_flag(ev)
     _common(ev)
@@ -188,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--limit", type=int, help="only the first N dev questions (recorded with the fit)")
     _llm_flags(tu)
     _ensemble_flags(tu)
-    _bank_flag(tu)
+    _bank_flag(tu, scores_many=True)
     _tokenizer_flags(tu)
     _corpus_flag(tu)
     _common(tu)

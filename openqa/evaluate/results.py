@@ -4,6 +4,7 @@ carries (command, date, machine, peak memory, the openqa version and, run from a
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -14,8 +15,9 @@ import secrets
 import stat
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from openqa.data.questions import DATASETS
 from openqa.errors import OpenQAError
@@ -202,6 +204,88 @@ def result_stem(*parts: str, variant: str | None = None, limit: int | None = Non
     if limit:
         stem += f"-limit{limit}"
     return stem
+
+
+#: Settings that say how a run was computed or where a setting came from, not what it computed:
+#: a rerun may differ in them and still replace its own record (``refuse_replacing``).
+HOW_ONLY = ("sources", "cache", "runs_on", "prompt_cache")
+
+
+def _what(value: Any) -> Any:
+    """``value`` without the ``HOW_ONLY`` entries of its dicts, at any depth."""
+    if isinstance(value, dict):
+        return {k: _what(v) for k, v in value.items() if k not in HOW_ONLY}
+    if isinstance(value, list):
+        return [_what(v) for v in value]
+    return value
+
+
+def refuse_replacing(path: Path, identity: dict[str, Any]) -> None:
+    """Refuse in one line, before any work, a run that would replace the record at ``path`` written
+    with other settings (``identity``: the dataset, split, method, data, corpus, slice and settings
+    of the run about to be made; entries either record lacks are not compared, so a record of an
+    older openqa can still be replaced by its own rerun). A record that cannot be read is no run's."""
+    try:
+        old = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    found = _difference(_what(old), _what(json.loads(json.dumps(identity, default=str))))
+    if found is not None:
+        key, before, after = found
+        raise OpenQAError(f"{Path(path).name} holds a run with another {key} ({_short(before)}; this run: {_short(after)}): "
+                          "give another --output, or remove that record (and the files beside it) to replace it")
+
+
+def _difference(old: Any, new: Any, where: str = "") -> tuple[str, Any, Any] | None:
+    """The first entry (a dotted key) in which ``new`` differs from ``old``, comparing only the
+    entries both dicts hold, at every depth; None where they agree."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in new:
+            if key in old and (found := _difference(old[key], new[key], f"{where}.{key}".lstrip("."))) is not None:
+                return found
+        return None
+    return None if old == new else (where, old, new)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@contextmanager
+def result_lock(out_dir: Path, stem: str) -> Iterator[None]:
+    """Hold the lock of the result named ``stem`` in ``out_dir`` (``flock`` of a hidden
+    ``.STEM.lock`` beside it, released if the process dies, removed when done) while a run makes
+    it: a second run of the same name is refused at once, in one line naming the holder, instead
+    of both saying they wrote it while the last one wins."""
+    from openqa.retrieval.manifest import lock_holder
+
+    lock = Path(out_dir) / f".{stem}.lock"
+    while True:
+        try:
+            fd = os.open(lock, os.O_RDONLY | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise OpenQAError(f"cannot write results to {out_dir} ({exc.strerror or exc}); give a writable --output") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = lock_holder(lock)
+            os.close(fd)
+            raise OpenQAError(f"{stem} is being written in {out_dir} by {holder}: let it finish, or give another --output") from None
+        try:
+            if os.stat(lock).st_ino == os.fstat(fd).st_ino:
+                break  # the lock file that is there: ours
+        except FileNotFoundError:
+            pass
+        os.close(fd)  # the last holder removed the file it locked: lock the one there now
+    try:
+        yield
+    finally:
+        try:
+            os.unlink(lock)  # while still held: whoever opened it before must find it gone and retry
+        except OSError:
+            pass
+        os.close(fd)
 
 
 def _digest(content: str | bytes) -> str:

@@ -63,9 +63,9 @@ def open_llm(ctx: "Context", target: "Exam", llm: LLMSettings, retriever: "IRSco
                          lambda: open_backend(llm, models_dir))
     bank = None
     if llm.demonstrations:
-        from openqa.methods.bank import load_bank
+        from openqa.methods.bank import exam_bank
 
-        bank = ctx.shared(("bank", target.dataset, target.lang, banks), lambda: load_bank(ctx, target, banks))
+        bank = exam_bank(ctx, target, banks)
     scorer = LLMScorer(backend, llm, cache, retriever, query, target.lang, bank)
     record = {**scorer.settings_record(), "exam": target.exam, "cache": f"{cache.path.parent.name}/{cache.path.name}", **retrieval}
     named = llm.given()

@@ -123,6 +123,9 @@ class LLMScorer(OptionScorer):
         #: counts into its own ``Tally``, so calls from several threads never mix their counts).
         self.stats: dict[str, Any] = {}
 
+    def banks(self) -> list[QuestionBank]:
+        return [self.bank] if self.bank is not None and self.settings.demonstrations else []
+
     def _ranked(self, questions: Sequence[Question], progress: bool) -> tuple[list[list[Hit]], list[dict[str, list[Hit]]]]:
         """Per question: its paragraphs in rank order, and (evidence ``options``) each option's own hits.
         Each question is searched alone, so its evidence (and prompt, and cached reply) never depends

@@ -4,6 +4,7 @@ where the data folder has one) and any the user adds (``--bank FILE``)."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,29 @@ BANK_SPLITS = ("dev", "train")
 BANK_DEFAULTS_SOURCE = "openqa default, chosen on mainland dev (bank-choice-mainland-dev.json)"
 
 
+def bank_file_digests(files: tuple[str, ...]) -> list[str]:
+    """The sha256 of each ``--bank`` file's bytes, in order: what a result's name and record give
+    for it (never its name or folder, which say nothing of what it holds); a missing file, or one
+    given twice (the same bytes), is refused in one line."""
+    digests: list[str] = []
+    for file in files:
+        try:
+            digest = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+        except FileNotFoundError:
+            raise OpenQAError(f"--bank {file}: no such file (give a question file with answers)") from None
+        except OSError as exc:
+            raise OpenQAError(f"--bank {file}: cannot read it ({exc.strerror or exc}); give a question file with answers") from None
+        if digest in digests:
+            raise OpenQAError(f"--bank {file} holds what --bank {files[digests.index(digest)]} holds: give each file once")
+        digests.append(digest)
+    return digests
+
+
 def load_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> QuestionBank:
     """The exam's default bank (its dataset's dev split, and train where present) plus ``files``,
     each a question file of any format openqa reads, with answers."""
     data_dir = ctx.settings.require_data_dir()
+    bank_file_digests(files)  # each file once
     questions: list[Question] = []
     sources: list[dict[str, Any]] = []
     for split in BANK_SPLITS:
@@ -44,6 +64,12 @@ def load_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> Questi
     return QuestionBank(questions, target.lang, sources)
 
 
+def exam_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> QuestionBank:
+    """``load_bank``, built once per context for the exam and files (the bank method, an LLM's
+    demonstrations and a command's check before any work share it)."""
+    return ctx.shared(("bank", target.dataset, target.lang, files), lambda: load_bank(ctx, target, files))
+
+
 @dataclass(frozen=True, kw_only=True)
 class BankMethod(Method):
     """Solved questions as evidence (see ``openqa.scorers.bank``); ``top_n`` sets how many neighbours vote."""
@@ -59,13 +85,11 @@ class BankMethod(Method):
         """The language's custom index, whose corpus a record names (the bank itself is built when opened)."""
         return ((lang, "custom"),)
 
-    def variant(self, request: Request) -> list[str]:
-        """The files a ``--bank`` added, by name."""
-        return [f"bank-{Path(file).stem}" for file in request.banks]
+    def uses_bank(self, request: Request) -> bool:
+        return True
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
-        key = ("bank", target.dataset, target.lang, request.banks)
-        bank = ctx.shared(key, lambda: load_bank(ctx, target, request.banks))
+        bank = exam_bank(ctx, target, request.banks)
         k = request.overrides.top_n or BANK_K
         scorer = BankScorer(bank, k, BANK_MATCH)
         settings = {"top_n": k, "match": BANK_MATCH, "bank_size": len(bank), "bank_sources": bank.sources,

@@ -10,7 +10,7 @@ from typing import Any, Callable, Sequence, TypeVar
 from openqa.config import DEFAULT_METHOD as DEFAULT_METHOD
 from openqa.corpus.sources import check_name  # the default method, named beside the registry
 from openqa.data import Question
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.evaluate.calibration import (
     IN_SAMPLE,
     Calibration,
@@ -159,10 +159,21 @@ class Request:
     ensemble: str | None = None
     #: Files of solved questions added to the exam's own in the bank method's bank (``--bank``).
     banks: tuple[str, ...] = ()
+    #: Whether a ``--bank`` file may hold questions being scored (``--allow-bank-overlap``; their
+    #: copies are left out all the same, and counted): refused otherwise (``checked_overlap``).
+    allow_bank_overlap: bool = False
 
     def __post_init__(self) -> None:
         if self.ensemble is not None:  # it names the settings file of the weights: checked as a corpus name
             check_name(self.ensemble, "ensemble name", "--ensemble")
+
+
+def refuse_bank_flags(request: Request, name: str) -> None:
+    """Refuse ``--bank`` (or ``--allow-bank-overlap``) given to the method ``name``, which reads no
+    solved questions: the file would never be opened, and the run filed as if it had been."""
+    if request.banks or request.allow_bank_overlap:
+        raise UsageError(f"{'--bank' if request.banks else '--allow-bank-overlap'} applies to a method that reads solved "
+                         f"questions (bank, llm with --demonstrations, an ensemble with a bank part); {name} reads none")
 
 
 @dataclass(frozen=True)
@@ -264,10 +275,19 @@ class Method(ABC):
         (``Request.llm``), given whether a model (or a server) was named: none by default."""
         return False
 
+    def uses_bank(self, request: Request) -> bool:
+        """Whether the method, opened with ``request``, reads the exam's solved questions (the bank
+        method; an LLM shown demonstrations; an ensemble with such a part), so ``--bank`` files
+        mean something to it: none by default."""
+        return False
+
     def require(self, request: Request) -> None:
-        """Refuse in one line a ``request`` that lacks what the method needs."""
+        """Refuse in one line a ``request`` that lacks what the method needs, or gives ``--bank``
+        files to a method that reads no bank (silently ignored they would mislead)."""
         if not self.ready(request):
             raise OpenQAError(f"--method {self.name} needs {self.needs}")
+        if not self.uses_bank(request):
+            refuse_bank_flags(request, self.name)
 
     def reads(self, lang: str, request: Request = Request()) -> tuple[tuple[str, str], ...]:
         """The (language, engine) indexes the method reads when opened with ``request`` (a fused

@@ -155,6 +155,21 @@ class EnsembleMethod(Method):
         return sum(method(label.partition(":")[0]).estimate(part, question, lang).seconds for label, part in opened.parts.items()
                    if not isinstance(part.scorer, PrecomputedScorer))
 
+    def uses_bank(self, request: Request) -> bool:
+        """Whether a part may read the bank: known only once its parts are (a named ensemble's are
+        fitted), so it is said here of any ensemble, and ``open_method`` refuses ``--bank`` for
+        one opened without a bank part."""
+        return True
+
+    @staticmethod
+    def _part_request(part: Part, request: Request) -> Request:
+        """What a part is opened with: the ensemble's model and LLM, and its ``--bank`` files where
+        the part reads solved questions."""
+        given = Request(part.overrides, model=request.model, llm=request.llm)
+        if method(part.method).uses_bank(given):
+            given = replace(given, banks=request.banks, allow_bank_overlap=request.allow_bank_overlap)
+        return given
+
     def variant(self, request: Request) -> list[str]:
         """The name its weights are filed under, when given (``Request.ensemble``)."""
         return [request.ensemble] if request.ensemble else []
@@ -170,9 +185,7 @@ class EnsembleMethod(Method):
 
         shared = ctx.sharing()
         files = dict(request.predictions)
-        run = {p.label: open_method(shared, p.method, target, Request(p.overrides, model=request.model, llm=request.llm,
-                                                                   banks=request.banks))
-               for p in parts if not p.precomputed}
+        run = {p.label: open_method(shared, p.method, target, self._part_request(p, request)) for p in parts if not p.precomputed}
         if not run:
             raise UsageError("an ensemble needs at least one part that runs (its index shows the evidence)")
         index = next(iter(run.values())).index

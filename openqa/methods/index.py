@@ -202,6 +202,10 @@ class LLMMethod(Method):
         """Always, so that a missing ``--model`` is said in one line."""
         return True
 
+    def uses_bank(self, request: Request) -> bool:
+        """When it is shown demonstrations (drawn from the bank)."""
+        return request.llm is not None and request.llm.demonstrations > 0
+
     def one_at_a_time(self, request: Request) -> bool:
         return request.llm is not None and request.llm.endpoint is None
 

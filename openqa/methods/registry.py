@@ -13,7 +13,7 @@ from openqa.evaluate.calibration import (
     uncalibrated,
 )
 from openqa.extras import needs
-from openqa.methods.base import FIRST_PART_KEYS, Method, Opened, Overrides, Request
+from openqa.methods.base import FIRST_PART_KEYS, Method, Opened, Overrides, Request, refuse_bank_flags
 from openqa.retrieval.manifest import corpus_fingerprint
 from openqa.retrieval.registry import engine_class
 from openqa.scorers.ir import IRScorer
@@ -66,6 +66,8 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     token = _DIFFERENCES.set([]) if _DIFFERENCES.get() is None else None
     try:
         opened = _open_method(ctx, name, target, request, calibrated)
+        if token is not None and not opened.scorer.banks():  # an ensemble knows its parts once opened
+            refuse_bank_flags(request, name)
         differences = _DIFFERENCES.get()
         if token is not None and differences:
             parts = " (its parts first)" if opened.parts or method(name).parts else ""

@@ -10,10 +10,13 @@ neighbour votes, with its similarity as weight, for the option whose text matche
 score is the sum of its votes: a logit-scale part that an ensemble weighs like any other (0 for
 every option when no neighbour's answer is among them).
 
-A question never finds its own row: a bank row with the same id and content as the question asked
-(a dev question scored against a bank that holds dev) is left out, so dev scores are leave-one-out
-and what a fit sees on dev is what a test question sees; another row with the same text still
-counts, as a test question's twin in dev would.
+A question never finds itself: every copy of the question asked in the bank (a row with the same
+text whose answer is among its options: the same question, whatever its id, file, line, split, or
+options added, dropped or reordered; ``QuestionBank.copies``) is left out, so dev scores against a bank that holds dev are leave-one-out, what a fit sees on dev is what
+a test question sees, and a question's answer depends on its content alone, never on the name or
+order of the file that carries it. Near-duplicates (another wording, other options) still count,
+and records disclose how close each question's nearest neighbour was (``disclosure``); how many
+questions asked the bank holds verbatim is counted before any work (``QuestionBank.verbatim``).
 """
 
 from __future__ import annotations
@@ -93,6 +96,11 @@ class Neighbour:
                 "answer": q.options.get(q.answer_idx, q.answer), "similarity": round(self.similarity, 4)}
 
 
+def answer_text(question: Question) -> str:
+    """The text of a solved question's answer (its answer option's, else its answer field)."""
+    return question.options.get(question.answer_idx, question.answer)
+
+
 def require_language(questions: Sequence[Question], lang: str, what: str) -> None:
     """Refuse solved questions of the other language: most of a Chinese bank's questions hold
     Chinese characters, few of an English one's. Checked for the whole bank and for each ``--bank``
@@ -146,7 +154,14 @@ class QuestionBank:
                 rows[term_id].append(row)
                 weights[term_id].append(w)
         self.postings = [(np.asarray(r, dtype=np.int32), np.asarray(w)) for r, w in zip(rows, weights)]
-        self.ids = {(q.qid, q.digest()): row for row, q in enumerate(self.questions)}
+        self.by_text: dict[str, list[int]] = {}
+        for row, q in enumerate(self.questions):
+            self.by_text.setdefault(q.content_digest(), []).append(row)
+        # each row's source (an index into sources), where the sources' counts add up to the bank
+        sizes: list[Any] = [source.get("questions") for source in self.sources]
+        whole = all(isinstance(n, int) and n >= 0 for n in sizes) and sum(sizes) == len(self.questions)
+        self.row_source: list[int | None] = ([i for i, n in enumerate(sizes) for _ in range(n)] if whole
+                                             else [None] * len(self.questions))
 
     def _unit_vector(self, counts: dict[str, int]) -> dict[int, float]:
         """The TF-IDF vector (log-scaled counts) of the known terms of ``counts``, of unit length (empty without any)."""
@@ -165,7 +180,15 @@ class QuestionBank:
 
     def nearest(self, question: Question, k: int) -> list[Neighbour]:
         """The ``k`` bank questions most similar to ``question`` (best first; ties by bank order),
-        never its own row (same id and content)."""
+        never a verbatim copy of it (a row with its text and options, whatever its id or source).
+
+        :param question: the question asked (a ``Question``).
+        :param k: how many neighbours at most (1 or more).
+        :raises OpenQAError: on a question that is not a ``Question`` or a k under 1 (one line)."""
+        if not isinstance(question, Question):
+            raise UsageError(f"question must be a Question, not {type(question).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise UsageError(f"k must be a whole number of at least 1, not {k!r}")
         vector = self._unit_vector(self._counts(question.question))
         if not vector:
             return []
@@ -173,13 +196,39 @@ class QuestionBank:
         for term, w in vector.items():
             rows, weights = self.postings[term]
             sims[rows] += weights * w
-        own = self.ids.get((question.qid, question.digest()))
-        if own is not None:
-            sims[own] = -1.0
+        sims[self.copies(question)] = -1.0
         take = min(k, len(sims))
         top = np.argpartition(-sims, take - 1)[:take]
         top = top[np.lexsort((top, -sims[top]))]
         return [Neighbour(self.questions[i], float(min(sims[i], 1.0))) for i in top if sims[i] > 0]
+
+    def copies(self, question: Question) -> list[int]:
+        """The rows that are copies of ``question``: the same text (``Question.content_digest``), with
+        their answer among its options (matched as ``normalized``), so that the same question with
+        an option more, fewer or reordered is a copy, and a short stem shared by different
+        questions ("Which of the following is true?") is not."""
+        same = MATCHES["normalized"]
+        return [row for row in self.by_text.get(question.content_digest(), [])
+                if any(same(answer_text(self.questions[row]), option) for option in question.options.values())]
+
+    def verbatim(self, questions: Sequence[Question]) -> dict[str, Any]:
+        """How many of ``questions`` the bank holds copies of (``copies``), in all and by
+        source (each ``sources`` entry with the count of its own): what a run counts before any
+        work, refusing a ``--bank`` file that holds questions it scores (``refuse_verbatim``).
+        Those copies are never a question's evidence (``nearest``); the count says how many
+        questions lost their copy.
+
+        :param questions: the questions about to be scored.
+        :returns: ``{"questions": n, "of": len(questions), "by_source": [{**source, "holds": k}, ...]}``."""
+        questions = question_list("questions", questions)
+        held = {i: rows for i, q in enumerate(questions) if (rows := self.copies(q))}
+        per_source = [0] * len(self.sources)
+        for rows in held.values():
+            for i in {self.row_source[row] for row in rows}:
+                if i is not None:
+                    per_source[i] += 1
+        return {"questions": len(held), "of": len(questions),
+                "by_source": [{**source, "holds": n} for source, n in zip(self.sources, per_source) if n]}
 
     def describe(self) -> dict[str, Any]:
         """Where the bank's questions came from and how many there are (what records disclose)."""
@@ -195,7 +244,7 @@ def votes(question: Question, neighbours: Sequence[Neighbour], match: str) -> di
     same = MATCHES[match]
     scores = dict.fromkeys(question.options, 0.0)
     for n in neighbours:
-        answer = n.question.options.get(n.question.answer_idx, n.question.answer)
+        answer = answer_text(n.question)
         letter = next((letter for letter, text in question.options.items() if same(answer, text)), None)
         if letter is not None:
             scores[letter] += n.similarity
@@ -226,6 +275,9 @@ class BankScorer(OptionScorer):
             raise OpenQAError(f"unknown answer matching {match!r}: choose one of {', '.join(MATCHES)}")
         self.bank, self.k, self.match = bank, k, match
 
+    def banks(self) -> list[QuestionBank]:
+        return [self.bank]
+
     def score_one(self, question: Question) -> OptionScores:
         neighbours = self.bank.nearest(question, self.k)
         scores = votes(question, neighbours, self.match)
@@ -244,6 +296,34 @@ class BankScorer(OptionScorer):
 
     def report_as_part(self, results: Sequence[OptionScores]) -> dict[str, Any]:
         return self.report(results)
+
+
+#: The flag that lets a ``--bank`` file hold questions being scored (their copies are left out all the same).
+ALLOW_OVERLAP = "--allow-bank-overlap"
+
+
+def checked_overlap(banks: Sequence[QuestionBank], questions: Sequence[Question], allowed: bool = False) -> dict[str, Any]:
+    """What a run's record says of the questions its ``banks`` hold verbatim (``QuestionBank.verbatim``),
+    counted before any work; refused in one line when a file the user added (a ``--bank`` file)
+    holds any of them, unless ``allowed``: a bank that holds the questions scored would give their
+    answers (each copy is left out of its question's evidence, but a near copy would not be). The
+    exam's own splits may hold a few (a question's own row in dev when dev is scored, a test
+    question's twin in dev): left out and counted, not refused.
+
+    :returns: ``{"bank_overlap": {...}}``, or nothing for a run without a bank."""
+    found = [bank.verbatim(questions) for bank in {id(b): b for b in banks}.values()]
+    if not found:
+        return {}
+    overlap = max(found, key=lambda o: o["questions"])
+    files = [source for o in found for source in o["by_source"] if "file" in source]
+    if files and not allowed:
+        first = files[0]
+        raise DataError(f"--bank {first['file']} holds {first['holds']:,} of the {overlap['of']:,} questions scored "
+                        f"(the same text, the answer among the options): a bank must not hold the questions it is scored on; remove them "
+                        f"from the file, or give {ALLOW_OVERLAP} (each question's copy is then left out of its evidence, and counted)")
+    return {"bank_overlap": {**overlap, "rule": "each question's copies in the bank (the same text, with the answer among its options) are "
+                             "left out of its evidence; a --bank file holding questions scored is refused unless "
+                             f"{ALLOW_OVERLAP} is given" + (" (it was)" if files else "")}}
 
 
 def disclosure(results: Sequence[OptionScores]) -> dict[str, Any]:

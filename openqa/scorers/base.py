@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from openqa.data import Question
 from openqa.retrieval.base import Hit
+
+if TYPE_CHECKING:
+    from openqa.scorers.bank import QuestionBank
 
 #: Scores closer than this (relative) count as tied.
 TIE_TOLERANCE = 1e-6
@@ -73,6 +76,11 @@ class OptionScorer(ABC):
         """``score``, and the option scores of each named part it combines (none unless it combines
         other scorers' scores), so an evaluation can compare it with its parts without scoring twice."""
         return self.score(questions, progress), {}
+
+    def banks(self) -> list[QuestionBank]:
+        """The banks of solved questions whose rows it shows or votes from (none by default), which a
+        run checks for copies of the questions it scores before any work (``QuestionBank.verbatim``)."""
+        return []
 
     def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
         """What a result record adds about this scorer's run beyond accuracy (none by default)."""

@@ -29,6 +29,7 @@ from openqa.scorers.logits import option_logits
 
 if TYPE_CHECKING:
     from openqa.retrieval.base import Hit
+    from openqa.scorers.bank import QuestionBank
 
 #: Details of a part that an ensemble's answer shows too (the nearest solved questions of a bank part).
 SHOWN_DETAILS = ("solved_questions",)
@@ -110,6 +111,9 @@ class EnsembleScorer(OptionScorer):
         """One question's (options x parts) logits, as the weights are fitted over and applied to."""
         return part_logits(per_part, [s.scale for s in self.parts.values()],
                            [self.priors.get(label, {}) for label in self.parts])
+
+    def banks(self) -> list[QuestionBank]:
+        return [bank for scorer in self.parts.values() for bank in scorer.banks()]
 
     def part_scores(self, questions: Sequence[Question], progress: bool = True) -> dict[str, list[OptionScores]]:
         """Every part's option scores for ``questions`` (each part scored once)."""

@@ -1,0 +1,118 @@
+"""What keeps a figure what it says it is: a bank file that holds the questions scored is refused
+before any work (by content, whatever the file's name), every choice that changes a figure is in
+the result's name (``--bank`` files by their bytes), ``--exam`` is refused beside ``--dataset``,
+``--bank`` is refused by a method that reads none, a run never replaces a record written with other
+settings, and two runs of one name never both write it."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from openqa.errors import OpenQAError
+from openqa.evaluate.results import refuse_replacing, result_lock
+from tests.helpers import QUESTIONS, make_data_dir
+
+
+def _where(tmp_path):
+    return {"data_dir": make_data_dir(tmp_path), "index_dir": tmp_path / "indexes", "results_dir": tmp_path / "results"}
+
+
+def test_a_bank_file_holding_the_questions_scored_is_refused_before_any_result(tmp_path, capsys):
+    from openqa.api import run_eval, tune
+    from openqa.cli import main
+
+    where = _where(tmp_path)
+    leak = tmp_path / "any-name.jsonl"  # the test split under another name, its options in another order
+    leak.write_text("".join(json.dumps(_reordered(q)) + "\n" for q in QUESTIONS))
+    fit = {k: v for k, v in where.items() if k != "results_dir"}
+    tune("ensemble", "us", parts=["ir-custom", "bank"], ensemble="b", settings_dir=tmp_path / "tuned", **fit)
+    with pytest.raises(OpenQAError, match=r"^--bank any-name.jsonl holds 2 of the 2 questions scored"):
+        run_eval("bank", "us", split="test", banks=[leak], **where)
+    capsys.readouterr()
+    code = main(["eval", "--dataset", "us", "--method", "ensemble", "--ensemble", "b", "--bank", str(leak),
+                 "--data-dir", str(where["data_dir"]), "--index-dir", str(where["index_dir"]),
+                 "--settings-dir", str(tmp_path / "tuned"), "--output", str(where["results_dir"])])
+    error = capsys.readouterr().err.strip().splitlines()[-1]  # after a note on the tiny corpus' settings
+    assert code == 2 and error.startswith("openqa: error: --bank any-name.jsonl holds 2 of the 2")
+    assert not (tmp_path / "results").exists() or not list((tmp_path / "results").glob("*.json"))
+    with pytest.raises(OpenQAError, match="holds .* questions scored"):  # tune fits on dev: the same refusal
+        tune("ensemble", "us", parts=["ir-custom", "bank"], ensemble="leak", banks=[leak], settings_dir=tmp_path / "t2", **fit)
+    assert not (tmp_path / "t2").exists() or not list((tmp_path / "t2").glob("*.json"))
+    allowed = run_eval("bank", "us", split="test", banks=[leak], allow_bank_overlap=True, **where).record
+    assert allowed["bank_overlap"]["questions"] == allowed["n"]  # said in the record, and no copy was evidence
+    texts = {q["question"] for q in QUESTIONS}
+    assert not any(n["question"] in texts and n["qid"].startswith("bank-") for r in _predictions(allowed)
+                   for n in r.get("solved_questions", []))
+
+
+def _reordered(question):
+    """``question`` with its option texts in reverse order under the same letters (the answer follows its text)."""
+    letters, texts = list(question["options"]), list(question["options"].values())[::-1]
+    answer = question["options"][question["answer_idx"]]
+    return dict(question, options=dict(zip(letters, texts)), answer_idx=letters[texts.index(answer)])
+
+
+def _predictions(record):
+    path = record["files"]["summary"].removesuffix(".json") + ".predictions.jsonl"
+    return [json.loads(line) for line in open(path, encoding="utf-8")]
+
+
+def test_result_names_hold_the_bank_files_by_content_and_never_replace_another_run(tmp_path):
+    from openqa.api import run_eval
+
+    where = _where(tmp_path)
+    for folder in ("d1", "d2"):
+        (tmp_path / folder).mkdir()
+    near = [dict(q, question=q["question"] + " (course)") for q in QUESTIONS]
+    (tmp_path / "d1" / "b.jsonl").write_text(json.dumps(near[0]) + "\n")
+    (tmp_path / "d2" / "b.jsonl").write_text(json.dumps(near[1]) + "\n")
+    one = run_eval("bank", "us", split="test", banks=[tmp_path / "d1" / "b.jsonl"], **where).record
+    two = run_eval("bank", "us", split="test", banks=[tmp_path / "d2" / "b.jsonl"], **where).record
+    plain = run_eval("bank", "us", split="test", **where).record
+    names = {r["files"]["summary"] for r in (one, two, plain)}
+    assert len(names) == 3  # one name each: the same file name in two folders holds other questions
+    with pytest.raises(OpenQAError, match="give each file once"):
+        run_eval("bank", "us", split="test", banks=[tmp_path / "d1" / "b.jsonl", tmp_path / "d1" / "b.jsonl"], **where)
+
+
+def test_exam_beside_a_dataset_and_bank_for_a_method_without_one_are_refused(tmp_path):
+    from openqa.api import run_eval
+
+    where = _where(tmp_path)
+    with pytest.raises(OpenQAError, match=r"^--exam applies to --questions"):
+        run_eval("ir-custom", "us", split="dev", exam="twmle", **where)
+    assert run_eval("ir-custom", "us", split="dev", exam="usmle", **where).record["n"] > 0  # its own exam: the same run
+    bank = tmp_path / "b.jsonl"
+    bank.write_text(json.dumps(dict(QUESTIONS[0], question="another question")) + "\n")
+    for method in ("ir-custom", "ensemble"):  # the exam's own ensemble has no bank part
+        with pytest.raises(OpenQAError, match=r"^--bank applies to a method that reads solved questions"):
+            run_eval(method, "us", split="dev", banks=[bank], **where)
+
+
+def test_a_record_with_other_settings_is_never_replaced(tmp_path):
+    path = tmp_path / "us-dev-x.json"
+    identity = {"dataset": "us", "split": "dev", "settings": {"top_n": 5, "sources": {"top_n": "a"}, "bank_sources": [1]}}
+    refuse_replacing(path, identity)  # nothing there yet
+    path.write_text(json.dumps({**identity, "accuracy": 30.0, "settings": {**identity["settings"], "sources": {"top_n": "b"}}}))
+    refuse_replacing(path, identity)  # the same run (where a setting came from is not what it is): replaced
+    refuse_replacing(path, {**identity, "settings": {"top_n": 5}})  # what one record lacks is not compared
+    with pytest.raises(OpenQAError, match=r"^us-dev-x.json holds a run with another settings.bank_sources \(\[1\]; this run: \[1, 2\]\)"):
+        refuse_replacing(path, {**identity, "settings": {**identity["settings"], "bank_sources": [1, 2]}})
+
+
+def test_two_runs_of_one_name_never_both_write_it(tmp_path):
+    with result_lock(tmp_path, "us-dev-ir-custom"):
+        pid = os.fork()
+        if pid == 0:  # another process asks for the same name while this one holds it
+            try:
+                with result_lock(tmp_path, "us-dev-ir-custom"):
+                    os._exit(1)
+            except OpenQAError as exc:
+                os._exit(0 if "is being written" in str(exc) and "\n" not in str(exc) else 2)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        with result_lock(tmp_path, "us-dev-pmi"):  # another name is free
+            pass
