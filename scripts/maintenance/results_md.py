@@ -1,5 +1,5 @@
-"""Write RESULTS.md, and the README's headline results table, from the JSON records under
-eval/results/ (so every number there has a file and a command behind it).
+"""Write RESULTS.md, the README's results table and docs/paper-tables.md (``paper_tables.py``) from
+the JSON records under eval/results/ (so every number there has a file and a command behind it).
 
     python scripts/maintenance/results_md.py
 """
@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
+
+from paper_tables import BEST_NOTE, BEST_RULE, GENERATED, LABELS, books, paper_figure, readme_table, write_page
 
 from benchlib import REPO, RESULTS, record_path
 from openqa import known_languages
@@ -26,16 +28,6 @@ TO_RERUN = (
     "openqa train --reader bert --model all-MiniLM-L6-v2 --dataset us --train-split dev:0.8 --epochs 3 --max-length 256 "
     "--top-n 3 --lr 5e-5 --output runs/bert-minilm-us && openqa eval --dataset us --split test --method reader --model runs/bert-minilm-us",
 )
-PAPER = {  # test accuracy of the paper (Jin et al. 2020, all 18 English / 33 Chinese books)
-    ("us", "ir-custom"): 36.1, ("us", "ir-es"): 35.5, ("us", "pmi"): 31.1,
-    ("mainland", "ir-custom"): 37.8, ("mainland", "ir-es"): 37.2, ("mainland", "pmi"): 36.9,
-    ("tw-en", "ir-custom"): 34.8, ("tw-en", "ir-es"): 26.8, ("tw-en", "pmi"): 31.1,
-}
-PAPER_DEV = {  # dev accuracy of the paper, same books
-    ("us", "ir-custom"): 38.3, ("us", "ir-es"): 34.0, ("us", "pmi"): 29.8,
-    ("mainland", "ir-custom"): 39.1, ("mainland", "ir-es"): 38.3, ("mainland", "pmi"): 36.6,
-    ("tw-en", "ir-custom"): 35.1, ("tw-en", "ir-es"): 24.9, ("tw-en", "pmi"): 30.8,
-}
 
 
 def settings_source(settings: dict) -> str:
@@ -80,15 +72,6 @@ def interval(ci95: list[float] | None) -> str:
     return "no interval" if ci95 is None else f"{ci95[0]:.1f}-{ci95[1]:.1f}"
 
 
-def books(dataset: str) -> str:
-    """The textbooks behind a dataset's figures: this copy of MedQA has 11 of the 18 English books, all 33 Chinese."""
-    return "33 books" if dataset in CHINESE else "11 books"
-
-
-#: The datasets whose questions are read against the Chinese books.
-CHINESE = ("mainland", "mainland5", "tw", "tw-zh")
-
-
 def accuracy_table() -> list[str]:
     rows = ["| dataset | split | method | n | accuracy % | 95% CI | paper | tied best | acc. if ties random | settings chosen on dev | from | s |",
             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -98,7 +81,7 @@ def accuracy_table() -> list[str]:
             continue
         st = s.get("settings", {})
         method = s["method"] + (f" ({s['variant']})" if s.get("variant") else "") + (" †" if FORMER_TIES in s["ties"].get("rule", "") else "")
-        paper = {"test": PAPER, "dev": PAPER_DEV}.get(s["split"], {}).get((s["dataset"], s["method"])) if not s.get("variant") else None
+        paper = None if s.get("variant") else paper_figure(s["dataset"], s["split"], s["method"])
         rows.append(
             f"| {s['dataset']} | {s['split']} | {method} | {s['n']} | **{s['accuracy']:.2f}** | {interval(s['ci95'])} "
             f"| {paper or ''} | {s['ties']['tie_rate']:.1f}% | {s['ties']['expected_accuracy_random_ties']:.2f} "
@@ -129,13 +112,8 @@ def confidence_table() -> list[str]:
     return rows
 
 
-#: The README's headline rows: each main exam's test split, by each training-free method and the ensemble.
-HEADLINE = (("us", "US"), ("mainland", "MCMLE"), ("tw-en", "TW-en"))
-#: Names of the other datasets named ensembles are measured on.
-NAMES = {**dict(HEADLINE), "tw-zh": "TW-zh", "tw": "TW"}
-HEADLINE_METHODS = ("ir-custom", "pmi", "ensemble")
 #: The README lines between which ``headline_table`` is written.
-README_MARKS = ("<!-- results: written by scripts/maintenance/results_md.py -->", "<!-- results: end -->")
+README_MARKS = GENERATED
 
 
 def named_ensembles() -> list[tuple[str, dict]]:
@@ -146,33 +124,25 @@ def named_ensembles() -> list[tuple[str, dict]]:
 
 
 def headline_table() -> list[str]:
-    """Test accuracy and how far to trust it for the README: one row per exam and method whose test record has probabilities."""
-    rows = ["| test split | method | accuracy % (95% CI) | calibration error (ECE, 10 bins) | accuracy of the 20% most confident (95% CI) "
-            "| record |", "|---|---|---|---|---|---|"]
-    for dataset, name in HEADLINE:
-        for method in HEADLINE_METHODS:
-            s = load(f"{dataset}-test-{method}.json")
-            if not s or not s.get("confidence"):
-                continue
-            c, at = s["confidence"], s["confidence"]["accuracy_at_coverage"]["20"]
-            rows.append(f"| {name} ({s['n']:,} q, {books(dataset)}) | {method} | {s['accuracy']:.2f} ({interval(s['ci95'])}) "
-                        f"| {c['ece']:.3f} | {at['accuracy']:.1f} ({interval(at['ci95'])}) "
-                        f"| `{where_is(f'{dataset}-test-{method}.json')}` |")
-    named = named_ensembles()
-    if named:
-        rows += ["", "Named ensembles, fitted on dev with a small LLM's letter probabilities as a part ([LLM readers](docs/llm.md)), "
-                 "the nearest solved questions as a part (`bank`, [solved questions](docs/bank.md)), or both, against the exam's "
-                 "own ensemble on the same questions:", ""]
-        for file, r in named:
-            if r.get("offset"):
-                where = f"{r['offset'] + 1:,}-{r['offset'] + r['n']:,}"
-            else:
-                where = f"first {r['n']:,}" if r.get("limit") else f"all {r['n']:,}"
-            name = NAMES.get(r["dataset"], r["dataset"])
-            rows.append(f"- {name} test ({books(r['dataset'])}), {where} questions: `{r['variant']}` {r['accuracy']:.2f} ({interval(r['ci95'])}), "
-                        f"ECE {r['confidence']['ece']:.3f}; the exam's own ensemble {r['versus_baseline']['accuracy']:.2f} "
-                        f"(`{where_is(file)}`)")
-    return rows
+    """The README's results block: each exam's best test figure against the paper's best, with its record
+    (``paper_tables.readme_table``, whose rule for "best" it states)."""
+    return [*readme_table(), "", f"Best: {BEST_RULE}. {BEST_NOTE}; every row of its Tables 7 and 8 beside ours: "
+            "[the paper's tables](docs/paper-tables.md)."]
+
+
+def named_ensemble_lines() -> list[str]:
+    """One line per named ensemble (``named_ensembles``): its questions, accuracy, calibration and the
+    exam's own ensemble on the same questions, with its record."""
+    lines = []
+    for file, r in named_ensembles():
+        if r.get("offset"):
+            where = f"{r['offset'] + 1:,}-{r['offset'] + r['n']:,}"
+        else:
+            where = f"first {r['n']:,}" if r.get("limit") else f"all {r['n']:,}"
+        lines.append(f"- {LABELS.get(r['dataset'], r['dataset'])} test ({books(r['dataset'])}), {where} questions: `{r['variant']}` "
+                     f"{r['accuracy']:.2f} ({interval(r['ci95'])}), ECE {r['confidence']['ece']:.3f}; the exam's own ensemble "
+                     f"{r['versus_baseline']['accuracy']:.2f} (`{where_is(file)}`)")
+    return lines
 
 
 def write_readme_table(readme: Path) -> None:
@@ -302,6 +272,8 @@ def results_text() -> str:
                 out.append(f"| {r['dataset']} | {r['variant']} | {r['n']:,} | {r['accuracy']:.2f} ({interval(r['ci95'])}) "
                            f"| {c['ece']:.3f} | {c['accuracy_at_coverage']['20']['accuracy']:.1f} | {base['accuracy']:.2f} "
                            f"| {base['difference']:+.2f} ({base['ci95'][0]:+.2f} to {base['ci95'][1]:+.2f}) | `{r['command']}` |")
+            out += ["", "Each named ensemble against the exam's own ensemble on the same questions, with its record:", "",
+                    *named_ensemble_lines()]
     routes = [load(path.name) for path in records("routes-*.json")]
     if routes:
         out += ["", "## One question, one answer", "",
@@ -354,7 +326,8 @@ def results_text() -> str:
 def main() -> None:
     (RESULTS.parents[1] / "RESULTS.md").write_text(results_text())
     write_readme_table(RESULTS.parents[1] / "README.md")
-    print("wrote RESULTS.md and the README's results table")
+    write_page()
+    print("wrote RESULTS.md, the README's results table and docs/paper-tables.md")
 
 
 if __name__ == "__main__":
