@@ -200,7 +200,10 @@ def test_no_module_imports_one_that_imports_it_back():
 #: measurements (a measured figure is written with its record's marker, ``46.85<!-- fig record.json:key -->``,
 #: by ``scripts/maintenance/docs_figures.py``, or lives on the results page, which RESULTS.md generates).
 CONSTANTS = {
-    "commands.md": {"550 MB", "80%", "20%", "60 s"},  # fault-suite address spaces; the train split; ES client timeout
+    "commands.md": {"80%", "20%", "60 s"},  # the train split; ES client timeout
+    "internals.md": {"550 MB", "0.5", "0.2", "5 s", "2 s"},  # fault-suite address spaces; serve's heavy-request line, gone-client poll and stop limits
+    "llm-studies.md": {"95%"},  # the central share of draws an interval holds
+    "troubleshooting.md": {"127.0", "0.1"},  # the loopback address 127.0.0.1
     "install.md": {"3.11"},  # the Python version
     "README.md": {"3.11", "20%"},  # the Python version; the coverage the results table reports
     "llm.md": {"95%"},  # the central share of draws an interval holds
@@ -317,3 +320,29 @@ def test_every_screenshot_of_the_docs_is_remade_by_one_script_that_says_what_it_
     said = " ".join(done.stdout.split())
     for needed in (*made, "chromium-driver", "selenium", "Pillow", "OPENQA_DATA", "OPENQA_INDEXES", ".predictions.jsonl.gz"):
         assert needed in said, needed
+
+
+def test_the_datasets_page_is_the_registry_and_its_example_files_read(tmp_path):
+    """docs/datasets.md lists every registered dataset with the registry's language, options and exam
+    (and nothing else), and each example question file it shows (marked ``<!-- question-file NAME -->``)
+    is read by openqa's own readers into the same two questions with the same answers."""
+    from openqa import read_question_file
+    from openqa.data.questions import DATASETS
+
+    page = (ROOT / "docs" / "datasets.md").read_text(encoding="utf-8")
+    rows = {m["name"]: m["cells"].split(" | ") for m in re.finditer(r"^\| `(?P<name>[\w-]+)` \| (?P<cells>.*) \|$", page, flags=re.M)
+            if m["name"] != "--dataset"}  # the header row
+    assert set(rows) == set(DATASETS), "the datasets table lists exactly the registered datasets"
+    for name, spec in DATASETS.items():
+        _, lang, options, exam, *_ = rows[name]
+        assert (lang, options, exam) == (spec.lang, str(spec.n_options), spec.exam), name
+    examples = re.findall(r"^<!-- question-file (?P<name>[\w.-]+) -->\n```\w*\n(?P<body>.*?)^```$", page, flags=re.M | re.S)
+    assert {name for name, _ in examples} == {"quiz.jsonl", "benchmark.json", "quiz-medmcqa.jsonl", "quiz.csv"}
+    read = []
+    for name, body in examples:
+        path = tmp_path / name
+        path.write_text(body, encoding="utf-8")
+        questions = read_question_file(path, subset="medqa" if name == "benchmark.json" else None)
+        read.append([(q.question, q.options, q.answer_idx) for q in questions])
+        assert len(questions) == 2, name
+    assert all(questions == read[0] for questions in read), "every format's example holds the same questions"

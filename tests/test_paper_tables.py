@@ -141,15 +141,17 @@ def test_the_rules_take_whole_splits_and_pick_up_new_records(scripts: Scripts) -
 
 
 def test_split_sizes_are_those_of_the_records_over_whole_splits(scripts: Scripts) -> None:
-    """A record with no limit and no offset covers its whole split: its n is the size the rules expect."""
+    """A run's record with no limit and no offset covers its whole split: its n is the size the rules
+    expect (a compact LLM part put together from slices may cover part of one while its slices run)."""
     paper_tables, _ = scripts
     for run in paper_tables.runs():
-        if run.dataset in paper_tables.SPLIT_SIZES and not run.record.get("limit") and not run.record.get("offset"):
+        if (run.dataset in paper_tables.SPLIT_SIZES and not run.record.get("limit") and not run.record.get("offset")
+                and "llm-parts" not in str(run.where)):
             assert run.whole, run.where
 
 
 def test_the_page_is_in_the_site_and_linked() -> None:
-    assert "  - The paper's tables: paper-tables.md\n" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert ": paper-tables.md\n" in (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
     assert "(docs/paper-tables.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
     assert "(paper-tables.md)" in (ROOT / "docs" / "results.md").read_text(encoding="utf-8")
     page = PAGE.read_text(encoding="utf-8")
