@@ -227,14 +227,38 @@ def save_records(records: dict[str, dict[str, Any]], settings_dir: Path) -> dict
     return {kind: path for kind, (path, _) in files.items()}
 
 
-def read_json_record(path: Path, what: str) -> dict[str, Any]:
-    """A JSON record of the settings store, refused in one line when it cannot be read."""
+#: The sha256 of each settings-store record's bytes as first read within one opening of a method
+#: (``reading_once``), by path: what its calibration is checked against.
+_READ: ContextVar[dict[str, str] | None] = ContextVar("openqa_records_read", default=None)
+
+
+@contextmanager
+def reading_once() -> Iterator[None]:
+    """Within it (one opening of a method and its parts), each record of the settings store is
+    remembered by the digest of the bytes first read, so a calibration is checked against the
+    settings this opening uses, never the file as ``tune`` may have replaced it since (which would
+    pass a new calibration with old settings). Nested uses share the outermost one's memory."""
+    token = _READ.set({}) if _READ.get() is None else None
     try:
-        record = decode(path.read_text(encoding="utf-8"))
+        yield
+    finally:
+        if token is not None:
+            _READ.reset(token)
+
+
+def read_json_record(path: Path, what: str) -> dict[str, Any]:
+    """A JSON record of the settings store, refused in one line when it cannot be read (inside
+    ``reading_once``, the digest of its bytes is remembered)."""
+    try:
+        data = path.read_bytes()
+        record = decode(data.decode("utf-8"))
     except (OSError, ValueError) as exc:  # ValueError: not JSON, not UTF-8, nested too deep, a key repeated
         raise OpenQAError(f"{path}: unreadable {what} ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
     if not isinstance(record, dict):
         raise OpenQAError(f"{path}: unreadable {what} (not a JSON object); rerun `openqa tune`")
+    read = _READ.get()
+    if read is not None:
+        read.setdefault(str(Path(path).absolute()), hashlib.sha256(data).hexdigest())
     return record
 
 
@@ -247,7 +271,8 @@ def load_calibration(key: str, dataset: str, settings_dir: Path, corpus: str | N
     record = read_json_record(path, "calibration record")
     settings, _ = tuned_file(key, dataset, settings_dir, corpus)
     fitted_with = record.get("settings_sha256")
-    if fitted_with and settings is not None and settings.parent == path.parent and file_digest(settings) != fitted_with:
+    used = (_READ.get() or {}).get(str(settings.absolute())) if settings is not None else None
+    if fitted_with and settings is not None and settings.parent == path.parent and (used or file_digest(settings)) != fitted_with:
         raise OpenQAError(f"{path} was fitted with other settings than {settings.name} holds (an interrupted or failed "
                           f"openqa tune?): rerun openqa tune --method {key} --dataset {dataset}")
     try:

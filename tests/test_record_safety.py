@@ -28,7 +28,8 @@ def test_a_bank_file_holding_the_questions_scored_is_refused_before_any_result(t
     leak = tmp_path / "any-name.jsonl"  # the test split under another name, its options in another order
     leak.write_text("".join(json.dumps(_reordered(q)) + "\n" for q in QUESTIONS))
     fit = {k: v for k, v in where.items() if k != "results_dir"}
-    tune("ensemble", "us", parts=["ir-custom", "bank"], ensemble="b", settings_dir=tmp_path / "tuned", **fit)
+    tune("ensemble", "us", parts=["ir-custom", "bank"], ensemble="b", settings_dir=tmp_path / "tuned", banks=[leak],
+         allow_bank_overlap=True, **fit)  # allowed for the fit: its use on test is refused all the same
     with pytest.raises(OpenQAError, match=r"^--bank any-name.jsonl holds 2 of the 2 questions scored"):
         run_eval("bank", "us", split="test", banks=[leak], **where)
     capsys.readouterr()
@@ -116,3 +117,54 @@ def test_two_runs_of_one_name_never_both_write_it(tmp_path):
         assert os.waitstatus_to_exitcode(status) == 0
         with result_lock(tmp_path, "us-dev-pmi"):  # another name is free
             pass
+
+
+def test_a_calibration_is_checked_against_the_settings_read_not_the_file_replaced_since(tmp_path):
+    """A tune that replaces the pair between an opening's two reads: the new calibration is refused
+    for the old settings instead of being used with them."""
+    import hashlib
+
+    from openqa.api import tune
+    from openqa.tuning import load_calibration, reading_once, resolve_settings
+
+    where = _where(tmp_path)
+    tune("ir-custom", "us", settings_dir=tmp_path / "tuned", data_dir=where["data_dir"], index_dir=where["index_dir"])
+    settings, calibration = tmp_path / "tuned" / "ir-custom-us.json", tmp_path / "tuned" / "ir-custom-us.calibration.json"
+
+    def replaced_by_another_tune() -> None:
+        record = json.loads(settings.read_text())
+        record["chosen"]["top_n"] = record["chosen"]["top_n"] + 1
+        settings.write_text(json.dumps(record))
+        fitted = json.loads(calibration.read_text())
+        fitted["settings_sha256"] = hashlib.sha256(settings.read_bytes()).hexdigest()
+        calibration.write_text(json.dumps(fitted))
+
+    with reading_once():
+        chosen, _ = resolve_settings("ir-custom", "us", tmp_path / "tuned", {})
+        replaced_by_another_tune()
+        with pytest.raises(OpenQAError, match="was fitted with other settings"):
+            load_calibration("ir-custom", "us", tmp_path / "tuned")
+    with reading_once():  # a fresh opening reads the new pair whole: consistent
+        assert resolve_settings("ir-custom", "us", tmp_path / "tuned", {})[0].top_n == chosen.top_n + 1
+        assert load_calibration("ir-custom", "us", tmp_path / "tuned") is not None
+
+
+def test_a_fitted_ensemble_remembers_its_bank_files_and_refuses_others(tmp_path):
+    from openqa.api import run_eval, tune
+
+    where = _where(tmp_path)
+    fit = {k: v for k, v in where.items() if k != "results_dir"}
+    mine = tmp_path / "mine.jsonl"
+    mine.write_text(json.dumps(dict(QUESTIONS[0], question="a solved question of my own course")) + "\n")
+    record = tune("ensemble", "us", parts=["ir-custom", "bank"], ensemble="mine", banks=[mine], settings_dir=tmp_path / "tuned", **fit).record
+    assert record["banks"] == [{"file": "mine.jsonl", "sha256": record["banks"][0]["sha256"]}]
+    from openqa.cli import main
+
+    base = ["eval", "--dataset", "us", "--method", "ensemble", "--ensemble", "mine", "--data-dir", str(where["data_dir"]),
+            "--index-dir", str(where["index_dir"]), "--settings-dir", str(tmp_path / "tuned"), "--output", str(where["results_dir"])]
+    assert main(base) == 2  # used without its bank file
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(dict(QUESTIONS[0], question="another course's question")) + "\n")
+    assert main([*base, "--bank", str(other)]) == 2
+    assert main([*base, "--bank", str(mine)]) == 0
+    assert run_eval("bank", "us", split="test", banks=[mine], **where).record["n"] > 0

@@ -19,6 +19,7 @@ from openqa.evaluate.calibration import (
     fit_conditional_logit,
 )
 from openqa.evaluate.metrics import summarise
+from openqa.methods.bank import bank_file_digests
 from openqa.methods.base import FIRST_PART_KEYS, PMI_LIMITS, SECONDS, Cost, Limits, Method, Opened, Overrides, Request
 from openqa.methods.registry import METHODS, calibration_key, method, open_method
 from openqa.retrieval.base import Index
@@ -218,6 +219,14 @@ class EnsembleMethod(Method):
                for label, prior in fitted.letter_priors.items()):
             raise OpenQAError(f"{path}: unreadable ensemble record (a letter prior of no part, or not a probability); "
                               "rerun `openqa tune`")
+        banks = record.get("banks") if isinstance(record.get("banks"), list) else []
+        fitted_with = [b.get("sha256") for b in banks if isinstance(b, dict)]
+        reads_bank = any(METHODS[m].uses_bank(Request()) for m in (label.partition(":")[0] for label in fitted.parts) if m in METHODS)
+        if reads_bank and bank_file_digests(request.banks) != fitted_with:
+            name = f"ensemble {request.ensemble}" if request.ensemble else f"{target.dataset} ensemble"
+            files = ", ".join(f"--bank {b.get('file')} (sha256 {str(b.get('sha256'))[:12]})" for b in banks if isinstance(b, dict))
+            raise OpenQAError(f"the {name} was fitted with {files or 'no --bank file'}: give the same bank files "
+                              f"(or fit another: openqa tune --method ensemble --dataset {target.dataset} --ensemble NAME --bank ...)")
         return fitted, where
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:

@@ -20,6 +20,7 @@ from openqa.scorers.ir import IRScorer
 from openqa.tuning import (
     corpus_difference,
     load_calibration,
+    reading_once,
     recorded_corpus,
     tuned_file,
 )
@@ -65,7 +66,8 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
     (``Context.notify_once``) by the outermost opening (a fused method's or an ensemble's, not each part's)."""
     token = _DIFFERENCES.set([]) if _DIFFERENCES.get() is None else None
     try:
-        opened = _open_method(ctx, name, target, request, calibrated)
+        with reading_once():  # the calibration is checked against the settings bytes this opening read
+            opened = _open_method(ctx, name, target, request, calibrated)
         if token is not None and not opened.scorer.banks():  # an ensemble knows its parts once opened
             refuse_bank_flags(request, name)
         differences = _DIFFERENCES.get()
