@@ -191,9 +191,9 @@ def overlap_line(record: dict[str, Any]) -> str:
     overlap = record.get("bank_overlap") or {}
     if not overlap.get("questions"):
         return ""
-    where = ", ".join(f"{s.get('file') or s.get('dataset', '') + ' ' + s.get('split', '')}: {s['holds']:,}" for s in overlap["by_source"])
-    return (f"the bank holds {overlap['questions']:,} of the {overlap['of']:,} questions scored ({where}: the same text, the answer among the options): "
-            "each question's copy was left out of its evidence")
+    where = "; ".join(f"{s.get('file') or s.get('dataset', '') + ' ' + s.get('split', '')} {s['holds']:,}" for s in overlap["by_source"])
+    return (f"the bank holds copies of {overlap['questions']:,} of the {overlap['of']:,} questions scored ({where}; a copy: "
+            "the same text, the answer among the options): each was left out of its question's evidence")
 
 
 def cmd_tune(args: argparse.Namespace) -> None:

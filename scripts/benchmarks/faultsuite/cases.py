@@ -17,6 +17,7 @@ from typing import Callable, Iterator
 
 from faultsuite.comparing import compare_cases, predictions_cases
 from faultsuite.files import naming_cases, output_cases, pipe_cases, stdout_cases, topics_cases
+from faultsuite.leaks import leak_cases
 from faultsuite.limits import concurrency_cases, memory_cases, tune_concurrency_cases
 from faultsuite.refusals import (
     bank_cases,
@@ -215,6 +216,8 @@ def hostile_cases(root: Path, data: Path, index_dir: Path, quick: bool, tiny: Pa
         *compare_cases(loc, root), *predictions_cases(loc, root), *ensemble_name_cases(loc, root), *offset_cases(loc, root),
         *credential_cases(loc, root), *stdout_cases(qfile, loc, root), *tune_concurrency_cases(loc, root),
         *get_model_cases(root, tiny), *llm_part_cases(root),
+        # (the sixth round: leaking banks, names, settings that may not replace a record, runs of one name)
+        *leak_cases(loc, root, data),
     ]
     if quick:
         kept: dict[str, list[Case]] = {}

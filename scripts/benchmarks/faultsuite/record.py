@@ -13,6 +13,7 @@ from typing import Any
 
 from faultsuite.cases import HOLDERS, QUICK_PER_CATEGORY, hostile_cases, tiny_disk
 from faultsuite.interruptions import ENGINE_TRIES, interrupt_builds, interrupt_evals, interrupt_tunes
+from faultsuite.leaks import release_holders
 from faultsuite.synthetic import make_data
 from faultsuite.tally import OPENQA, Figures, Outcome, run_case
 from faultsuite.typed import typed_cases
@@ -46,6 +47,7 @@ def run_suite(quick: bool = False, engines: list[str] | None = None, tries: int 
                     print(f"{outcome.verdict:<12} {outcome.seconds:5.1f} s  {case.category}: {case.name}", file=sys.stderr)
             for holder in HOLDERS:
                 holder.wait()
+            release_holders()
             for outcome in typed_cases(["--data-dir", str(data), "--index-dir", str(index_dir)], root, quick, QUICK_PER_CATEGORY):
                 outcomes.append(outcome)
                 print(f"{outcome.verdict:<12} {outcome.seconds:5.1f} s  {outcome.category}: {outcome.name}", file=sys.stderr)
