@@ -72,6 +72,9 @@ WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
 HEAVY_SHARE = WORKERS // 2
 #: A request asking for more paragraphs per option than this is heavy.
 HEAVY_TOP_N = 20
+#: A request whose answer returns more evidence paragraphs than this (per option, times its options) is
+#: heavy: building and sending such a reply (10 options of 20 paragraphs: 200 KB) takes longer than scoring.
+HEAVY_EVIDENCE = 40
 #: The most jobs one client may have in flight (queued or running): twice the workers, so a client
 #: alone can keep every worker busy with as many waiting; past it, a request is refused with a 429.
 CLIENT_JOBS = 2 * WORKERS
@@ -370,24 +373,27 @@ class Engines:
 
     def answer(self, question: Question, method: str | None = None, lang: str | None = None, top_n: int | None = None,
                evidence: int = 3, abandoned: threading.Event | None = None, deadline: float | None = None,
-               min_confidence: float | None = None, client: Hashable = "") -> Future[dict[str, Any]]:
+               min_confidence: float | None = None, client: Hashable = "",
+               reply: Callable[[dict[str, Any]], Any] = dict) -> Future[Any]:
         """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
-        language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
+        language used (default: the first served), as ``reply`` makes it (the server's encodes it there,
+        off the event loop); ``top_n`` replaces the tuned top-N over the open
         index. The job waits in the queue of its ``client`` (whoever asks: the server gives the peer
-        address), language and weight (heavy: estimated by its method at over ``HEAVY_SECONDS``, or
-        asking for over ``HEAVY_TOP_N`` paragraphs), and stops (before scoring, or at the scorer's next
-        checkpoint) once ``abandoned`` is set, the server stops, or ``deadline`` (``time.monotonic``;
-        default: the method's time limit from now) has passed; below ``min_confidence`` the answer abstains."""
+        address), language and weight (heavy: estimated by its method at over ``HEAVY_SECONDS``,
+        asking for over ``HEAVY_TOP_N`` paragraphs, or returning over ``HEAVY_EVIDENCE``), and stops
+        (before scoring, or at the scorer's next checkpoint) once ``abandoned`` is set, the server
+        stops, or ``deadline`` (``time.monotonic``; default: the method's time limit from now) has
+        passed; below ``min_confidence`` the answer abstains."""
         method, lang = self.offer(method, lang)
         if top_n is not None and not METHODS[method].takes("top_n"):
             raise RequestError(f"top_n does not apply to {method}: leave it out (the server's settings choose its evidence)")
         seconds = limits(method).seconds
         what = f"{method} ({lang})"
         current = self.offers[lang, method].opened
-        heavy = (current is None or METHODS[method].estimate(current, question, lang).heavy
-                 or (top_n or 0) > HEAVY_TOP_N)  # an offer being reopened is weighed as heavy
+        heavy = (current is None or METHODS[method].estimate(current, question, lang).heavy  # an offer being reopened is heavy
+                 or (top_n or 0) > HEAVY_TOP_N or evidence * len(question.options) > HEAVY_EVIDENCE)
 
-        def attempts() -> dict[str, Any]:
+        def attempts() -> Any:
             failed: Offer | None = None
             failure = "it kept changing"
             for _ in range(3):  # an index swapped while scoring: score again on the new one
@@ -403,8 +409,8 @@ class Engines:
                 if not self.changed(offer):
                     switch = '"lang": "{}"'
                     message = (language_note(question, lang, switch) or None) if record["matched"] else no_match_message(lang, switch)
-                    return {**record, "message": message, "method": method, "lang": lang,
-                            "settings": self.public(in_request_words(record["settings"]))}
+                    return reply({**record, "message": message, "method": method, "lang": lang,
+                                  "settings": self.public(in_request_words(record["settings"]))})
             raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "
                                "has finished", 503)
 
@@ -412,9 +418,11 @@ class Engines:
                            deadline if deadline is not None else time.monotonic() + seconds, self._worker(method, lang))
 
     def search(self, query: str, lang: str | None, engine: str, k: int, client: Hashable = "",
-               abandoned: threading.Event | None = None, deadline: float | None = None) -> Future[dict[str, Any]]:
-        """The top ``k`` paragraphs of the ``lang``/``engine`` index for ``query`` (``openqa.api.search_hits``),
-        on the worker of a served method that reads that index (reopened first if it changed on disk),
+               abandoned: threading.Event | None = None, deadline: float | None = None,
+               reply: Callable[[dict[str, Any]], Any] = dict) -> Future[Any]:
+        """The top ``k`` paragraphs of the ``lang``/``engine`` index for ``query`` (``openqa.api.search_hits``)
+        as ``reply`` makes them (as ``answer``'s), on the worker of a served method that reads that
+        index (reopened first if it changed on disk),
         queued and stopped as ``answer`` queues and stops a question of ``client`` (heavy: estimated at
         over ``HEAVY_SECONDS`` by ``SEARCH_COST``)."""
         lang = lang or self.langs[0]
@@ -431,10 +439,10 @@ class Engines:
             raise RequestError(f"no {engine} ({lang}) index is served here: start the server with a method that "
                                f"reads it (--lang {lang}, e.g. --method ir-custom for custom)", 404)
 
-        def work() -> dict[str, Any]:
+        def work() -> Any:
             self._fresh(reading[0], lang)
             hits = search_hits(self.ctx.opened[lang, engine], [query], k)[0]
-            return {"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]}
+            return reply({"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]})
 
         index = self.ctx.opened.get((lang, engine))
         heavy = index is None or SEARCH_COST.estimate(lang, query_terms(index, [query])).heavy
