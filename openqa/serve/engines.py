@@ -35,7 +35,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Hashable, TypeVar, cast
+from typing import Any, Callable, Hashable, Iterable, TypeVar, cast
 
 import openqa
 from openqa.answer import language_note, no_match_message
@@ -47,7 +47,9 @@ from openqa.data.pasted import clean_text
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
 from openqa.languages import LANGS
 from openqa.methods import METHODS, Limits, Opened, Overrides, Request, open_method
+from openqa.methods.bank import banks_by_language
 from openqa.methods.base import SEARCH_COST, SEARCH_LIMITS, query_terms
+from openqa.methods.ensemble import EnsembleMethod, model_parts
 from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index
 from openqa.retrieval.manifest import MANIFEST
@@ -175,12 +177,14 @@ def in_request_words(value: Any) -> Any:
 
 
 class Public:
-    """Text sent to clients with the server's folders named, never given as absolute paths."""
+    """Text sent to clients with the server's folders named, and the ``files`` it was given (``--bank``,
+    ``--model``) by their names alone, never as absolute paths."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, files: Iterable[str | Path] = ()) -> None:
         s = ctx.settings
         folders = [(s.index_dir, "<index folder>"), (s.data_dir, "<data folder>"), (s.settings_dir, "<settings folder>"),
                    (s.models_dir, "<models folder>"), (Path(openqa.__file__).parent, "<openqa package>")]
+        folders += [(Path(file).expanduser().absolute(), Path(file).name) for file in files]
         pairs = {str(Path(p).resolve()): label for p, label in folders if p is not None}
         pairs.update({str(p): label for p, label in folders if p is not None and Path(p).is_absolute()})
         self.pairs = sorted(pairs.items(), key=lambda pair: -len(pair[0]))  # longest (innermost) first
@@ -224,12 +228,17 @@ class Engines:
         ``request`` gives what it needs) with ``request`` (the LLM reader's settings); one that
         cannot be opened is kept with its error, so requests for it say which command builds its index."""
         self.ctx = _OpenOnce(**{f.name: getattr(ctx, f.name) for f in fields(Context)})
-        self.public = Public(ctx)
+        self.public = Public(ctx, [*request.banks, *(f for f in (request.model, request.llm and request.llm.model) if f)])
         self.request = request
         self.langs = pick(langs, LANGS, "language")
         self.methods = [n for n, m in METHODS.items() if m.ready(request)] if methods == [ALL] else pick(methods, tuple(METHODS), "method")
+        if request.ensemble is not None and not any(METHODS[name].fuses_parts for name in self.methods):
+            raise OpenQAError(f"--ensemble {request.ensemble} names a fitted ensemble: serve it with --method ensemble")
+        self.banks = banks_by_language(request.banks, self.langs)
+        self._requests: dict[tuple[str, str], Request] = {}
         for name in self.methods:
-            METHODS[name].require(request)
+            for lang in self.langs:
+                METHODS[name].require(self._request_for(name, lang))
         self.jobs = JobCap(CLIENT_JOBS)  # one client's jobs in flight, in all three pools together
         self.pool = FairPool(WORKERS, "openqa-score", HEAVY_SHARE, self.jobs)
         self.jvm = FairPool(1, "openqa-jvm", 1, self.jobs)
@@ -262,6 +271,41 @@ class Engines:
     def _folder(self, key: tuple[str, str]) -> Path:
         return index_folder(self.ctx.settings.index_dir, *key, self.ctx.corpus)
 
+    def _uses(self, name: str, lang: str, request: Request) -> tuple[bool, bool]:
+        """Whether ``name`` opened in ``lang`` with ``request`` runs the named model, and whether it
+        reads the bank (an ensemble: by its fitted parts; both when it has none fitted, whose
+        opening then says so)."""
+        m = METHODS[name]
+        if not isinstance(m, EnsembleMethod):
+            return m.takes_llm(True), m.uses_bank(request)
+        try:
+            parts = m.fitted(self.ctx, Exam.resolve(lang=lang), request)[0].parts
+        except OpenQAError:
+            return True, True
+        part = Request(llm=request.llm)
+        return bool(model_parts(parts)), any(METHODS[label.partition(":")[0]].uses_bank(part)
+                                             for label in parts if label.partition(":")[0] in METHODS)
+
+    def _request_for(self, name: str, lang: str) -> Request:
+        """What ``name`` in ``lang`` is opened with: the server's request with that language's
+        ``--bank`` files alone (``banks_by_language``) and ``--ensemble`` for the ensemble alone. The
+        model and the bank files go to the methods that use them where another served method does
+        (``--method llm,ensemble --model M`` runs the model in llm, not in an ensemble fitted
+        without it); a method served alone is given them, and refuses what it cannot use."""
+        if (name, lang) in self._requests:
+            return self._requests[name, lang]
+        request = replace(self.request, banks=self.banks[lang])
+        if not METHODS[name].fuses_parts:
+            request = replace(request, ensemble=None)
+        model, bank = self._uses(name, lang, request)
+        others = [self._uses(other, lang, replace(request, ensemble=None)) for other in self.methods if other != name]
+        if request.llm is not None and not model and any(uses[0] for uses in others):
+            request = replace(request, llm=None)
+        if request.banks and not bank and any(uses[1] for uses in others):
+            request = replace(request, banks=(), allow_bank_overlap=False)
+        self._requests[name, lang] = request  # (a request's top_n asks again: the fitted parts are read once)
+        return request
+
     def _stamps(self, method: str, lang: str) -> dict[tuple[str, str], Stamp]:
         return {key: stamp(self._folder(key)) for key in METHODS[method].reads(lang, self.request)}
 
@@ -271,7 +315,7 @@ class Engines:
         later (but for an index that was missing, which the opening built)."""
         stamps = self._stamps(name, lang)
         try:
-            opened = open_method(self.ctx, name, Exam.resolve(lang=lang), self.request)
+            opened = open_method(self.ctx, name, Exam.resolve(lang=lang), self._request_for(name, lang))
         except OpenQAError as exc:
             return Offer(name, lang, stamps, error=self.public(str(exc)))
         opened.index.warm()
@@ -453,7 +497,8 @@ class Engines:
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""
         try:
-            return open_method(self.ctx, method, Exam.resolve(lang=lang), replace(self.request, overrides=Overrides(top_n=top_n)))
+            return open_method(self.ctx, method, Exam.resolve(lang=lang),
+                               replace(self._request_for(method, lang), overrides=Overrides(top_n=top_n)))
         except OpenQAError as exc:
             raise RequestError(f"{method} ({lang}) cannot be opened now: {self.public(str(exc))}", 503) from None
 
