@@ -254,6 +254,25 @@ def test_an_ensemble_weighs_the_llm_letters_beside_an_index_method(root, capsys)
         assert len(llm) == 4 and all(v + math.log(prior[k]) <= 1e-3 for k, v in zip("ABCD", llm))
 
 
+def test_a_fitted_ensemble_refuses_another_model_or_other_llm_settings_for_its_llm_part(root, capsys):
+    where = ["--settings-dir", str(root / "tuned-named"), "--cache-dir", str(root / "cache-named")]
+    code, _, err = run(root, capsys, "--dataset", "us", "--method", "ensemble", "--parts", "ir-custom,llm", "--ensemble", "tiny",
+                       "--model", str(root / "tiny"), "--evidence", "none", *where, command="tune")
+    assert code == 0, err
+    record = json.loads((root / "tuned-named" / "ensemble-tiny-us.json").read_text())
+    assert record["chosen"]["llm"]["model"] == "tiny" and record["chosen"]["llm"]["evidence"] == "none"
+    if not (root / "tiny-other").exists():
+        make_tiny_llm(root / "tiny-other")
+    question = ["--question", QUESTIONS[0]["question"], *[f"--option={k}={v}" for k, v in QUESTIONS[0]["options"].items()]]
+    asked = ["--method", "ensemble", "--ensemble", "tiny", *question, *where]
+    code, out, err = run(root, capsys, *asked, "--model", str(root / "tiny"), "--evidence", "none", command="answer")
+    assert code == 0, err
+    for other, said in [(["--model", str(root / "tiny-other"), "--evidence", "none"], "model 'tiny' (here 'tiny-other')"),
+                        (["--model", str(root / "tiny"), "--evidence", "question"], "evidence 'none' (here 'question')")]:
+        code, out, err = run(root, capsys, *asked, *other, command="answer")
+        assert code == 2 and out == "" and one_line_error(err, f"the ensemble tiny was fitted with another llm part: {said}"), err
+
+
 @pytest.mark.parametrize("args, message", [
     (["--model", "{root}/no-template"], "has no chat template"),
     (["--model", "{root}/missing-model"], "cannot load model"),

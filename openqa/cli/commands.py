@@ -425,7 +425,8 @@ def cmd_serve(args: argparse.Namespace) -> None:
     if results is not None and not results.is_dir():
         raise OpenQAError(f"--results {args.results}: no such folder (give the folder openqa eval wrote its records to)")
     serve(_context(args), args.lang.split(","), methods, args.host, args.port, args.allow_host,
-          Request(model=args.model if "reader" in methods else None, llm=llm, banks=tuple(args.bank)), results,
+          Request(model=args.model if "reader" in methods else None, llm=llm, banks=tuple(args.bank), ensemble=args.ensemble),
+          results,
           args.client_header)
 
 

@@ -283,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "of DIR (every run, its questions, comparisons of runs); off unless given")
     sv.add_argument("--top-n", type=int, help="with --method llm: evidence paragraphs (default: 10 for the question, 3 per option); the other methods use their dev-tuned top-N, which a request may replace")
     _llm_flags(sv)
+    _ensemble_flags(sv, files=False)
     _bank_flag(sv)
     _tokenizer_flags(sv)
     _corpus_flag(sv)

@@ -13,7 +13,7 @@ from openqa.config import OptionSource
 from openqa.data import Question, load_questions, read_question_file_digest, split_file
 from openqa.errors import OpenQAError
 from openqa.methods.base import Method, Opened, Request
-from openqa.scorers.bank import BANK_K, BANK_MATCH, BankScorer, QuestionBank, require_language
+from openqa.scorers.bank import BANK_K, BANK_MATCH, BankScorer, QuestionBank, chinese_share, require_language
 from openqa.workspace import Context, Exam
 
 #: The splits of the exam's own dataset that make its default bank (train only where the data has it).
@@ -62,6 +62,30 @@ def load_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> Questi
         questions += part
         sources.append({"file": path.name, "sha256": digest, "questions": len(part)})
     return QuestionBank(questions, target.lang, sources)
+
+
+def banks_by_language(files: tuple[str, ...], langs: list[str]) -> dict[str, tuple[str, ...]]:
+    """The ``--bank`` files of each of ``langs``, for a command that opens a bank per language (the
+    server): a file goes to the language of its questions alone (as ``require_language`` tells it),
+    so an English file leaves the Chinese bank as it was. With one language every file is its (and
+    one of the other language is refused when its bank is opened); a file that cannot be read goes
+    to every language, whose opening says why; one of a language not among ``langs`` is refused."""
+    if len(langs) < 2:
+        return {lang: files for lang in langs}
+    out: dict[str, list[str]] = {lang: [] for lang in langs}
+    for file in files:
+        try:
+            questions, _ = read_question_file_digest(Path(file), qid_prefix="bank")
+        except (OpenQAError, OSError):
+            for lang in langs:
+                out[lang].append(file)
+            continue
+        lang = "zh" if chinese_share(questions) >= 0.5 else "en"
+        if lang not in out:
+            raise OpenQAError(f"--bank {Path(file).name} holds {lang} questions, and no {lang} bank is served "
+                              f"(--lang {','.join(langs)})")
+        out[lang].append(file)
+    return {lang: tuple(chosen) for lang, chosen in out.items()}
 
 
 def exam_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> QuestionBank:

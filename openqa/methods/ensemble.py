@@ -3,6 +3,7 @@ fitted on dev (``openqa tune --method ensemble``)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence, cast
@@ -87,6 +88,27 @@ DEFAULT_PARTS: dict[str, tuple[str, ...]] = {
     "en": ("ir-custom", "ir-custom:top_n=1", "ir-custom:top_n=50", "pmi"),
     "zh": ("ir-custom", "ir-custom:top_n=1", "ir-custom:top_n=3", "ir-custom:top_n=50", "pmi"),
 }
+#: The settings of an llm part that its weights and calibration hold for: a fitted ensemble refuses
+#: an llm part opened with others (another model's letters are not the fitted one's).
+LLM_IDENTITY = ("model", "evidence", "scoring", "top_k", "evidence_tokens", "demonstrations")
+
+
+def llm_identity(settings: dict[str, Any]) -> dict[str, Any]:
+    """The ``LLM_IDENTITY`` settings of an llm part's record."""
+    return {key: settings.get(key) for key in LLM_IDENTITY}
+
+
+def file_settings(path: Path) -> dict[str, Any]:
+    """The settings of the record beside a predictions file (``NAME.json`` beside ``NAME.jsonl`` or
+    ``NAME.predictions.jsonl``), or none."""
+    record = path.with_name(path.name.removesuffix(".jsonl").removesuffix(".predictions") + ".json")
+    try:
+        settings = json.loads(record.read_text(encoding="utf-8")).get("settings")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
 #: The L2 penalty on an ensemble's weights (objective: dev log-likelihood - L2 / 2 * |weights|^2),
 #: chosen with the parts (the penalties tried changed the held-out likelihood in the fourth decimal).
 ENSEMBLE_L2 = 0.1
@@ -105,6 +127,8 @@ class EnsembleSettings:
     letter_priors: dict[str, dict[str, float]] = field(default_factory=dict)
     #: The parts it was fitted with that were read from predictions files (``--predictions LABEL=FILE``).
     from_files: tuple[str, ...] = ()
+    #: Its llm part's model and settings (``LLM_IDENTITY``) when fitted (none: no llm part, or unknown).
+    llm: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,7 +234,8 @@ class EnsembleMethod(Method):
             priors = {str(label): {str(letter): float(p) for letter, p in prior.items()}
                       for label, prior in chosen.get("letter_priors", {}).items()}  # none before they were fitted
             fitted = EnsembleSettings(tuple(chosen["parts"]), tuple(float(w) for w in chosen["weights"]), float(chosen["l2"]),
-                                      str(chosen["best_part"]), priors, tuple(map(str, chosen.get("from_files", []))))
+                                      str(chosen["best_part"]), priors, tuple(map(str, chosen.get("from_files", []))),
+                                      dict(chosen.get("llm") or {}))
         except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise OpenQAError(f"{path}: unreadable ensemble record ({type(exc).__name__}: {exc}); rerun `openqa tune`") from None
         if len(fitted.parts) != len(fitted.weights) or not fitted.parts or fitted.best_part not in fitted.parts:
@@ -239,8 +264,14 @@ class EnsembleMethod(Method):
             if label not in labels and (label in fitted.from_files or label.partition(":")[0].strip() not in METHODS):
                 name = f"ensemble {request.ensemble}" if request.ensemble else f"{target.dataset} ensemble"
                 raise OpenQAError(f"the {name} reads part {label!r} from a predictions file: give --predictions {label}=FILE")
+        if request.llm is not None and not model_parts(fitted.parts):  # the model would be dropped without a word
+            name = f"ensemble {request.ensemble}" if request.ensemble else f"{target.dataset} ensemble"
+            raise UsageError(f"--model and the LLM flags apply to an ensemble with an llm part; the {name} combines "
+                             f"{', '.join(fitted.parts)}: leave them out, or name one fitted with an LLM (--ensemble NAME)")
         parts = self.parts_for(target.lang, replace(request, parts=fitted.parts))
         opened = self._open_parts(ctx, target, parts, request)
+        self._check_llm(ctx, fitted, [opened[p.label] for p in parts if not p.precomputed and p.label in model_parts([p.label])],
+                        f"ensemble {request.ensemble}" if request.ensemble else f"{target.dataset} ensemble")
         scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, fitted.weights, fitted.letter_priors)
         shown = next((o for o in opened.values() if o.retriever is not None), next(iter(opened.values())))
         settings = {"parts": list(fitted.parts), "weights": dict(zip(fitted.parts, fitted.weights)), "l2": fitted.l2,
@@ -249,6 +280,23 @@ class EnsembleMethod(Method):
                     "sources": {"parts": where, "weights": where, "l2": where, "best_part": where, "letter_priors": where,
                                 "exam": target.source}}
         return Opened(scorer, shown.index, settings, parts=opened)
+
+    @staticmethod
+    def _check_llm(ctx: Context, fitted: EnsembleSettings, run: list[Opened], name: str) -> None:
+        """Refuse an llm part (``run``: those run, not read from files) opened with another model or
+        other settings than the fit's: its weight and the ensemble's calibration hold for the fitted
+        one alone. A fit that does not record its llm part's settings (before they were kept) is
+        used as it is, and the context is told so."""
+        for part in run:
+            now = llm_identity(part.settings)
+            if not fitted.llm:
+                ctx.notify_once(f"the {name} does not record which model its llm part was fitted with: its weights "
+                                f"and confidence assume it is {now['model']}")
+            elif now != fitted.llm:
+                differ = ", ".join(f"{key} {fitted.llm.get(key)!r} (here {now[key]!r})" for key in LLM_IDENTITY
+                                   if fitted.llm.get(key) != now[key])
+                raise UsageError(f"the {name} was fitted with another llm part: {differ}; give its model and LLM flags, "
+                                 "or fit one for this model (openqa tune --method ensemble --parts ...,llm --ensemble NAME)")
 
     def tune(self, ctx: Context, target: Exam, questions: Sequence[Question], request: Request = Request(),
              ) -> tuple[EnsembleSettings, list[dict[str, Any]], Index]:
@@ -263,8 +311,10 @@ class EnsembleMethod(Method):
         weights = tuple(round(float(w), 6) for w in fit_conditional_logit(features, answers, l2=ENSEMBLE_L2))
         table = [{"part": label, "weight": w, **summarise(scored[label])} for label, w in zip(opened, weights)]
         best_part = max(table, key=lambda row: row["accuracy"])["part"]  # the first listed among equals
+        llm = next((llm_identity(file_settings(Path(dict(request.predictions)[p.label])) if p.precomputed
+                                 else opened[p.label].settings) for p in parts if p.label in model_parts([p.label])), {})
         best = EnsembleSettings(tuple(opened), weights, ENSEMBLE_L2, best_part, priors,
-                                tuple(p.label for p in parts if p.precomputed))
+                                tuple(p.label for p in parts if p.precomputed), llm if any(llm.values()) else {})
         combined = EnsembleScorer(scorers, best.weights, priors).combine(scored)
         table.append({"part": "ensemble", **summarise(combined)})
         first = next(iter(opened.values()))
@@ -283,6 +333,12 @@ class EnsembleMethod(Method):
         held = [replace(r, scores=dict(zip(r.scores, map(float, z))), details={}) for r, z in zip(known, logits)]
         return held, (f"logits under weights fitted without each question "
                       f"({min(CROSS_FIT_FOLDS, len(features))}-fold cross-fitting, seed {CROSS_FIT_SEED})")
+
+
+def model_parts(labels: Sequence[str]) -> list[str]:
+    """The parts among ``labels`` that run the model a command names (``--model``: an LLM reader's)."""
+    return [label for label in labels if label.partition(":")[0] in METHODS and not METHODS[label.partition(":")[0]].fuses_parts
+            and METHODS[label.partition(":")[0]].takes_llm(True)]
 
 
 def ensemble_features(scorer: EnsembleScorer, scored: dict[str, list[OptionScores]]) -> tuple[list[Any], list[int]]:

@@ -101,11 +101,17 @@ def answer_text(question: Question) -> str:
     return question.options.get(question.answer_idx, question.answer)
 
 
+def chinese_share(questions: Sequence[Question]) -> float:
+    """The share of ``questions`` whose text holds a Chinese character: a bank of them is Chinese
+    from one half up (``require_language``)."""
+    return sum(bool(_CJK.search(q.question)) for q in questions) / max(len(questions), 1)
+
+
 def require_language(questions: Sequence[Question], lang: str, what: str) -> None:
     """Refuse solved questions of the other language: most of a Chinese bank's questions hold
     Chinese characters, few of an English one's. Checked for the whole bank and for each ``--bank``
     file alone, so one file of the other language is not outvoted by a large default bank."""
-    cjk = sum(bool(_CJK.search(q.question)) for q in questions) / max(len(questions), 1)
+    cjk = chinese_share(questions)
     if (lang == "zh") != (cjk >= 0.5):
         raise DataError(f"{what} is not in the language asked for ({lang}): "
                         f"{cjk:.0%} of its questions hold Chinese characters; give a bank of {lang} questions")

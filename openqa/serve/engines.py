@@ -35,7 +35,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Hashable, TypeVar, cast
+from typing import Any, Callable, Hashable, Iterable, TypeVar, cast
 
 import openqa
 from openqa.answer import language_note, no_match_message
@@ -47,7 +47,9 @@ from openqa.data.pasted import clean_text
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
 from openqa.languages import LANGS
 from openqa.methods import METHODS, Limits, Opened, Overrides, Request, open_method
+from openqa.methods.bank import banks_by_language
 from openqa.methods.base import SEARCH_COST, SEARCH_LIMITS, query_terms
+from openqa.methods.ensemble import EnsembleMethod, model_parts
 from openqa.pipeline import answer_record
 from openqa.retrieval.base import Index
 from openqa.retrieval.manifest import MANIFEST
@@ -72,6 +74,9 @@ WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
 HEAVY_SHARE = WORKERS // 2
 #: A request asking for more paragraphs per option than this is heavy.
 HEAVY_TOP_N = 20
+#: A request whose answer returns more evidence paragraphs than this (per option, times its options) is
+#: heavy: building and sending such a reply (10 options of 20 paragraphs: 200 KB) takes longer than scoring.
+HEAVY_EVIDENCE = 40
 #: The most jobs one client may have in flight (queued or running): twice the workers, so a client
 #: alone can keep every worker busy with as many waiting; past it, a request is refused with a 429.
 CLIENT_JOBS = 2 * WORKERS
@@ -172,12 +177,14 @@ def in_request_words(value: Any) -> Any:
 
 
 class Public:
-    """Text sent to clients with the server's folders named, never given as absolute paths."""
+    """Text sent to clients with the server's folders named, and the ``files`` it was given (``--bank``,
+    ``--model``) by their names alone, never as absolute paths."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, files: Iterable[str | Path] = ()) -> None:
         s = ctx.settings
         folders = [(s.index_dir, "<index folder>"), (s.data_dir, "<data folder>"), (s.settings_dir, "<settings folder>"),
                    (s.models_dir, "<models folder>"), (Path(openqa.__file__).parent, "<openqa package>")]
+        folders += [(Path(file).expanduser().absolute(), Path(file).name) for file in files]
         pairs = {str(Path(p).resolve()): label for p, label in folders if p is not None}
         pairs.update({str(p): label for p, label in folders if p is not None and Path(p).is_absolute()})
         self.pairs = sorted(pairs.items(), key=lambda pair: -len(pair[0]))  # longest (innermost) first
@@ -221,12 +228,17 @@ class Engines:
         ``request`` gives what it needs) with ``request`` (the LLM reader's settings); one that
         cannot be opened is kept with its error, so requests for it say which command builds its index."""
         self.ctx = _OpenOnce(**{f.name: getattr(ctx, f.name) for f in fields(Context)})
-        self.public = Public(ctx)
+        self.public = Public(ctx, [*request.banks, *(f for f in (request.model, request.llm and request.llm.model) if f)])
         self.request = request
         self.langs = pick(langs, LANGS, "language")
         self.methods = [n for n, m in METHODS.items() if m.ready(request)] if methods == [ALL] else pick(methods, tuple(METHODS), "method")
+        if request.ensemble is not None and not any(METHODS[name].fuses_parts for name in self.methods):
+            raise OpenQAError(f"--ensemble {request.ensemble} names a fitted ensemble: serve it with --method ensemble")
+        self.banks = banks_by_language(request.banks, self.langs)
+        self._requests: dict[tuple[str, str], Request] = {}
         for name in self.methods:
-            METHODS[name].require(request)
+            for lang in self.langs:
+                METHODS[name].require(self._request_for(name, lang))
         self.jobs = JobCap(CLIENT_JOBS)  # one client's jobs in flight, in all three pools together
         self.pool = FairPool(WORKERS, "openqa-score", HEAVY_SHARE, self.jobs)
         self.jvm = FairPool(1, "openqa-jvm", 1, self.jobs)
@@ -259,6 +271,41 @@ class Engines:
     def _folder(self, key: tuple[str, str]) -> Path:
         return index_folder(self.ctx.settings.index_dir, *key, self.ctx.corpus)
 
+    def _uses(self, name: str, lang: str, request: Request) -> tuple[bool, bool]:
+        """Whether ``name`` opened in ``lang`` with ``request`` runs the named model, and whether it
+        reads the bank (an ensemble: by its fitted parts; both when it has none fitted, whose
+        opening then says so)."""
+        m = METHODS[name]
+        if not isinstance(m, EnsembleMethod):
+            return m.takes_llm(True), m.uses_bank(request)
+        try:
+            parts = m.fitted(self.ctx, Exam.resolve(lang=lang), request)[0].parts
+        except OpenQAError:
+            return True, True
+        part = Request(llm=request.llm)
+        return bool(model_parts(parts)), any(METHODS[label.partition(":")[0]].uses_bank(part)
+                                             for label in parts if label.partition(":")[0] in METHODS)
+
+    def _request_for(self, name: str, lang: str) -> Request:
+        """What ``name`` in ``lang`` is opened with: the server's request with that language's
+        ``--bank`` files alone (``banks_by_language``) and ``--ensemble`` for the ensemble alone. The
+        model and the bank files go to the methods that use them where another served method does
+        (``--method llm,ensemble --model M`` runs the model in llm, not in an ensemble fitted
+        without it); a method served alone is given them, and refuses what it cannot use."""
+        if (name, lang) in self._requests:
+            return self._requests[name, lang]
+        request = replace(self.request, banks=self.banks[lang])
+        if not METHODS[name].fuses_parts:
+            request = replace(request, ensemble=None)
+        model, bank = self._uses(name, lang, request)
+        others = [self._uses(other, lang, replace(request, ensemble=None)) for other in self.methods if other != name]
+        if request.llm is not None and not model and any(uses[0] for uses in others):
+            request = replace(request, llm=None)
+        if request.banks and not bank and any(uses[1] for uses in others):
+            request = replace(request, banks=(), allow_bank_overlap=False)
+        self._requests[name, lang] = request  # (a request's top_n asks again: the fitted parts are read once)
+        return request
+
     def _stamps(self, method: str, lang: str) -> dict[tuple[str, str], Stamp]:
         return {key: stamp(self._folder(key)) for key in METHODS[method].reads(lang, self.request)}
 
@@ -268,7 +315,7 @@ class Engines:
         later (but for an index that was missing, which the opening built)."""
         stamps = self._stamps(name, lang)
         try:
-            opened = open_method(self.ctx, name, Exam.resolve(lang=lang), self.request)
+            opened = open_method(self.ctx, name, Exam.resolve(lang=lang), self._request_for(name, lang))
         except OpenQAError as exc:
             return Offer(name, lang, stamps, error=self.public(str(exc)))
         opened.index.warm()
@@ -370,24 +417,27 @@ class Engines:
 
     def answer(self, question: Question, method: str | None = None, lang: str | None = None, top_n: int | None = None,
                evidence: int = 3, abandoned: threading.Event | None = None, deadline: float | None = None,
-               min_confidence: float | None = None, client: Hashable = "") -> Future[dict[str, Any]]:
+               min_confidence: float | None = None, client: Hashable = "",
+               reply: Callable[[dict[str, Any]], Any] = dict) -> Future[Any]:
         """Solve ``question`` on a worker thread: the record of ``answer_record`` with the method and
-        language used (default: the first served); ``top_n`` replaces the tuned top-N over the open
+        language used (default: the first served), as ``reply`` makes it (the server's encodes it there,
+        off the event loop); ``top_n`` replaces the tuned top-N over the open
         index. The job waits in the queue of its ``client`` (whoever asks: the server gives the peer
-        address), language and weight (heavy: estimated by its method at over ``HEAVY_SECONDS``, or
-        asking for over ``HEAVY_TOP_N`` paragraphs), and stops (before scoring, or at the scorer's next
-        checkpoint) once ``abandoned`` is set, the server stops, or ``deadline`` (``time.monotonic``;
-        default: the method's time limit from now) has passed; below ``min_confidence`` the answer abstains."""
+        address), language and weight (heavy: estimated by its method at over ``HEAVY_SECONDS``,
+        asking for over ``HEAVY_TOP_N`` paragraphs, or returning over ``HEAVY_EVIDENCE``), and stops
+        (before scoring, or at the scorer's next checkpoint) once ``abandoned`` is set, the server
+        stops, or ``deadline`` (``time.monotonic``; default: the method's time limit from now) has
+        passed; below ``min_confidence`` the answer abstains."""
         method, lang = self.offer(method, lang)
         if top_n is not None and not METHODS[method].takes("top_n"):
             raise RequestError(f"top_n does not apply to {method}: leave it out (the server's settings choose its evidence)")
         seconds = limits(method).seconds
         what = f"{method} ({lang})"
         current = self.offers[lang, method].opened
-        heavy = (current is None or METHODS[method].estimate(current, question, lang).heavy
-                 or (top_n or 0) > HEAVY_TOP_N)  # an offer being reopened is weighed as heavy
+        heavy = (current is None or METHODS[method].estimate(current, question, lang).heavy  # an offer being reopened is heavy
+                 or (top_n or 0) > HEAVY_TOP_N or evidence * len(question.options) > HEAVY_EVIDENCE)
 
-        def attempts() -> dict[str, Any]:
+        def attempts() -> Any:
             failed: Offer | None = None
             failure = "it kept changing"
             for _ in range(3):  # an index swapped while scoring: score again on the new one
@@ -403,8 +453,8 @@ class Engines:
                 if not self.changed(offer):
                     switch = '"lang": "{}"'
                     message = (language_note(question, lang, switch) or None) if record["matched"] else no_match_message(lang, switch)
-                    return {**record, "message": message, "method": method, "lang": lang,
-                            "settings": self.public(in_request_words(record["settings"]))}
+                    return reply({**record, "message": message, "method": method, "lang": lang,
+                                  "settings": self.public(in_request_words(record["settings"]))})
             raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "
                                "has finished", 503)
 
@@ -412,9 +462,11 @@ class Engines:
                            deadline if deadline is not None else time.monotonic() + seconds, self._worker(method, lang))
 
     def search(self, query: str, lang: str | None, engine: str, k: int, client: Hashable = "",
-               abandoned: threading.Event | None = None, deadline: float | None = None) -> Future[dict[str, Any]]:
-        """The top ``k`` paragraphs of the ``lang``/``engine`` index for ``query`` (``openqa.api.search_hits``),
-        on the worker of a served method that reads that index (reopened first if it changed on disk),
+               abandoned: threading.Event | None = None, deadline: float | None = None,
+               reply: Callable[[dict[str, Any]], Any] = dict) -> Future[Any]:
+        """The top ``k`` paragraphs of the ``lang``/``engine`` index for ``query`` (``openqa.api.search_hits``)
+        as ``reply`` makes them (as ``answer``'s), on the worker of a served method that reads that
+        index (reopened first if it changed on disk),
         queued and stopped as ``answer`` queues and stops a question of ``client`` (heavy: estimated at
         over ``HEAVY_SECONDS`` by ``SEARCH_COST``)."""
         lang = lang or self.langs[0]
@@ -431,10 +483,10 @@ class Engines:
             raise RequestError(f"no {engine} ({lang}) index is served here: start the server with a method that "
                                f"reads it (--lang {lang}, e.g. --method ir-custom for custom)", 404)
 
-        def work() -> dict[str, Any]:
+        def work() -> Any:
             self._fresh(reading[0], lang)
             hits = search_hits(self.ctx.opened[lang, engine], [query], k)[0]
-            return {"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]}
+            return reply({"query": query, "lang": lang, "engine": engine, "hits": [h.to_dict() for h in hits]})
 
         index = self.ctx.opened.get((lang, engine))
         heavy = index is None or SEARCH_COST.estimate(lang, query_terms(index, [query])).heavy
@@ -445,7 +497,8 @@ class Engines:
     def _with_top_n(self, method: str, lang: str, top_n: int) -> Opened:
         """The method with the request's top-N over its open index (a 503 if that index just went away)."""
         try:
-            return open_method(self.ctx, method, Exam.resolve(lang=lang), replace(self.request, overrides=Overrides(top_n=top_n)))
+            return open_method(self.ctx, method, Exam.resolve(lang=lang),
+                               replace(self._request_for(method, lang), overrides=Overrides(top_n=top_n)))
         except OpenQAError as exc:
             raise RequestError(f"{method} ({lang}) cannot be opened now: {self.public(str(exc))}", 503) from None
 

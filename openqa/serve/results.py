@@ -3,22 +3,27 @@
 Every endpoint that reads records runs as its client's job on the server's worker pool
 (``Engines.submit``), within ``RESULTS_SECONDS``, and stops at its next cancellation checkpoint (between
 prediction rows, records, bootstrap chunks and calibration draws) once its client leaves, its time
-runs out or the server stops. A comparison is heavy (it shares the heavy workers with long questions);
-the others are light."""
+runs out or the server stops. Its reply is built and encoded in that job, never on the event loop.
+A job is heavy (it shares the heavy workers with long questions, and one client holds at most its
+part of them) when it is a comparison, reads a run whose predictions file is over
+``HEAVY_BYTES``, or lists the folder for the first time; the others are light. The listing keeps
+the headlines it has read (``RunCache``): a later one re-reads only the records changed on disk."""
 
 from __future__ import annotations
 
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from fastapi import FastAPI, Request
-from fastapi.responses import FileResponse
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse, Response
 
 from openqa.errors import OpenQAError, UsageError
 from openqa.serve.engines import Engines
 from openqa.serve.routes import on_pool
+from openqa.serve.schemas import encoded
 
 #: The results page (beside the main page in ``static/``).
 PAGE = Path(__file__).parent / "static" / "results.html"
@@ -29,6 +34,11 @@ MAX_COMPARED = 8
 #: Seconds a results request may take (queueing included): a comparison of 8 runs of 20,000 questions
 #: reads and resamples them in a few seconds.
 RESULTS_SECONDS = 30.0
+#: A run whose predictions file is larger than this is read as a heavy job (about a thousand questions:
+#: reading and sending them takes a few tenths of a second).
+HEAVY_BYTES = 256 * 1024
+#: How many times its size a compressed (shipped) predictions file counts.
+COMPRESSION = 8
 #: The lane of the results jobs in their client's queues (answers' lanes are languages).
 LANE = "results"
 
@@ -55,10 +65,32 @@ class Relative:
             raise
 
 
+def heavy_read(folder: Path, run: str) -> bool:
+    """Whether reading the run ``run`` of ``folder`` is a heavy job: its predictions file is over
+    ``HEAVY_BYTES`` (a compressed one counted at ``COMPRESSION`` times its size); a run without
+    one is refused at once, a light job."""
+    from openqa.evaluate.browse import predictions_file
+
+    try:
+        path = predictions_file(folder, run)
+        return path.stat().st_size * (COMPRESSION if path.suffix == ".gz" else 1) > HEAVY_BYTES
+    except (OpenQAError, OSError):
+        return False
+
+
 def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
     """The results page (``/results``) and its JSON: the runs of ``folder``, a run's questions (with
     their text where the data folder has the run's dataset), and the comparison of runs."""
-    from openqa.evaluate.browse import MAX_QUESTIONS, inside, list_runs, run_curves, run_questions, run_row, within
+    from openqa.evaluate.browse import (
+        MAX_QUESTIONS,
+        RunCache,
+        inside,
+        list_runs,
+        run_curves,
+        run_questions,
+        run_row,
+        within,
+    )
     from openqa.evaluate.compare import compare_runs, run_paths
     from openqa.pipeline import compare_lookup
 
@@ -66,25 +98,27 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
     shown = folder.name
     folder = Path(folder).absolute()  # every path below it absolute: named relative to it in what clients see
     relative = Relative(folder)
+    cache = RunCache()
 
     @app.get("/results", include_in_schema=False)
     async def results_page() -> FileResponse:
         return FileResponse(PAGE)
 
     @app.get("/v1/results", summary="Every eval run of the results folder (unreadable ones with their reason)")
-    async def runs(request: Request) -> dict[str, Any]:
-        def work() -> dict[str, Any]:
+    async def runs(request: Request) -> Response:
+        def work() -> Response:
             with relative.errors():
-                listing = list_runs(folder)
-            return {"folder": shown, "runs": [{**row, "unreadable": relative(row["unreadable"])} if "unreadable" in row else row
-                                              for row in listing]}
+                listing = list_runs(folder, cache)
+            return encoded({"folder": shown, "runs": [{**row, "unreadable": relative(row["unreadable"])} if "unreadable" in row
+                                                      else row for row in listing]})
 
-        return await on_pool(engines, request, work, "the results listing", RESULTS_SECONDS, LANE, heavy=False)
+        return await on_pool(engines, request, work, "the results listing", RESULTS_SECONDS, LANE,
+                             heavy=not cache.has_listed(folder))
 
     @app.get("/v1/results/{run}", summary=f"A run's first {MAX_QUESTIONS:,} questions (cut: whether it has more): prediction, "
                                            "answer, probabilities, and the question's text where known")
-    async def questions(run: str, request: Request) -> dict[str, Any]:
-        def work() -> dict[str, Any]:
+    async def questions(run: str, request: Request) -> Response:
+        def work() -> Response:
             with relative.errors():
                 rows = run_questions(folder, run, MAX_QUESTIONS + 1)  # the name is checked there: a plain file of the folder or its subfolders
                 cut = len(rows) > MAX_QUESTIONS
@@ -95,26 +129,28 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
                     summary = None
                 record = run_row(summary) if summary is not None else None  # that run's record alone, not the whole folder's
             texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
-            return {"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows], "cut": cut,
-                    "most": MAX_QUESTIONS}
+            return encoded({"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows], "cut": cut,
+                            "most": MAX_QUESTIONS})
 
-        return await on_pool(engines, request, work, "a run's questions", RESULTS_SECONDS, LANE, heavy=False)
+        heavy = await run_in_threadpool(heavy_read, folder, run)
+        return await on_pool(engines, request, work, "a run's questions", RESULTS_SECONDS, LANE, heavy)
 
     @app.get("/v1/results/{run}/curves", summary="A run's risk-coverage curve and reliability diagram, from its predictions")
-    async def run_curve(run: str, request: Request) -> dict[str, Any]:
-        def work() -> dict[str, Any]:
+    async def run_curve(run: str, request: Request) -> Response:
+        def work() -> Response:
             with relative.errors():
-                return run_curves(folder, run)
+                return encoded(run_curves(folder, run))
 
-        return await on_pool(engines, request, work, "a run's curves", RESULTS_SECONDS, LANE, heavy=False)
+        heavy = await run_in_threadpool(heavy_read, folder, run)
+        return await on_pool(engines, request, work, "a run's curves", RESULTS_SECONDS, LANE, heavy)
 
     @app.get("/v1/compare", summary=f"Runs compared question by question (as openqa compare): ?runs=A,B[,C...], at most {MAX_COMPARED}")
-    async def compare(runs: str, request: Request) -> dict[str, Any]:
+    async def compare(runs: str, request: Request) -> Response:
         names = runs.split(",")
         if len(names) > MAX_COMPARED:
             raise UsageError(f"compare at most {MAX_COMPARED} runs at once, not {len(names)}")
 
-        def work() -> dict[str, Any]:
+        def work() -> Response:
             with relative.errors():
                 paths = [inside(folder, name, ".json") for name in names]
                 top = folder.resolve()
@@ -122,6 +158,6 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
                     predictions = run_paths(path)[1]
                     if predictions.is_symlink() and not within(top, predictions):  # a link out of the folder is never followed
                         raise UsageError(f"no run named {path.name!r} here")
-                return compare_runs(paths, lookup)  # which refuses a run given twice
+                return encoded(compare_runs(paths, lookup))  # which refuses a run given twice
 
         return await on_pool(engines, request, work, "the comparison", RESULTS_SECONDS, LANE, heavy=True)

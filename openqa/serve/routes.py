@@ -1,6 +1,7 @@
 """The JSON API under ``/v1``: each endpoint parses a request, calls one function (``parse_block``,
 ``make_question``, the ``Engines`` that hold the opened methods) and returns its record; parsing and
-scoring run in threads, so the event loop only moves bytes."""
+scoring run in threads, and so do validating and encoding a reply (``encoded``), so the event loop
+only moves bytes."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import asyncio
 import threading
 import time
 from concurrent.futures import Future
+from functools import partial
 from typing import Any, Callable, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
 
 from openqa import __version__
 from openqa.data import Question
@@ -32,6 +35,7 @@ from openqa.serve.schemas import (
     ParseRequest,
     SearchRequest,
     SearchResponse,
+    encoded,
 )
 from openqa.serve.transport import HEADER_SECONDS
 
@@ -154,7 +158,7 @@ def add_api(app: FastAPI, engines: Engines) -> None:
 
     @app.post("/v1/answer", response_model=Answer, responses=ERRORS,
               summary="Rank a question's options, with evidence paragraphs and the spans of their matched words")
-    async def answer(body: AnswerRequest, request: Request) -> dict[str, Any]:
+    async def answer(body: AnswerRequest, request: Request) -> Response:
         method, lang = engines.offer(body.method, body.lang)
         limit = limits(method)
         deadline = time.monotonic() + limit.seconds
@@ -163,19 +167,20 @@ def add_api(app: FastAPI, engines: Engines) -> None:
             raise RequestError(f"question too long for {method}: {size(question)} characters with its options "
                                f"(at most {limit.max_chars} per request)", 413)
         abandoned = threading.Event()
-        future = await run_in_threadpool(engines.answer, question, method, lang, body.top_n, body.evidence, abandoned,
-                                         deadline, body.min_confidence, peer(request))  # weighing it reads its terms
+        future: Future[Response] = await run_in_threadpool(engines.answer, question, method, lang, body.top_n, body.evidence, abandoned,
+                                         deadline, body.min_confidence, peer(request),  # weighing it reads its terms
+                                         partial(encoded, model=Answer))
         return await answered(future, abandoned, request, deadline, f"{method} ({lang})", limit.seconds, engines.stopping)
 
     @app.post("/v1/search", response_model=SearchResponse, responses=ERRORS,
               summary="Ranked paragraphs of a served index for a free-text query (retrieval alone)")
-    async def search(body: SearchRequest, request: Request) -> dict[str, Any]:
+    async def search(body: SearchRequest, request: Request) -> Response:
         if len(body.query) > MAX_CHARS:
             raise RequestError(f"query too long: {len(body.query)} characters (at most {MAX_CHARS})", 413)
         deadline = time.monotonic() + SEARCH_LIMITS.seconds
         abandoned = threading.Event()
-        future = await run_in_threadpool(engines.search, body.query, body.lang, body.engine, body.k, peer(request),
-                                         abandoned, deadline)
+        future: Future[Response] = await run_in_threadpool(engines.search, body.query, body.lang, body.engine, body.k, peer(request),
+                                         abandoned, deadline, partial(encoded, model=SearchResponse))
         return await answered(future, abandoned, request, deadline, f"search ({body.engine})", SEARCH_LIMITS.seconds,
                               engines.stopping)
 

@@ -111,6 +111,18 @@ def header_timed(seconds: float) -> type[asyncio.Protocol]:
     return HeaderTimed
 
 
+def server_config(app: FastAPI) -> uvicorn.Config:
+    """uvicorn's settings for serving ``app``: its log at info, the protocol that cuts off a trickled
+    head (``header_timed``), a graceful stop of ``GRACE_SECONDS``, and no proxy headers: uvicorn
+    would otherwise take a connection from 127.0.0.1 to come from whatever address its
+    ``X-Forwarded-For`` names, so any local user (or anyone through an SSH tunnel) could pick the key
+    the workers are shared by. A client is its address, or the header ``--client-header`` names."""
+    import uvicorn
+
+    return uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS,
+                          http=header_timed(HEADER_SECONDS), proxy_headers=False)
+
+
 class CutOffSaid(logging.Filter):
     """uvicorn's ``ERROR: Cancel N running task(s), timeout graceful shutdown exceeded``, logged on
     every graceful stop that cuts a request off after ``GRACE_SECONDS`` (a client still sending its
@@ -160,8 +172,7 @@ class GracefulServer:
                 if self.server_state.tasks and not self.force_exit:  # the cut-off requests write their 503s
                     await asyncio.wait(set(self.server_state.tasks), timeout=FLUSH_SECONDS)
 
-        self.server = Server(uvicorn.Config(app, log_level="info", lifespan="off", timeout_graceful_shutdown=GRACE_SECONDS,
-                                            http=header_timed(HEADER_SECONDS)))
+        self.server = Server(server_config(app))
         said = logging.getLogger("uvicorn.error")  # uvicorn's own log (its Config set it up just now)
         if not any(isinstance(f, CutOffSaid) for f in said.filters):
             said.addFilter(CutOffSaid())
