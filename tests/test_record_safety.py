@@ -149,7 +149,7 @@ def test_a_calibration_is_checked_against_the_settings_read_not_the_file_replace
         assert load_calibration("ir-custom", "us", tmp_path / "tuned") is not None
 
 
-def test_a_fitted_ensemble_remembers_its_bank_files_and_refuses_others(tmp_path):
+def test_a_fitted_ensemble_remembers_its_bank_files_and_says_when_a_run_reads_others(tmp_path, capsys):
     from openqa.api import run_eval, tune
 
     where = _where(tmp_path)
@@ -162,9 +162,15 @@ def test_a_fitted_ensemble_remembers_its_bank_files_and_refuses_others(tmp_path)
 
     base = ["eval", "--dataset", "us", "--method", "ensemble", "--ensemble", "mine", "--data-dir", str(where["data_dir"]),
             "--index-dir", str(where["index_dir"]), "--settings-dir", str(tmp_path / "tuned"), "--output", str(where["results_dir"])]
-    assert main(base) == 2  # used without its bank file
+    capsys.readouterr()
+    note = "the ensemble mine: its bank part was fitted with --bank mine.jsonl (sha256 "
+    assert main([*base, "--json"]) == 0  # used without its bank file: said, in one line and in the record
+    out, err = capsys.readouterr()
+    assert note in err and "this run reads the exam's own bank alone" in json.loads(out)["settings"]["sources"]["weights"]
     other = tmp_path / "other.jsonl"
     other.write_text(json.dumps(dict(QUESTIONS[0], question="another course's question")) + "\n")
-    assert main([*base, "--bank", str(other)]) == 2
-    assert main([*base, "--bank", str(mine)]) == 0
+    assert main([*base, "--bank", str(other), "--output", str(tmp_path / "o2")]) == 0
+    assert "this run reads --bank other.jsonl" in capsys.readouterr().err
+    assert main([*base, "--bank", str(mine), "--output", str(tmp_path / "o3")]) == 0
+    assert "its bank part was fitted" not in capsys.readouterr().err  # the same files: nothing to say
     assert run_eval("bank", "us", split="test", banks=[mine], **where).record["n"] > 0

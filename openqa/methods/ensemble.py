@@ -129,6 +129,8 @@ class EnsembleSettings:
     from_files: tuple[str, ...] = ()
     #: Its llm part's model and settings (``LLM_IDENTITY``) when fitted (none: no llm part, or unknown).
     llm: dict[str, Any] = field(default_factory=dict)
+    #: The ``--bank`` files its bank part was fitted with, as ``{"file", "sha256"}`` (none: the exam's own bank alone).
+    banks: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,13 +247,8 @@ class EnsembleMethod(Method):
             raise OpenQAError(f"{path}: unreadable ensemble record (a letter prior of no part, or not a probability); "
                               "rerun `openqa tune`")
         banks = record.get("banks") if isinstance(record.get("banks"), list) else []
-        fitted_with = [b.get("sha256") for b in banks if isinstance(b, dict)]
-        reads_bank = any(METHODS[m].uses_bank(Request()) for m in (label.partition(":")[0] for label in fitted.parts) if m in METHODS)
-        if reads_bank and bank_file_digests(request.banks) != fitted_with:
-            name = f"ensemble {request.ensemble}" if request.ensemble else f"{target.dataset} ensemble"
-            files = ", ".join(f"--bank {b.get('file')} (sha256 {str(b.get('sha256'))[:12]})" for b in banks if isinstance(b, dict))
-            raise OpenQAError(f"the {name} was fitted with {files or 'no --bank file'}: give the same bank files "
-                              f"(or fit another: openqa tune --method ensemble --dataset {target.dataset} --ensemble NAME --bank ...)")
+        fitted = replace(fitted, banks=tuple({"file": str(b.get("file")), "sha256": str(b.get("sha256"))}
+                                             for b in banks if isinstance(b, dict)))
         return fitted, where
 
     def open(self, ctx: Context, target: Exam, request: Request = Request()) -> Opened:
@@ -272,6 +269,9 @@ class EnsembleMethod(Method):
         opened = self._open_parts(ctx, target, parts, request)
         self._check_llm(ctx, fitted, [opened[p.label] for p in parts if not p.precomputed and p.label in model_parts([p.label])],
                         f"ensemble {request.ensemble}" if request.ensemble else f"{target.dataset} ensemble")
+        other_bank = self._bank_note(ctx, fitted, request, f"ensemble {request.ensemble}" if request.ensemble else f"{target.dataset} ensemble")
+        if other_bank:
+            where = f"{where} ({other_bank})"
         scorer = EnsembleScorer({label: o.scorer for label, o in opened.items()}, fitted.weights, fitted.letter_priors)
         shown = next((o for o in opened.values() if o.retriever is not None), next(iter(opened.values())))
         settings = {"parts": list(fitted.parts), "weights": dict(zip(fitted.parts, fitted.weights)), "l2": fitted.l2,
@@ -280,6 +280,21 @@ class EnsembleMethod(Method):
                     "sources": {"parts": where, "weights": where, "l2": where, "best_part": where, "letter_priors": where,
                                 "exam": target.source}}
         return Opened(scorer, shown.index, settings, parts=opened)
+
+    @staticmethod
+    def _bank_note(ctx: Context, fitted: EnsembleSettings, request: Request, name: str) -> str:
+        """What a run must say when its bank part reads other ``--bank`` files than the fit's (a fit
+        on a bank that held its dev questions, used without it; your own solved questions added to
+        a fit on the exam's bank): the weights and probabilities were fitted on another bank. Said
+        once to the context and in the sources of the record's settings; empty when the banks agree."""
+        reads_bank = any(METHODS[m].uses_bank(Request()) for m in (label.partition(":")[0] for label in fitted.parts) if m in METHODS)
+        if not reads_bank or bank_file_digests(request.banks) == [b["sha256"] for b in fitted.banks]:
+            return ""
+        was = ", ".join(f"--bank {b['file']} (sha256 {b['sha256'][:12]})" for b in fitted.banks) or "the exam's own bank alone"
+        now = ", ".join(f"--bank {Path(f).name}" for f in request.banks) or "the exam's own bank alone"
+        note = f"its bank part was fitted with {was}; this run reads {now}"
+        ctx.notify_once(f"the {name}: {note}: its weights and probabilities were fitted on another bank")
+        return note
 
     @staticmethod
     def _check_llm(ctx: Context, fitted: EnsembleSettings, run: list[Opened], name: str) -> None:
