@@ -318,7 +318,8 @@ def corpus_difference(tuned: dict[str, Any] | None, here: dict[str, Any] | None)
 
 
 def file_digest(path: Path) -> str:
-    """The SHA-256 of a settings record's bytes (what its calibration was fitted with)."""
+    """The SHA-256 of a file's bytes: a settings record's (what its calibration was fitted with), an
+    ensemble part's predictions file (what a record says it read)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 

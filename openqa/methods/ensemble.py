@@ -27,6 +27,7 @@ from openqa.retrieval.base import Index
 from openqa.scorers.base import OptionScores
 from openqa.scorers.ensemble import EnsembleScorer, letter_priors, logit_features
 from openqa.tuning import (
+    file_digest,
     read_json_record,
     tuned_file,
 )
@@ -217,7 +218,8 @@ class EnsembleMethod(Method):
             raise UsageError("an ensemble needs at least one part that runs (its index shows the evidence)")
         index = next(iter(run.values())).index
         read = {p.label: Opened(PrecomputedScorer(Path(files[p.label]), p.label), index,
-                                {"file": Path(files[p.label]).name, "sources": {"file": OptionSource("predictions")}})
+                                {"file": Path(files[p.label]).name, "sha256": file_digest(Path(files[p.label])),
+                                 "sources": {"file": OptionSource("predictions"), "sha256": "the file's bytes"}})
                 for p in parts if p.precomputed}
         return {p.label: (read | run)[p.label] for p in parts}
 

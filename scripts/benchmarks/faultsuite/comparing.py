@@ -188,8 +188,8 @@ def predictions_cases(loc: list[str], root: Path) -> list[Case]:
         Case("a question scored twice, otherwise", "predictions files",
              [*ev, "--predictions", f"ext={part('twice.jsonl', twice)}"],
              check=said(f"twice.jsonl:{len(lines) + 1}: question digest")),
-        Case("a question scored twice, alike", "predictions files",
-             [*ev, "--predictions", f"ext={part('alike.jsonl', alike)}", "--json"], expect="ok",
+        Case("a question scored twice, alike", "predictions files",  # (its own folder: the record of the first case is another file's)
+             [*ev[:-1], str(out) + "-alike", "--predictions", f"ext={part('alike.jsonl', alike)}", "--json"], expect="ok",
              check=lambda o, e: json.loads(o)["n"] == len(lines)),
         Case("an unknown scale", "predictions files",
              [*ev, "--predictions", f"ext={part('scale.jsonl', rows(lambda r: r[1].update(scale='bogus')))}"],
