@@ -93,6 +93,8 @@ class EvalRequest:
     def __post_init__(self) -> None:
         if (self.dataset is None) == (self.questions is None):
             raise OpenQAError("give --dataset or --questions (one of them)")
+        if self.exam is not None and not self.exam.strip():
+            raise OpenQAError("--exam is empty: name an exam (usmle, mcmle, twmle) or a dataset, or leave --exam out")
         if self.dataset is not None and self.exam is not None and (
                 DATASETS[self.exam].exam if self.exam in DATASETS else self.exam) != dataset_spec(self.dataset).exam:
             raise OpenQAError(f"--exam applies to --questions (what they are scored as); --dataset {self.dataset} "

@@ -174,3 +174,19 @@ def test_a_fitted_ensemble_remembers_its_bank_files_and_says_when_a_run_reads_ot
     assert main([*base, "--bank", str(mine), "--output", str(tmp_path / "o3")]) == 0
     assert "its bank part was fitted" not in capsys.readouterr().err  # the same files: nothing to say
     assert run_eval("bank", "us", split="test", banks=[mine], **where).record["n"] > 0
+
+
+def test_run_eval_and_tune_take_what_the_command_line_does(tmp_path):
+    """The API's parity with the commands: a slice, a named ensemble, a part read from a file; tune on the first N."""
+    from openqa.api import run_eval, tune
+
+    where = _where(tmp_path)
+    fit = {k: v for k, v in where.items() if k != "results_dir"}
+    tuned = tune("ensemble", "us", parts=["ir-custom", "bank"], ensemble="mine", limit=1, settings_dir=tmp_path / "tuned", **fit)
+    assert tuned.record["limit"] == 1
+    record = run_eval("ensemble", "us", split="test", ensemble="mine", offset=1, settings_dir=tmp_path / "tuned", **where).record
+    assert (record["n"], record["offset"], record["settings"]["parts"]) == (1, 1, ["ir-custom", "bank"])
+    with pytest.raises(OpenQAError, match="predictions must map part labels to files"):
+        run_eval("ensemble", "us", predictions=["x"], **where)
+    with pytest.raises(OpenQAError, match="--exam is empty"):
+        run_eval("ir-custom", questions=tmp_path / "q.jsonl", exam=" ", **where)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence, cast
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, cast
 
 from openqa import arguments as arg
 from openqa.api.checks import bank_files, check_llm, lang_name, method_name, optional_engine, overrides_of
@@ -49,6 +49,7 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
              engine: str | None = None, model: str | None = None, llm: LLMSettings | None = None,
              subset: str | None = None, progress: bool = False, workspace: Workspace | None = None,
              banks: Sequence[str | Path] = (), allow_bank_overlap: bool = False, command: str | None = None,
+             offset: int = 0, ensemble: str | None = None, predictions: Mapping[str, str | Path] | None = None,
              **where: Any) -> Evaluation:
     """Accuracy of ``method`` on a ``dataset`` split (default test) or a ``questions`` file, with the
     result files written under ``results_dir`` as ``openqa eval`` writes them.
@@ -73,6 +74,9 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
         still left out of each one's evidence, and counted); refused otherwise.
     :param command: the command line the record says reproduces it (default: this process's; a
         script's run names the script's own).
+    :param offset: questions skipped before the first scored one (with ``limit``: a slice).
+    :param ensemble: with ``method="ensemble"``: the fitted ensemble's name (default: the exam's own).
+    :param predictions: with ``method="ensemble"``: part label -> a predictions file that part reads.
     :param workspace: where data, indexes, settings and results are (a ``Workspace``); its fields may
     also be given as keywords (``data_dir=...``, ``index_dir=...``), each defaulting to its
     environment variable.
@@ -90,8 +94,25 @@ def run_eval(method: str = "ir-custom", dataset: str | None = None, *, split: st
                           limit=arg.optional_whole("limit", limit, 1), engine=optional_engine(engine),
                           model=arg.optional_text("model", model), overrides=overrides, llm=llm,
                           subset=arg.optional_text("subset", subset), banks=bank_files(banks),
-                          allow_bank_overlap=arg.flag("allow_bank_overlap", allow_bank_overlap))
+                          allow_bank_overlap=arg.flag("allow_bank_overlap", allow_bank_overlap),
+                          offset=arg.whole("offset", offset, 0), ensemble=arg.optional_text("ensemble", ensemble),
+                          predictions=prediction_files(predictions))
     return evaluate_request(Workspace.of(workspace, **where).context(), request, progress, arg.optional_text("command", command))
+
+
+def prediction_files(predictions: Any) -> tuple[tuple[str, str], ...]:
+    """``predictions`` (part label -> file) as a request carries them, each label text and each file a path."""
+    if predictions is None:
+        return ()
+    if not isinstance(predictions, Mapping):
+        raise UsageError(f"predictions must map part labels to files, not {type(predictions).__name__}")
+    files = []
+    for label, file in predictions.items():
+        path = arg.path(f"the predictions file of {label!r}", file)
+        if path is None:
+            raise UsageError(f"predictions must give a file for part {label!r}, not None")
+        files.append((arg.text("a predictions part label", label), str(path)))
+    return tuple(files)
 
 
 def evaluate_request(ctx: Context, request: EvalRequest, progress: bool = False, command: str | None = None) -> Evaluation:
@@ -118,7 +139,7 @@ class Tuning:
 def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None = None, parts: Sequence[str] | None = None,
          calibrate_only: bool = False, progress: bool = False, workspace: Workspace | None = None,
          ensemble: str | None = None, banks: Sequence[str | Path] = (), allow_bank_overlap: bool = False,
-         **where: Any) -> Tuning:
+         limit: int | None = None, predictions: Mapping[str, str | Path] | None = None, **where: Any) -> Tuning:
     """Grid-search ``method``'s settings on ``dataset`` dev (an ensemble: fit its weights over
     ``parts``) and fit its probabilities there; record both in ``settings_dir``, where ``Solver`` and
     ``run_eval`` then find them.
@@ -135,6 +156,8 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     :param ensemble: with ``ensemble``: the name its fit is filed under (default: the exam's own).
     :param banks: files of solved questions added to a bank part's bank.
     :param allow_bank_overlap: let a file of ``banks`` hold dev questions fitted on (refused otherwise).
+    :param limit: only the first ``limit`` dev questions.
+    :param predictions: with ``ensemble``: part label -> a predictions file that part reads (its dev questions).
     :returns: the tuning (``record``: the grid, the chosen settings, the calibration, their files)."""
     from openqa.data.questions import DATASETS
     from openqa.methods import Request
@@ -146,8 +169,10 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     if given is not None and not given:
         raise UsageError("parts must name at least one method (or leave parts out for the default ones)")
     request = Request(engine=optional_engine(engine), parts=given, ensemble=arg.optional_text("ensemble", ensemble),
-                      banks=bank_files(banks), allow_bank_overlap=arg.flag("allow_bank_overlap", allow_bank_overlap))
-    return tune_in(Workspace.of(workspace, **where).context(), method, dataset, request, calibrate_only, progress)
+                      banks=bank_files(banks), allow_bank_overlap=arg.flag("allow_bank_overlap", allow_bank_overlap),
+                      predictions=prediction_files(predictions))
+    return tune_in(Workspace.of(workspace, **where).context(), method, dataset, request, calibrate_only, progress,
+                   arg.optional_whole("limit", limit, 1))
 
 
 def tune_in(ctx: Context, method: str, dataset: str, request: Request, calibrate_only: bool = False,

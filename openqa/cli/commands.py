@@ -179,7 +179,8 @@ def cmd_eval(args: argparse.Namespace) -> None:
     if summary["parse_failures"]:
         lines.insert(1, f"{summary['parse_failures']} replies held no readable answer: counted wrong (parse_failures)")
     if summary["unmatched"]:
-        lines.insert(1, f"{summary['unmatched']} questions had no word in the index (another language?): "
+        count = summary["unmatched"]
+        lines.insert(1, f"{count} question{'s' if count != 1 else ''} had no word in the index (written in another language than the corpus?): "
                         "their predictions are tie-breaks")
     print("\n".join(lines))
 

@@ -28,8 +28,13 @@ def bank_file_digests(files: tuple[str, ...]) -> list[str]:
     given twice (the same bytes), is refused in one line."""
     digests: list[str] = []
     for file in files:
+        path = Path(file)
+        if path.is_dir():
+            raise OpenQAError(f"--bank {file} is a folder: give a question file with answers")
+        if path.exists() and not path.is_file():  # a FIFO or a device: no end to read, or not a file's bytes
+            raise OpenQAError(f"--bank {file} is not a regular file: give a question file with answers")
         try:
-            digest = hashlib.sha256(Path(file).read_bytes()).hexdigest()
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
         except FileNotFoundError:
             raise OpenQAError(f"--bank {file}: no such file (give a question file with answers)") from None
         except OSError as exc:
