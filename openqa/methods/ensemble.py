@@ -248,7 +248,8 @@ class EnsembleMethod(Method):
                for label, prior in fitted.letter_priors.items()):
             raise OpenQAError(f"{path}: unreadable ensemble record (a letter prior of no part, or not a probability); "
                               "rerun `openqa tune`")
-        banks = record.get("banks") if isinstance(record.get("banks"), list) else []
+        banks = record.get("banks")
+        banks = banks if isinstance(banks, list) else []
         fitted = replace(fitted, banks=tuple({"file": str(b.get("file")), "sha256": str(b.get("sha256"))}
                                              for b in banks if isinstance(b, dict)))
         return fitted, where
