@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import re
+import statistics
 import sys
 import sysconfig
 import tempfile
@@ -147,6 +148,13 @@ def alternate(engines: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict[
             seconds[name].append(round(time.perf_counter() - start, 4))
     after = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return seconds, last, f"load average (1, 5, 15 min) {before} before the rounds, {after} after"
+
+
+def rates(seconds: dict[str, list[float]], counts: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Items per second per variant from ``alternate``'s seconds and each variant's item count: the
+    median, min and max over its rounds, and the rounds' seconds."""
+    return {name: {"n": counts[name], "median": round(counts[name] / statistics.median(s), 1), "min": round(counts[name] / max(s), 1),
+                   "max": round(counts[name] / min(s), 1), "seconds": s} for name, s in seconds.items()}
 
 
 def file_sha256(path: Path) -> str:

@@ -42,7 +42,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -53,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 
 import numpy as np
 
-from benchlib import alternate, command_line, data_dir, write_record
+from benchlib import alternate, command_line, data_dir, rates, write_record
 from openqa import TorchExactSearch, load_questions, make_encoder, resolve_model
 
 #: The packaged model whose config (and, for ``check``, weights) the sections use.
@@ -139,12 +138,6 @@ def random_model(config: Path, into: Path) -> Path:
     torch.manual_seed(0)
     AutoModel.from_config(AutoConfig.from_pretrained(config)).save_pretrained(into)
     return into
-
-
-def rates(seconds: dict[str, list[float]], counts: dict[str, int]) -> dict[str, dict[str, Any]]:
-    """Items per second per variant: median, min and max over its rounds, and the rounds' seconds."""
-    return {name: {"n": counts[name], "median": round(counts[name] / statistics.median(s), 1), "min": round(counts[name] / max(s), 1),
-                   "max": round(counts[name] / min(s), 1), "seconds": s} for name, s in seconds.items()}
 
 
 def agreement(candidate: tuple[np.ndarray, np.ndarray], reference: tuple[np.ndarray, np.ndarray]) -> dict[str, float]:
