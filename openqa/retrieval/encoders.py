@@ -79,15 +79,11 @@ def resolve_model(name: str, models_dir: Path | None) -> str:
     return name
 
 
-#: Texts a call tokenizes at once, at most (each such chunk is sorted by length on its own): bounds
-#: the memory of one call, whatever the number of texts; a worker thread tokenizes the next chunk
-#: while the device encodes this one (``prefetched``).
+#: Texts a call tokenizes at once (each such chunk is sorted by length on its own): bounds the memory
+#: of one call, whatever the number of texts; a worker thread tokenizes the next chunk while the
+#: device encodes this one (``prefetched``). The chunks, and so the batches and the vectors to the
+#: last bit, are those of the path before issue 61.
 TOKENIZE_CHUNK = 16384
-#: Batches a chunk holds, at most: smaller chunks start the pipeline sooner and leave less of the
-#: tokenizing unhidden (the first chunk's), bigger ones pad less (each batch is cut from a longer
-#: sorted run). Over the 72,885 English textbook paragraphs, 32 batches of 64 pad 2.8% more tokens
-#: than one sort of all the texts would; 16 batches of 1,024 (a GPU's, 16,384 texts), 6.3%.
-CHUNK_BATCHES = 32
 
 #: Passages a batch when the caller names none, by device type. A GPU computes a batch of 1,024
 #: length-sorted passages at once (``scripts/benchmarks/bench_gpu.py`` measures 64 to 4,096); a CPU
@@ -292,16 +288,16 @@ class SentenceTransformerEncoder(Encoder):
     def _encode(self, texts: Sequence[str], prefix: str, batch_size: int | None) -> np.ndarray:
         """Unit vectors of ``prefix + text`` for each text, in their order (see the class).
 
-        The texts go in chunks of ``CHUNK_BATCHES`` batches (``TOKENIZE_CHUNK`` texts at most): a
-        worker thread tokenizes and batches the next chunk (``_batches``) while this one runs the
-        current chunk's forward passes (``_forward``), so that the device waits on neither."""
+        The texts go in chunks of ``TOKENIZE_CHUNK``: a worker thread tokenizes and batches the next
+        chunk (``_batches``) while this one runs the current chunk's forward passes (``_forward``), so
+        that the device waits on neither."""
         import torch
 
         size = self.batch_size if batch_size is None else batch_size
         if size < 1:
             raise OpenQAError(f"batch size {size} is not a positive number of passages")
         vectors = torch.empty((len(texts), self.dim), dtype=torch.float32, device=self.device)
-        step = min(TOKENIZE_CHUNK, CHUNK_BATCHES * size)
+        step = TOKENIZE_CHUNK
         starts = range(0, len(texts), step)
 
         def batches(start: int) -> list[_Batch]:
