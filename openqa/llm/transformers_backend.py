@@ -56,7 +56,7 @@ def row_attention(module: Any, query: Any, key: Any, value: Any, attention_mask:
 
     lengths = _ROW_LENGTHS.get()
     if lengths is None:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)  # type: ignore[no-any-return]
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     batch, _, width, _ = query.shape
     out = query.new_zeros((batch, width, query.shape[1], value.shape[-1]))  # SDPA's output: (batch, tokens, heads, size)
     for row, length in enumerate(lengths):
