@@ -12,9 +12,11 @@ attention is computed row by row on each prompt's own tokens (``row_attention``:
 the shapes of that prompt alone), while the linear layers, most of the work, run on the whole
 batch, row for row as alone (on the CPU exactly; a GPU's are measured by
 ``scripts/benchmarks/gpu_models.py``). A model whose attention cannot be computed so (not SDPA, or a
-sliding window) is batched by exact prompt length instead: no batch then holds padding. The tests
-check the batched probabilities against one at a time on the CPU in fp32 and bf16;
-``bench_llm_batches.py`` measures what each way costs. Batched replies are still cached apart from
+sliding window) is batched by exact prompt length instead: no batch then holds padding, but
+prompts of many lengths make small batches. The tests check the batched probabilities against one
+at a time on the CPU in fp32 and bf16; ``gpu_models.py``'s letters section measures what each way
+costs (on the CPU the row-by-row attention costs nothing against the padded batches of before,
+while batches of one length were slower). Batched replies are still cached apart from
 one-at-a-time replies (``identity``): a GPU's rounding of other batch shapes is measured, not proven.
 
 The token ids of a prompt counted (the LLM reader counts every prompt to fit the context before any
