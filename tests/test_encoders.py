@@ -12,7 +12,7 @@ import torch
 
 from openqa.errors import OpenQAError
 from openqa.retrieval import encoders
-from openqa.retrieval.encoders import SentenceTransformerEncoder, runs_as
+from openqa.retrieval.encoders import SentenceTransformerEncoder, pad_rows, prefetched, runs_as, token_lists
 
 #: Texts of very different lengths: empty, one letter, cut at 128 tokens, repeated, with and without
 #: surrounding blanks, in an order unlike their lengths.
@@ -48,6 +48,59 @@ def test_texts_tokenized_in_chunks_and_queries(minilm, monkeypatch):
     monkeypatch.setattr(encoders, "TOKENIZE_CHUNK", 4)  # 10 texts: chunks of 4, 4 and 2, each sorted on its own
     np.testing.assert_allclose(minilm.encode_passages(TEXTS, batch_size=3), reference(minilm, TEXTS), rtol=0, atol=1e-5)
     np.testing.assert_allclose(minilm.encode_queries(TEXTS[:5]), reference(minilm, TEXTS[:5]), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_each_batch_holds_the_padded_calls_tokens_cut_to_its_longest_text(minilm, side, monkeypatch):
+    """The inputs of each length-sorted batch equal the tokenizer's own padded call's rows cut to the
+    batch's width: the same model inputs as the path they replace, so the same vectors."""
+    tokenizer = minilm.model.tokenizer
+    monkeypatch.setattr(tokenizer, "padding_side", side)
+    texts = TEXTS * 3
+    padded = tokenizer(texts, truncation=True, max_length=minilm.max_length, padding=True, return_tensors="np")
+    ids, type_ids = token_lists(tokenizer, minilm._tokenizer, texts, minilm.max_length)
+    assert (ids, type_ids) == token_lists(tokenizer, None, texts, minilm.max_length)  # the slow path's lists too
+    lengths = np.array([len(row) for row in ids])
+    assert lengths.tolist() == padded["attention_mask"].sum(axis=1).tolist() and lengths.max() == 128
+    order = np.argsort(-lengths, kind="stable")
+    for first in range(0, len(texts), 4):
+        rows = order[first:first + 4]
+        width = lengths[rows].max()
+        batch = pad_rows(ids, type_ids, rows, lengths[rows], tokenizer)
+        assert list(batch) == list(padded)  # input_ids, token_type_ids, attention_mask
+        for name, values in batch.items():
+            expected = padded[name][rows][:, -width:] if side == "left" else padded[name][rows][:, :width]
+            assert values.dtype == np.int64 and values.tolist() == expected.tolist(), name
+
+
+def test_chunks_tokenized_ahead_and_the_path_without_a_fast_backend(minilm, monkeypatch):
+    """Many chunks (the worker thread tokenizing the next while this one is encoded) give the vectors
+    of one chunk (to float rounding: the batches differ), and a tokenizer without a Rust backend the
+    same vectors exactly."""
+    texts = [f"{TEXTS[i % len(TEXTS)]} {i}" for i in range(120)]
+    whole = minilm.encode_passages(texts, batch_size=8)
+    np.testing.assert_allclose(whole[:10], reference(minilm, texts[:10]), rtol=0, atol=1e-5)
+    monkeypatch.setattr(encoders, "TOKENIZE_CHUNK", 32)
+    chunked = minilm.encode_passages(texts, batch_size=8)
+    np.testing.assert_allclose(chunked, whole, rtol=0, atol=1e-6)
+    monkeypatch.setattr(minilm, "_tokenizer", None)
+    np.testing.assert_array_equal(minilm.encode_passages(texts, batch_size=8), chunked)
+
+
+def test_prefetched_keeps_the_order_and_raises_where_taken():
+    seen = []
+    assert list(prefetched(lambda x: seen.append(x) or x * 2, range(5))) == [0, 2, 4, 6, 8] and seen == list(range(5))
+    assert list(prefetched(str, [7])) == ["7"] and list(prefetched(str, [])) == []
+
+    def fails_on_two(x):
+        if x == 2:
+            raise ValueError("two")
+        return x
+
+    found = prefetched(fails_on_two, [0, 1, 2, 3])
+    assert [next(found), next(found)] == [0, 1]
+    with pytest.raises(ValueError, match="two"):
+        next(found)
 
 
 def test_no_texts_and_bad_batch_sizes(minilm):

@@ -1,24 +1,35 @@
 """A causal LM run in process with transformers (torch and transformers are imported when one is
 opened, never with openqa).
 
-Letters can be scored in padded batches (``--llm-batch-size N``, off by default): one forward reads
-``batch_size`` prompts, sorted by length so that little is padding. The padding goes on the right,
-so each prompt's tokens keep the positions and the causal attention they have alone (no row
-attends to nothing, which left padding gives its pad tokens), and the letters are read at each prompt's own last token: the probabilities
-equal those of one prompt at a time up to rounding (the tests check 1e-4 on the CPU in fp32; in a
-GPU's bf16 the rounding of other shapes moves them by up to about 0.01: gpu_models.py measures it).
-So a batched question's probabilities depend a little on the prompts it shares a batch with: the
-default is one prompt at a time (an answer depends on its question alone), batching is asked for,
-and a batched run's replies are cached apart from one-at-a-time replies (``identity``).
+Letters can be scored in batches (``--llm-batch-size N``, off by default): one forward reads
+``batch_size`` prompts, sorted by length so that little is padding, with the same letter
+probabilities as one prompt at a time, so that a question's answer depends on that question alone,
+never on the prompts beside it in a batch (issue 61). Padding used to move them (by up to 0.0095 in
+a GPU's bf16): a padded row ran other attention kernels than the same prompt alone (a masked
+attention over the batch's width against a causal one over its own tokens). Now the padding goes
+on the right with no mask (causal attention keeps each prompt's tokens from seeing it) and the
+attention is computed row by row on each prompt's own tokens (``row_attention``: the kernel and
+the shapes of that prompt alone), while the linear layers, most of the work, run on the whole
+batch, row for row as alone (on the CPU exactly; a GPU's are measured by
+``scripts/benchmarks/gpu_models.py``). A model whose attention cannot be computed so (not SDPA, or a
+sliding window) is batched by exact prompt length instead: no batch then holds padding, but
+prompts of many lengths make small batches. The tests check the batched probabilities against one
+at a time on the CPU in fp32 and bf16; ``gpu_models.py``'s letters section measures what each way
+costs (on the CPU the row-by-row attention costs nothing against the padded batches of before,
+while batches of one length were slower). Batched replies are still cached apart from
+one-at-a-time replies (``identity``): a GPU's rounding of other batch shapes is measured, not proven.
 
 The token ids of a prompt counted (the LLM reader counts every prompt to fit the context before any
 is scored) are kept for its forward, so no prompt is tokenized twice."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from array import array
 from collections import OrderedDict
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -28,6 +39,42 @@ from openqa.llm.prompts import Messages
 
 #: Token ids kept of prompts counted and not yet read (first in, first out past this many tokens: 64 MB).
 KEPT_TOKENS = 1 << 24
+
+#: The name ``row_attention`` is registered under in transformers' attention functions.
+ROW_ATTENTION = "openqa_row_sdpa"
+#: The token count of each row of the padded batch being read on this thread (None: no such batch).
+_ROW_LENGTHS: ContextVar[list[int] | None] = ContextVar("openqa_row_lengths", default=None)
+#: Precisions a backend can be asked for (``dtype``), by name.
+DTYPES = ("fp32", "bf16", "fp16")
+
+
+def row_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, **kwargs: Any) -> tuple[Any, None]:
+    """transformers' SDPA attention, computed row by row on each row's own tokens when a padded batch
+    is being read (``_ROW_LENGTHS``; right padding, no mask): each row then runs the causal kernel on
+    the shapes it has alone (query, key and value of (1, heads, its length, head size), no mask),
+    and its attention equals its own, whatever the rows beside it; the padding's output is zero
+    (nothing reads it). Outside such a batch, plain SDPA."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    lengths = _ROW_LENGTHS.get()
+    if lengths is None:
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+    batch, _, width, _ = query.shape
+    out = query.new_zeros((batch, width, query.shape[1], value.shape[-1]))  # SDPA's output: (batch, tokens, heads, size)
+    for row, length in enumerate(lengths):
+        alone, _ = sdpa_attention_forward(module, query[row:row + 1, :, :length], key[row:row + 1, :, :length],
+                                          value[row:row + 1, :, :length], None, **kwargs)
+        out[row, :length] = alone[0]
+    return out, None
+
+
+def rows_attend_alone(config: Any) -> bool:
+    """Whether a model of ``config`` can compute a padded batch's attention row by row
+    (``row_attention``): SDPA attention, every layer full causal attention (no sliding window, whose
+    mask the row-by-row path would not apply)."""
+    layers = getattr(config, "layer_types", None) or ["full_attention"]
+    return (getattr(config, "_attn_implementation", None) == "sdpa" and not getattr(config, "sliding_window", None)
+            and all(layer == "full_attention" for layer in layers))
 
 
 class TransformersBackend(Backend):
@@ -42,13 +89,15 @@ class TransformersBackend(Backend):
     :param models_dir: a folder of models looked in first.
     :param context: the context in tokens (default: the model's).
     :param device: ``cpu`` or ``cuda`` (default: the GPU when there is one).
-    :param batch_size: prompts a forward pass scores letters for (default: 32 on a GPU, 1 on the CPU).
+    :param batch_size: prompts a forward pass scores letters for (default: one).
+    :param dtype: ``fp32``, ``bf16`` or ``fp16``, the weights' and activations' type (default: bf16 on a
+        GPU, fp16 where bf16 is not supported, fp32 on the CPU).
     :raises OpenQAError: on a model that cannot be loaded or has no chat template (one line)."""
 
     kind = "transformers"
 
     def __init__(self, model: str, models_dir: Path | None = None, context: int | None = None,
-                 device: str | None = None, batch_size: int | None = None) -> None:
+                 device: str | None = None, batch_size: int | None = None, dtype: str | None = None) -> None:
         super().__init__()
         import torch
         from transformers import AutoConfig, AutoTokenizer
@@ -73,6 +122,14 @@ class TransformersBackend(Backend):
         self.dtype = torch.float32
         if gpu:
             self.dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if dtype is not None:
+            if dtype not in DTYPES:
+                raise OpenQAError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
+            self.dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
+        #: How letters are batched: "rows" (padded batches, attention row by row: ``row_attention``),
+        #: or "lengths" (batches of prompts of one length, no padding), which a model whose attention
+        #: cannot be computed row by row gets whatever this says (``rows_attend_alone``).
+        self.letters_batching = "rows"
         try:
             config = AutoConfig.from_pretrained(self.source)
         except (OSError, ValueError) as exc:
@@ -105,7 +162,15 @@ class TransformersBackend(Backend):
                 self._model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()  # type: ignore[arg-type]
             except (OSError, ValueError) as exc:
                 raise OpenQAError(f"cannot load model {self.name!r} as a causal LM ({first_line(exc)})") from None
+            from transformers import AttentionInterface
+
+            AttentionInterface.register(ROW_ATTENTION, row_attention)
         return self._model
+
+    def _rows(self) -> bool:
+        """Whether letters go in padded batches read with attention row by row (else batches of one
+        prompt length); loads the weights."""
+        return self.letters_batching == "rows" and rows_attend_alone(self.model.config)
 
     def identity(self) -> dict[str, Any]:
         """What the cache keys replies by: the model, and the batch size where prompts share forwards
@@ -187,37 +252,57 @@ class TransformersBackend(Backend):
                 "tokens_in": int(input_ids.shape[1]), "tokens_out": int(new.shape[0])}
 
     def _replies(self, items: Sequence[tuple[Messages, Request]]) -> Iterator[tuple[int, dict[str, Any]]]:
-        """Letters ``batch_size`` prompts a forward, the prompts sorted by length; the rest (and
+        """Letters ``batch_size`` prompts a forward, the prompts sorted by length (and, where a padded
+        batch's attention cannot be computed row by row, grouped by length: ``_rows``); the rest (and
         everything at batch size 1) one at a time, in order."""
         batched = [i for i, (_, request) in enumerate(items) if request.scoring == "letters"] if self.batch_size > 1 else []
         if batched:
             with self._lock:
                 ids = {i: self._ids(items[i][0]) for i in batched}
+                padded = self._rows()
             batched.sort(key=lambda i: len(ids[i]))
-            for start in range(0, len(batched), self.batch_size):
-                chunk = batched[start : start + self.batch_size]
-                with self._lock:
-                    logits = self._last_logits([ids[i] for i in chunk])
-                    replies = self._letters(logits, [items[i][1] for i in chunk], [len(ids[i]) for i in chunk])
-                yield from zip(chunk, replies)
+            groups = [batched] if padded else [list(group) for _, group in itertools.groupby(batched, key=lambda i: len(ids[i]))]
+            for group in groups:
+                for start in range(0, len(group), self.batch_size):
+                    chunk = group[start : start + self.batch_size]
+                    with self._lock:
+                        logits = self._last_logits([ids[i] for i in chunk])
+                        replies = self._letters(logits, [items[i][1] for i in chunk], [len(ids[i]) for i in chunk])
+                    yield from zip(chunk, replies)
         chosen = set(batched)
         for i, (messages, request) in enumerate(items):
             if i not in chosen:
                 yield i, self._reply(messages, request)
 
+    @contextmanager
+    def _attention_by_row(self, lengths: list[int]) -> Iterator[None]:
+        """While in it, the model computes attention row by row over rows of ``lengths`` tokens
+        (``row_attention``); the caller holds the lock."""
+        config = self.model.config
+        before = config._attn_implementation
+        token = _ROW_LENGTHS.set(lengths)
+        config._attn_implementation = ROW_ATTENTION
+        try:
+            yield
+        finally:
+            config._attn_implementation = before
+            _ROW_LENGTHS.reset(token)
+
     def _last_logits(self, rows: list[array[int]]) -> Any:
         """The next-token logits after each of ``rows`` (token ids), read in one forward: the rows padded
-        on the right, the logits computed only at the positions where some row ends."""
+        on the right with no mask (causal attention keeps every token from the padding after it), the
+        attention computed row by row where some row is padded (``_attention_by_row``), the logits
+        only at the positions where some row ends. The caller holds the lock."""
         torch = self._torch
-        width = max(map(len, rows))
-        ids = torch.zeros((len(rows), width), dtype=torch.long)  # masked, and after every token a row reads
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        lengths = [len(row) for row in rows]
+        width = max(lengths)
+        ids = torch.zeros((len(rows), width), dtype=torch.long)  # after every token a row reads
         for r, row in enumerate(rows):
             ids[r, : len(row)] = torch.tensor(row)
-            mask[r, : len(row)] = 1
-        last = torch.tensor([len(row) - 1 for row in rows])
+        last = torch.tensor([length - 1 for length in lengths])
         ends = torch.unique(last)  # sorted
-        with torch.inference_mode():
-            logits = self.model(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                                logits_to_keep=ends.to(self.device)).logits
+        model = self.model
+        with torch.inference_mode(), self._attention_by_row(lengths) if min(lengths) < width else nullcontext():
+            logits = model(input_ids=ids.to(self.device), logits_to_keep=ends.to(self.device)).logits
         return logits[torch.arange(len(rows), device=logits.device), torch.searchsorted(ends, last).to(logits.device)]
+

@@ -25,12 +25,18 @@ default: the packaged model's folder, whose weights are not used), so their figu
 (the record says so); ``check`` is what says the vectors are right. Paragraphs: ``--paragraphs FILE``
 (JSON lines with "contents" or "text", or plain text, one paragraph a line, either gzipped), else the
 default English index's paragraph store (``$OPENQA_INDEXES/en-custom``), else synthetic text.
-``--payload DIR`` writes the folder to carry to a GPU machine: the config files without weights and
-the English paragraphs as gzipped JSON lines.
+``--payload DIR`` writes the folder to carry to a GPU machine: the packaged MiniLM with its weights
+stored in fp16 (``check`` reads them; the other sections only its config), the English paragraphs
+as gzipped JSON lines and the ``check`` section's queries (no MedQA data is needed there).
 
-    python scripts/benchmarks/bench_gpu.py --payload build/gpu-payload     # 8 MB; build/ is ignored: carry it
+``--all DIR`` runs every section from a payload folder in sizes that take under 5 minutes on an
+H100 or H200 (``ALL``; ``--quick``: tiny ones, for the CPU test), then writes
+``bench-gpu-all-<cuda|cpu>.json``: each section's seconds and headline figures.
+
+    python scripts/benchmarks/bench_gpu.py --payload build/gpu-payload     # 54 MB; build/ is ignored: carry it
+    python scripts/benchmarks/bench_gpu.py --all build/gpu-payload --output-dir OUT                # on the GPU: everything
     python scripts/benchmarks/bench_gpu.py --sections encoder,search --model-config build/gpu-payload/model \
-        --paragraphs build/gpu-payload/paragraphs.jsonl.gz --check-paragraphs 2000                  # on the GPU
+        --paragraphs build/gpu-payload/paragraphs.jsonl.gz --check-paragraphs 2000                  # on the GPU, two sections
     python scripts/benchmarks/bench_gpu.py --sections check                                        # on the CPU
 """
 
@@ -42,7 +48,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -53,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 
 import numpy as np
 
-from benchlib import alternate, command_line, data_dir, write_record
+from benchlib import alternate, command_line, data_dir, rates, write_record
 from openqa import TorchExactSearch, load_questions, make_encoder, resolve_model
 
 #: The packaged model whose config (and, for ``check``, weights) the sections use.
@@ -141,12 +146,6 @@ def random_model(config: Path, into: Path) -> Path:
     return into
 
 
-def rates(seconds: dict[str, list[float]], counts: dict[str, int]) -> dict[str, dict[str, Any]]:
-    """Items per second per variant: median, min and max over its rounds, and the rounds' seconds."""
-    return {name: {"n": counts[name], "median": round(counts[name] / statistics.median(s), 1), "min": round(counts[name] / max(s), 1),
-                   "max": round(counts[name] / min(s), 1), "seconds": s} for name, s in seconds.items()}
-
-
 def agreement(candidate: tuple[np.ndarray, np.ndarray], reference: tuple[np.ndarray, np.ndarray]) -> dict[str, float]:
     """How near (passage vectors, query vectors) are to the reference's: cosine of each passage
     vector with its reference (min, mean), and per query the overlap of the top-10 passages and
@@ -200,6 +199,10 @@ def encoder_section(args: argparse.Namespace) -> dict[str, Any]:
             variant(f"fast path, {precision}, batch {default_batch}", sample, lambda texts, encoder=encoder: encoder.encode_passages(texts))
     if len(paragraphs) > len(sample):
         variant(f"fast path, {default.precision}, batch {default_batch}, all paragraphs", paragraphs, default.encode_passages)
+    tokenizer = default.model.tokenizer
+    variant("tokenizing only, old path (one padded call to tensors)", sample,
+            lambda texts: tokenizer(texts, truncation=True, max_length=default.max_length, padding=True, return_tensors="pt"))
+    variant("tokenizing only, fast path (unpadded, each batch padded alone)", sample, lambda texts: default._batches(texts, default_batch))
     seconds, _, load = alternate(runs, args.rounds)
 
     checked = spread(sample, args.check_paragraphs)
@@ -259,18 +262,27 @@ def search_section(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def check_queries(args: argparse.Namespace) -> list[str]:
+    """The ``check`` section's queries: ``--queries-file`` (JSON lines of {"query": ...}, the payload's),
+    else the US dev questions, each with its correct option, from the MedQA data."""
+    if args.queries_file:
+        with open(args.queries_file, encoding="utf-8") as lines:
+            return [json.loads(line)["query"] for line in lines if line.strip()]
+    return [f"{q.question} {q.options[q.answer_idx]}" for q in load_questions("us", "dev", data_dir())]
+
+
 def check_section(args: argparse.Namespace) -> dict[str, Any]:
     """The fast path's vectors with the real weights against the old path's fp32 ones on the CPU (see the module)."""
     paragraphs, source = read_paragraphs(args)
     passages = spread(paragraphs, args.check_paragraphs)
-    questions = load_questions("us", "dev", data_dir())[: args.check_queries]
-    queries = [f"{q.question} {q.options[q.answer_idx]}" for q in questions]
-    reference_encoder = make_encoder(MODEL, precision="fp32", device="cpu")
+    queries = check_queries(args)[: args.check_queries]
+    model = args.check_model or MODEL
+    reference_encoder = make_encoder(model, precision="fp32", device="cpu")
     reference = (old_path(reference_encoder, passages), old_path(reference_encoder, queries, 32))
     kind = args.device.split(":")[0]
     found = {}
     for asked in PRECISIONS[kind]:
-        encoder = make_encoder(MODEL, precision=asked, device=args.device)
+        encoder = make_encoder(model, precision=asked, device=args.device)
         fast = (encoder.encode_passages(passages), encoder.encode_queries(queries))
         old = reference if (kind, encoder.precision) == ("cpu", "fp32") else (old_path(encoder, passages), old_path(encoder, queries, 32))
         against = agreement(fast, reference)
@@ -280,7 +292,8 @@ def check_section(args: argparse.Namespace) -> dict[str, Any]:
         }
     return {
         "dataset": f"us dev questions over {source}", "split": "dev", "method": "fast encoding path against SentenceTransformer.encode",
-        "n": len(queries), "accuracy": None, "weights": f"{MODEL} (the packaged model)", **environment(args.device),
+        "n": len(queries), "accuracy": None, "weights": f"{MODEL} (the packaged model{', stored in fp16' if args.check_model else ''})",
+        **environment(args.device),
         "paragraphs": len(passages), "queries_are": "question + correct option", "vectors": found,
         "targets": {"cosine_min": 0.999, "top10_overlap": 0.99,
                     "for": "a GPU's 16-bit precisions against the CPU's fp32 (issue 48); the CPU's bf16 default predates them "
@@ -292,14 +305,14 @@ def reader_section(args: argparse.Namespace) -> dict[str, Any]:
     """``gpu_models.reader_step``: a training step of openqa's reader on an fp16-stored MiniLM-shaped checkpoint."""
     from benchmarks.gpu_models import reader_step
 
-    return reader_step(args.device, model_config=args.model_config)
+    return reader_step(args.device, model_config=args.model_config, **getattr(args, "reader", {}))
 
 
 def letters_section(args: argparse.Namespace) -> dict[str, Any]:
     """``gpu_models.letters``: letter scoring of a Qwen2.5-1.5B-shaped model one at a time and batched."""
     from benchmarks.gpu_models import letters
 
-    return letters(args.device, rounds=args.rounds)
+    return letters(args.device, rounds=args.rounds, **getattr(args, "letters", {}))
 
 
 SECTIONS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
@@ -309,17 +322,66 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], dict[str, Any]]] = {
 
 
 def payload(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Write the folder to carry to a GPU machine: ``model/`` (the packaged model's files but its
-    weights) and ``paragraphs.jsonl.gz`` (the paragraphs, one {"contents": ...} a line); its size."""
-    model = Path(resolve_model(MODEL, None))
-    for name in config_files(model):
-        (folder / "model" / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(model / name, folder / "model" / name)
+    """Write the folder to carry to a GPU machine: ``model/`` (the packaged model, its weights stored
+    in fp16: the ``check`` section's real weights at half the size; the other sections read only its
+    config), ``paragraphs.jsonl.gz`` (the paragraphs, one {"contents": ...} a line) and
+    ``queries.jsonl`` (``check``'s queries, one {"query": ...} a line); its size."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    SentenceTransformer(resolve_model(MODEL, None), device="cpu").to(torch.float16).save(str(folder / "model"))
     paragraphs, source = read_paragraphs(args)
     with gzip.open(folder / "paragraphs.jsonl.gz", "wt", encoding="utf-8", compresslevel=9) as out:
         out.writelines(json.dumps({"contents": text}, ensure_ascii=False) + "\n" for text in paragraphs)
+    try:
+        queries, queries_are = check_queries(args)[: args.check_queries], "US dev questions, each with its correct option"
+    except SystemExit:  # no MedQA data here
+        queries, queries_are = [" ".join(text.split()[:20]) for text in spread(paragraphs[1::2] or paragraphs, args.check_queries)], \
+            "the first 20 words of other paragraphs (no MedQA data where the payload was made)"
+    (folder / "queries.jsonl").write_text("".join(json.dumps({"query": q}, ensure_ascii=False) + "\n" for q in queries), encoding="utf-8")
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-    return {"folder": str(folder), "paragraphs": len(paragraphs), "source": source, "megabytes": round(size / 2**20, 2)}
+    return {"folder": str(folder), "paragraphs": len(paragraphs), "queries": len(queries), "queries_are": queries_are,
+            "source": source, "megabytes": round(size / 2**20, 2)}
+
+
+#: ``--all``'s sizes: every section in under 5 minutes on an H100 or H200 (the encoder over all the
+#: paragraphs once a round, 10,000 of them for the other variants); ``--quick``: seconds on a CPU.
+ALL = {"sample": 10000, "rounds": 2, "batch_sizes": [1024, 2048], "check_paragraphs": 2000, "check_queries": 300, "queries": 4096,
+       "letters": {"questions": 512, "alone": 128, "batch_sizes": (32, 64), "ways": ("rows", "lengths", "padded")}, "reader": {}}
+QUICK = {"sample": 40, "rounds": 1, "batch_sizes": [16], "check_paragraphs": 20, "check_queries": 5, "queries": 64, "limit": 200,
+         "letters": {"small": True, "questions": 6, "alone": 4, "batch_sizes": (2,), "prompt_tokens": 100, "ways": ("rows",)},
+         "reader": {"small": True, "steps": 2, "max_length": 64}}
+
+
+def run_all(args: argparse.Namespace, command: str) -> None:
+    """``--all DIR``: every section from the payload ``DIR`` in ``ALL``'s sizes (``QUICK``'s with
+    ``--quick``), each record written as it ends, then ``bench-gpu-all-<kind>.json``: the seconds
+    of each section and of all, and where each record is."""
+    folder = Path(args.all)
+    for key, value in (QUICK if args.quick else ALL).items():
+        setattr(args, key, value)
+    args.model_config = args.check_model = str(folder / "model")
+    args.paragraphs, args.queries_file = str(folder / "paragraphs.jsonl.gz"), str(folder / "queries.jsonl")
+    start = time.perf_counter()
+    written = {name: run_section(name, args, command) for name in SECTIONS}
+    kind = args.device.split(":")[0]
+    summary = {
+        "dataset": "the payload's paragraphs and queries", "split": None, "method": "every section of the GPU benchmark",
+        "n": len(SECTIONS), "accuracy": None, **environment(args.device), "sizes": "quick (a CPU test)" if args.quick else "ALL",
+        "sections": written, "seconds": round(time.perf_counter() - start, 1), "target_seconds": 300,
+    }
+    path = write_record(f"bench-gpu-all-{kind}.json", summary, command, Path(args.output_dir) if args.output_dir else None)
+    print(f"all: {summary['seconds']} s -> {path}", flush=True)
+
+
+def run_section(name: str, args: argparse.Namespace, command: str) -> dict[str, Any]:
+    """Run the section ``name`` and write its record ``bench-gpu-<name>-<kind>.json``: its seconds and the record's name."""
+    start = time.perf_counter()
+    record = {**SECTIONS[name](args), "section_seconds": round(time.perf_counter() - start, 1)}
+    kind = args.device.split(":")[0]
+    path = write_record(f"bench-gpu-{name}-{kind}.json", record, command, Path(args.output_dir) if args.output_dir else None)
+    print(f"{name}: {time.perf_counter() - start:.1f} s -> {path}", flush=True)
+    return {"seconds": record["section_seconds"], "record": path.name}
 
 
 def main() -> None:
@@ -340,23 +402,27 @@ def main() -> None:
     parser.add_argument("--dim", type=int, default=384, help="search: vector size")
     parser.add_argument("--output-dir", help="where records go (default: eval/results/benchmarks)")
     parser.add_argument("--payload", help="write the folder to carry to a GPU machine here, and stop")
+    parser.add_argument("--all", metavar="PAYLOAD", help="every section from this payload folder, in sizes for under 5 minutes on an H100/H200")
+    parser.add_argument("--quick", action="store_true", help="with --all: tiny sizes (the CPU test)")
+    parser.add_argument("--check-model", help="check: the model with real weights (default: the packaged MiniLM)")
+    parser.add_argument("--queries-file", help="check: JSON lines of {\"query\": ...} (default: US dev questions from the MedQA data)")
     args = parser.parse_args()
     if args.payload:
         Path(args.payload).mkdir(parents=True, exist_ok=True)
         print(json.dumps(payload(Path(args.payload), args)))
+        return
+    folders = ("--paragraphs", "--model-config", "--output-dir", "--all", "--check-model", "--queries-file")
+    command = command_line("scripts/benchmarks/bench_gpu.py", sys.argv[1:], folders)
+    if args.all:
+        run_all(args, command)
         return
     args.model_config = args.model_config or resolve_model(MODEL, None)
     names = [name.strip() for name in args.sections.split(",") if name.strip()]
     unknown = [name for name in names if name not in SECTIONS]
     if unknown:
         raise SystemExit(f"unknown sections {unknown}: choose from {', '.join(SECTIONS)}")
-    command = command_line("scripts/benchmarks/bench_gpu.py", sys.argv[1:], ("--paragraphs", "--model-config", "--output-dir"))
     for name in names:
-        start = time.perf_counter()
-        record = {**SECTIONS[name](args), "section_seconds": round(time.perf_counter() - start, 1)}
-        kind = args.device.split(":")[0]
-        path = write_record(f"bench-gpu-{name}-{kind}.json", record, command, Path(args.output_dir) if args.output_dir else None)
-        print(f"{name}: {time.perf_counter() - start:.1f} s -> {path}", flush=True)
+        run_section(name, args, command)
 
 
 if __name__ == "__main__":

@@ -239,7 +239,7 @@ def results_text() -> str:
         b = load(name)
         if b:
             figures = {k: v for k, v in b.items()
-                       if k in ("figures", "queries_per_second", "ratios", "ratio_openqa_over_bm25s", "variants", "met")}
+                       if k in ("figures", "queries_per_second", "ratios", "ratio_openqa_over_bm25s", "ratio_matched_by_bm25s_mode", "variants", "met")}
             out.append(f"- `{b['command']}` ({b['date']}): `{json.dumps(figures)}`")
     cpu = load("bench-llm-cpu.json")
     if cpu:
