@@ -206,9 +206,10 @@ def result_stem(*parts: str, variant: str | None = None, limit: int | None = Non
     return stem
 
 
-#: Settings that say how a run was computed or where a setting came from, not what it computed:
-#: a rerun may differ in them and still replace its own record (``refuse_replacing``).
-HOW_ONLY = ("sources", "cache", "runs_on", "prompt_cache")
+#: Settings that say how a run was computed or where a setting came from, not what it computed, and
+#: the probabilities fitted on dev (a rerun after ``openqa tune`` refits them; its answers are the
+#: same): a rerun may differ in them and still replace its own record (``refuse_replacing``).
+HOW_ONLY = ("sources", "cache", "runs_on", "prompt_cache", "probabilities")
 
 
 def _what(value: Any) -> Any:
