@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from openqa import arguments as arg
 from openqa.errors import OpenQAError, UsageError
 
 EVIDENCE_MODES = ("none", "question", "options")
@@ -99,7 +100,7 @@ class LLMSettings:
         for name in WHOLE:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise UsageError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+                raise UsageError(f"{name} must be a whole number, not {type(value).__name__} {arg.shown(value)}")
         for name in NUMBERS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):

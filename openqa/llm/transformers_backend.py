@@ -22,9 +22,10 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from openqa.errors import OpenQAError
+from openqa import arguments as arg
+from openqa.errors import OpenQAError, UsageError
 from openqa.llm.backends import DEFAULT_CONTEXT, Backend, Request, first_line
-from openqa.llm.prompts import Messages
+from openqa.llm.prompts import Messages, check_messages
 
 #: Token ids kept of prompts counted and not yet read (first in, first out past this many tokens: 64 MB).
 KEPT_TOKENS = 1 << 24
@@ -54,11 +55,17 @@ class TransformersBackend(Backend):
         from transformers import AutoConfig, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
+        if arg.path("model", model) is None:
+            raise UsageError("model must name a model folder or a hub id, not None")
+        folder = arg.path("models_dir", models_dir)
+        context = arg.optional_whole("context", context, 1, 10_000_000)
+        device = arg.device("device", device)
+        batch_size = arg.optional_whole("batch_size", batch_size, 1, 4096)
         hf_logging.disable_progress_bar()  # one bar per loaded file is noise beside openqa's own
         self.name = model
         path = Path(model).expanduser()
-        if not path.is_dir() and models_dir is not None and (Path(models_dir) / model).is_dir():
-            path = Path(models_dir) / model
+        if not path.is_dir() and folder is not None and (folder / model).is_dir():
+            path = folder / model
         self.source = str(path.resolve()) if path.is_dir() else model
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.source)
@@ -114,6 +121,7 @@ class TransformersBackend(Backend):
         return {"kind": self.kind, "model": self.source, **batched}
 
     def count(self, text: str) -> int:
+        arg.text("text", text)
         with self._lock:
             return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -135,6 +143,7 @@ class TransformersBackend(Backend):
         return ids, self._torch.ones_like(ids)
 
     def prompt_tokens(self, messages: Messages) -> int:
+        check_messages(messages)
         with self._lock:
             return len(self._ids(messages))
 
