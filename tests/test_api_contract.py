@@ -290,7 +290,6 @@ def careless_kinds(where: dict[str, Any], solver: Solver, searcher: Searcher, fo
     backend = TransformersBackend(str(tiny_llm))
     results = where["results_dir"]
     record = "us-dev-ir-custom-limit1.json"
-    words = ["en", "zh", "custom", "pmi", "ir-custom", "us", "dev", "sum", "full", "options", "A"]
 
     def stale() -> Searcher:
         """A searcher whose index folder is deleted after it was opened."""
@@ -461,6 +460,10 @@ def test_ten_thousand_careless_calls_over_every_public_name(site, capfd, tmp_pat
     import openqa
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name in [name for name in os.environ if name.startswith("OPENQA_") and name != "OPENQA_CARELESS_SEED"]:
+        monkeypatch.delenv(name)  # a careless None means the default folder: here, under tmp_path
+    (tmp_path / "cwd" / "deeper").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "cwd" / "deeper")  # relative names ("en", "../up") are made under tmp_path
     where, solver, searcher = site
     tiny = make_tiny_llm(tmp_path / "tiny-llm")
     kinds = careless_kinds(where, solver, searcher, tmp_path / "scratch", tiny)

@@ -36,7 +36,7 @@ class SearchHit(NamedTuple):
 
 
 #: The types (exactly) a ``SearchHit``'s fields have in ``BatchHits``, in field order, and how errors name them.
-_HIT_FIELDS = (({str}, "text"), ({str}, "text"), ({float, int}, "a number"), ({str}, "text"), ({int}, "a whole number"))
+_HIT_FIELDS: tuple[tuple[set[type], str], ...] = (({str}, "text"), ({str}, "text"), ({float, int}, "a number"), ({str}, "text"), ({int}, "a whole number"))
 
 
 @dataclass(frozen=True)

@@ -90,7 +90,9 @@ def check_name(name: str, what: str = "corpus name", flag: str = "--name") -> st
     given by ``flag``: an ensemble), with letters, digits, ``.``, ``_``, ``-`` (at most 64, starting
     with a letter or digit), else a one-line error."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise DataError(f"{what} {name!r} is not usable: give {flag} with letters, digits, '.', '_' or '-' "
+        from openqa.arguments import shown
+
+        raise DataError(f"{what} {shown(name)} is not usable: give {flag} with letters, digits, '.', '_' or '-' "
                         "(at most 64, starting with a letter or digit)")
     return name
 

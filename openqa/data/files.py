@@ -80,7 +80,7 @@ def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
     :param data_dir: the MedQA data folder (the one holding ``questions/`` and ``textbooks/``).
     """
     spec = dataset_spec(dataset)
-    if split not in SPLITS:
+    if not isinstance(split, str) or split not in SPLITS:
         raise DataError(f"unknown split {arg.shown(split)}; choose one of: {', '.join(SPLITS)}")
     if not isinstance(data_dir, (str, os.PathLike)):
         raise DataError(f"the data folder must be a path, not {type(data_dir).__name__}")

@@ -4,6 +4,7 @@ carries (command, date, machine, peak memory, the openqa version and, run from a
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -139,7 +140,10 @@ def output_target(path: Path) -> tuple[Path, bool]:
     folder is refused in one line. Checked before the work starts."""
     if stream_fd(path) is not None:
         return path, False
-    target = path.resolve() if path.is_symlink() else path
+    try:
+        target = path.resolve() if path.is_symlink() else path
+    except RuntimeError:  # Python 3.11's "Symlink loop"
+        raise OpenQAError(f"cannot write {path} (a loop of symbolic links)") from None
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
@@ -163,8 +167,15 @@ def write_output(path: Path, text: str, metadata: str | None = None) -> Path:
             with open(os.dup(fd), "w", encoding="utf-8") as out:
                 out.write(text)
             return target
-        if not regular:
-            with open(target, "w", encoding="utf-8") as out:
+        if not regular:  # a device or a FIFO: a FIFO no program reads is refused, never waited on
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    raise OpenQAError(f"cannot write {path}: it is a FIFO no program reads") from None
+                raise
+            os.set_blocking(fd, True)
+            with open(fd, "w", encoding="utf-8") as out:
                 out.write(text)
             return target
         write_all_or_none({target: text, **({target.with_name(target.name + ".json"): metadata} if metadata else {})})
@@ -400,8 +411,9 @@ def read_result_set(path: str | Path) -> dict[str, Any]:
 
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise OpenQAError(f"path must name a result summary (a .json file), not {arg.shown(path)}")
-    path = arg.path("path", path)
-    assert path is not None
+    checked = arg.path("path", path)
+    assert checked is not None  # refused above
+    path = checked
     try:
         summary = json.loads(read_small(path, MAX_SUMMARY_BYTES, "a result summary").decode("utf-8"))
     except (ValueError, RecursionError) as exc:

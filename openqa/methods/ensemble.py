@@ -219,7 +219,8 @@ class EnsembleMethod(Method):
                for label, prior in fitted.letter_priors.items()):
             raise OpenQAError(f"{path}: unreadable ensemble record (a letter prior of no part, or not a probability); "
                               "rerun `openqa tune`")
-        banks = record.get("banks") if isinstance(record.get("banks"), list) else []
+        given = record.get("banks")
+        banks: list[Any] = given if isinstance(given, list) else []
         fitted_with = [b.get("sha256") for b in banks if isinstance(b, dict)]
         reads_bank = any(METHODS[m].uses_bank(Request()) for m in (label.partition(":")[0] for label in fitted.parts) if m in METHODS)
         if reads_bank and bank_file_digests(request.banks) != fitted_with:

@@ -69,7 +69,7 @@ def resolve_model(name: str, models_dir: Path | None) -> str:
             pass
     if os.environ.get("HF_HUB_OFFLINE") == "1" or "/" not in name:
         raise OpenQAError(
-            f"unknown model {name!r}: not in OPENQA_MODELS ({models_dir}), not a folder, not an installed "
+            f"unknown model {arg.shown(name)}: not in OPENQA_MODELS ({models_dir}), not a folder, not an installed "
             f"model package ({', '.join(PACKAGED_MODELS)}); pass a local folder or a hub id such as "
             "BAAI/bge-small-en-v1.5"
         )
