@@ -31,6 +31,13 @@ def shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else f"{text[: limit - 3]}..."
 
 
+def named(path: Any) -> str:
+    """A path as a one-line message names it: as it is, or (holding a line break or another control
+    character) as its repr, so that the message stays one line."""
+    text = os.fspath(path) if isinstance(path, os.PathLike) else str(path)
+    return text if isinstance(text, str) and text.isprintable() else shown(text, 200)
+
+
 def encodable(value: str) -> bool:
     """Whether ``value`` can be written as UTF-8 (a lone surrogate cannot)."""
     try:

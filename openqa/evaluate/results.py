@@ -414,17 +414,19 @@ def read_result_set(path: str | Path) -> dict[str, Any]:
     checked = arg.path("path", path)
     assert checked is not None  # refused above
     path = checked
+    shown = arg.named(path)
     try:
         summary = json.loads(read_small(path, MAX_SUMMARY_BYTES, "a result summary").decode("utf-8"))
     except (ValueError, RecursionError) as exc:
-        raise OpenQAError(f"{path}: unreadable result summary ({arg.shown(exc, 200)})") from None
+        raise OpenQAError(f"{shown}: unreadable result summary ({arg.shown(exc, 200)})") from None
     files = summary.get("result_files", {}) if isinstance(summary, dict) else None
     if not isinstance(files, dict) or not all(isinstance(n, str) and isinstance(d, str) and n and Path(n).name == n
                                               for n, d in files.items()):
-        raise OpenQAError(f"{path}: not a result summary openqa wrote (its result_files are not file names with digests)")
+        raise OpenQAError(f"{shown}: not a result summary openqa wrote (its result_files are not file names with digests)")
     for name, digest in files.items():
         other = path.with_name(name)
         if not other.is_file() or _file_digest(other) != digest:
-            raise OpenQAError(f"{other}: missing or from another run than {path.name}; rerun: {summary.get('command')}")
+            raise OpenQAError(f"{arg.named(other)}: missing or from another run than {arg.named(path.name)}; "
+                              f"rerun: {arg.named(summary.get('command'))}")
     result: dict[str, Any] = summary
     return result
