@@ -23,6 +23,8 @@ import numpy as np
 
 from openqa.errors import UsageError
 
+#: The most hits a query may ask for (past it the answer's arrays alone could fill the memory).
+MAX_K = 1_000_000
 #: The score FAISS gives the places past the last vector (and ``-1`` as their id).
 MISSING_SCORE = float(np.finfo(np.float32).min)
 
@@ -130,7 +132,8 @@ class TorchExactSearch(VectorSearch):
 
         from openqa import arguments as arg
 
-        arg.whole("k", k, 1, 1_000_000)
+        if arg.whole("k", k, 1) > MAX_K:  # the result arrays are (queries, k)
+            raise UsageError(f"k must be at most {MAX_K:,}, not {k}")
         queries = float32_rows("queries", queries)
         n, dim = self.vectors.shape
         if len(queries) and queries.shape[1] != dim:
