@@ -23,7 +23,7 @@ def _kind(value: Any) -> str:
     return "None" if value is None else type(value).__name__
 
 
-def shown(value: Any, limit: int = 60) -> str:
+def shown(value: Any, limit: int = 200) -> str:
     """A value as a one-line error shows it: its ``repr`` (a text's or an exception's ``str``) on one
     line, cut to about ``limit`` characters (a 2-D array's or a long text's repr would fill the screen)."""
     text = str(value) if isinstance(value, BaseException) else repr(value)
@@ -158,14 +158,17 @@ def texts(name: str, value: Any) -> list[str]:
     return list(value)
 
 
-def device(name: str, value: Any) -> str | None:
-    """None or a device torch computes on (``cpu``, ``cuda``, ``cuda:N``, ``mps``) that this machine has:
-    a GPU asked for where torch sees none is refused here, in one line, not by torch in many. Callers
-    use torch already (it is imported here, never at ``import openqa``)."""
+def device(name: str, value: Any, present: bool = True) -> str | None:
+    """None or a device torch computes on (``cpu``, ``cuda``, ``cuda:N``, ``mps``) that this machine has
+    (unless ``present`` is False: a caller that reaches the device later checks it then): a GPU asked
+    for where torch sees none is refused here, in one line, not by torch in many. Callers use torch
+    already (it is imported here, never at ``import openqa``)."""
     if value is None:
         return None
     if not isinstance(value, str) or not re.fullmatch(r"cpu|cuda(:[0-9]{1,2})?|mps", value):
         raise UsageError(f"{name} must be cpu, cuda, cuda:N or mps, not {_kind(value)} {shown(value)}")
+    if not present:
+        return value
     import torch
 
     if value.startswith("cuda"):

@@ -92,7 +92,8 @@ def check_name(name: str, what: str = "corpus name", flag: str = "--name") -> st
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         from openqa.arguments import shown
 
-        raise DataError(f"{what} {shown(name)} is not usable: give {flag} with letters, digits, '.', '_' or '-' "
+        given = repr(name) if isinstance(name, str) else shown(name)  # a text's repr is one line, an array's is not
+        raise DataError(f"{what} {given} is not usable: give {flag} with letters, digits, '.', '_' or '-' "
                         "(at most 64, starting with a letter or digit)")
     return name
 

@@ -59,7 +59,7 @@ class TransformersBackend(Backend):
             raise UsageError("model must name a model folder or a hub id, not None")
         folder = arg.path("models_dir", models_dir)
         context = arg.optional_whole("context", context, 1, 10_000_000)
-        device = arg.device("device", device)
+        device = arg.device("device", device, present=False)  # the weights load at the first prompt: checked there
         batch_size = arg.optional_whole("batch_size", batch_size, 1, 4096)
         hf_logging.disable_progress_bar()  # one bar per loaded file is noise beside openqa's own
         self.name = model
@@ -78,8 +78,8 @@ class TransformersBackend(Backend):
         gpu = torch.device(self.device).type == "cuda"
         self.batch_size = batch_size or 1
         self.dtype = torch.float32
-        if gpu:
-            self.dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if gpu:  # torch cannot ask a GPU it does not see (the weights then fail to load, in one line)
+            self.dtype = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float16
         try:
             config = AutoConfig.from_pretrained(self.source)
         except (OSError, ValueError) as exc:
@@ -110,8 +110,8 @@ class TransformersBackend(Backend):
             try:
                 # transformers wraps Module.to with functools.wraps, whose type mypy does not bind (python/mypy#17166)
                 self._model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()  # type: ignore[arg-type]
-            except (OSError, ValueError) as exc:
-                raise OpenQAError(f"cannot load model {self.name!r} as a causal LM ({first_line(exc)})") from None
+            except (OSError, ValueError, RuntimeError, AssertionError) as exc:  # the last two: a GPU torch does not see
+                raise OpenQAError(f"cannot load model {self.name!r} as a causal LM on {self.device} ({first_line(exc)})") from None
         return self._model
 
     def identity(self) -> dict[str, Any]:
