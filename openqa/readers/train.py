@@ -45,7 +45,7 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for flag, value in (("--epochs", self.epochs), ("--batch-size", self.batch_size),
                             ("--effective-batch", self.effective_batch)):
-            arg.whole(flag, value, 1, 10**6)
+            arg.whole(flag, value, 1)
         if not (arg.is_number(self.lr) and self.lr > 0):
             raise OpenQAError(f"--lr must be above 0, not {arg.shown(self.lr)}")
         if not (arg.is_number(self.warmup) and 0 <= self.warmup < 1):
