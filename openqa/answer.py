@@ -183,8 +183,11 @@ def highlight(text: str, spans: list[Span], color: bool) -> str:
 
 def check_min_confidence(min_confidence: float | None) -> None:
     """Refuse a confidence threshold that is not a probability."""
-    if min_confidence is not None and not (math.isfinite(min_confidence) and 0 <= min_confidence <= 1):
-        raise OpenQAError(f"--min-confidence must be a probability from 0 to 1, not {min_confidence}")
+    from openqa.arguments import shown
+
+    if min_confidence is not None and (isinstance(min_confidence, bool) or not isinstance(min_confidence, (int, float))
+                                       or not (math.isfinite(min_confidence) and 0 <= min_confidence <= 1)):
+        raise OpenQAError(f"--min-confidence must be a probability from 0 to 1, not {shown(min_confidence)}")
 
 
 def assess(result: OptionScores, probabilities: dict[str, float], calibration: Calibration | None,

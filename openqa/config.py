@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, overload
 
+from openqa.arguments import checked_path
 from openqa.errors import OpenQAError
 
 #: The method a command uses when none is named (``openqa.methods`` holds them all).
@@ -66,12 +67,20 @@ class Settings:
         def pick(flag: str | os.PathLike[str] | None, env: str, default: None = None) -> Path | None: ...
         def pick(flag: str | os.PathLike[str] | None, env: str, default: str | Path | None = None) -> Path | None:
             value = flag if flag is not None else os.environ.get(env) or default
-            return Path(value) if value is not None else None
+            if value is None:
+                return None
+            # a name the file system cannot keep (over 255 bytes, a lone surrogate) is one line here, not an OSError later
+            setting = f"the folder given for ${env}" if flag is not None else f"${env}"
+            return Path(checked_path(setting, os.fspath(value)))
 
         indexes = pick(index_dir, ENV_INDEXES, DEFAULT_INDEXES)
         if indexes.exists() and not indexes.is_dir():
             where = "--index-dir" if index_dir is not None else f"${ENV_INDEXES}" if os.environ.get(ENV_INDEXES) else "the default"
             raise OpenQAError(f"the index folder {indexes} ({where}) is a file, not a folder: name a folder")
+        if indexes.is_symlink() and not indexes.exists():
+            where = "--index-dir" if index_dir is not None else f"${ENV_INDEXES}" if os.environ.get(ENV_INDEXES) else "the default"
+            raise OpenQAError(f"the index folder {indexes} ({where}) is a link to {os.readlink(indexes)}, which is not there: "
+                              "make that folder, or name another")
         return cls(
             data_dir=pick(data_dir, ENV_DATA),
             index_dir=indexes,

@@ -38,6 +38,34 @@ def numbered_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int,
         raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
+def read_small(path: Path, max_bytes: int, what: str) -> bytes:
+    """The whole of ``path``, a regular file of at most ``max_bytes``, else a ``DataError`` naming it
+    as not ``what``: a FIFO, a device (``/dev/zero``, ``/dev/urandom`` never end), a folder or a file
+    too big is refused before it is read, so nothing waits for a writer or fills the memory."""
+    import stat
+
+    from openqa.arguments import named
+
+    shown = named(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO would wait for a writer at the open itself
+    except OSError as exc:
+        raise DataError(f"{shown}: cannot read it as {what} ({exc.strerror or exc})") from None
+    status = os.fstat(fd)
+    if not stat.S_ISREG(status.st_mode) or status.st_size > max_bytes:
+        os.close(fd)
+        why = "not a regular file" if not stat.S_ISREG(status.st_mode) else f"{status.st_size:,} bytes; one is at most {max_bytes:,}"
+        raise DataError(f"{shown}: not {what} ({why})")
+    with open(fd, "rb") as handle:
+        try:
+            data = handle.read(max_bytes + 1)  # the file may have grown since
+        except OSError as exc:
+            raise DataError(f"{shown}: cannot read it as {what} ({exc.strerror or exc})") from None
+    if len(data) > max_bytes:
+        raise DataError(f"{shown}: not {what} (over {max_bytes:,} bytes)")
+    return data
+
+
 def _gzip_lines(path: Path, max_bytes: int, what: str) -> Iterator[tuple[int, bytes]]:
     """``numbered_lines`` of a gzip-compressed file."""
     try:

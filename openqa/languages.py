@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from openqa.arguments import shown
 from openqa.errors import UsageError
 
 
@@ -75,7 +76,7 @@ def language(code: str) -> Language:
     :returns: its ``Language``.
     :raises OpenQAError: on an unknown code (one line listing the known ones)."""
     if not isinstance(code, str) or code not in LANGUAGES:
-        raise UsageError(f"unknown language {code!r}: choose one of {', '.join(LANGS)}")
+        raise UsageError(f"unknown language {shown(code)}: choose one of {', '.join(LANGS)}")
     return LANGUAGES[code]
 
 

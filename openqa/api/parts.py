@@ -57,7 +57,7 @@ class ScoredQuestions:
             raise UsageError("results must be a list of OptionScores (one a question)")
         scale = scale_named(self.scale)
         if scale is None:
-            raise UsageError(f"unknown scale {self.scale!r}: choose one of {known_scales()}")
+            raise UsageError(f"unknown scale {arg.shown(self.scale)}: choose one of {known_scales()}")
         object.__setattr__(self, "results", list(self.results))
         object.__setattr__(self, "scale", scale)
 
@@ -160,8 +160,28 @@ class HeldOut:
     log_likelihood: np.ndarray
     right: np.ndarray
 
+    def __post_init__(self) -> None:
+        """Refuse fields that are not equally long 1-D arrays of numbers (one line); lists are taken as arrays."""
+        import numpy as np
+
+        for name in ("log_likelihood", "right"):
+            value = getattr(self, name)
+            if not isinstance(value, (np.ndarray, list, tuple)):
+                raise UsageError(f"{name} must be an array of numbers (one a question), not {type(value).__name__}")
+            try:
+                array = np.asarray(value, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise UsageError(f"{name} must be an array of numbers (one a question)") from None
+            if array.ndim != 1:
+                raise UsageError(f"{name} must be a 1-D array (one number a question), not {array.ndim}-D")
+            object.__setattr__(self, name, array)
+        if len(self.log_likelihood) != len(self.right):
+            raise UsageError(f"log_likelihood and right must be as long as each other ({len(self.log_likelihood)} and {len(self.right)})")
+
     def summary(self) -> dict[str, float]:
-        """The mean held-out ``log_likelihood`` (4 decimals) and ``accuracy`` (%, 2 decimals)."""
+        """The mean held-out ``log_likelihood`` (4 decimals) and ``accuracy`` (%, 2 decimals); NaN for no questions."""
+        if not len(self.right):
+            return {"log_likelihood": float("nan"), "accuracy": float("nan")}
         return {"log_likelihood": round(float(self.log_likelihood.mean()), 4), "accuracy": round(100 * float(self.right.mean()), 2)}
 
 
@@ -190,7 +210,7 @@ class CrossValidation:
         seed = CROSS_FIT_SEED if self.seed is None else arg.whole("seed", self.seed, 0)
         l2 = ENSEMBLE_L2 if self.l2 is None else self.l2
         if isinstance(l2, bool) or not isinstance(l2, (int, float)) or not 0 <= l2 < float("inf"):
-            raise UsageError(f"l2 must be a penalty of 0 or more, not {l2!r}")
+            raise UsageError(f"l2 must be a penalty of 0 or more, not {arg.shown(l2)}")
         for name, value in (("folds", folds), ("seed", seed), ("l2", l2)):
             object.__setattr__(self, name, value)
 

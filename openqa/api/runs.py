@@ -26,6 +26,16 @@ class Evaluation:
 
     record: dict[str, Any]
 
+    def __post_init__(self) -> None:
+        """Refuse a record without the figures the properties read (one line)."""
+        record: Any = self.record
+        if not isinstance(record, dict):
+            raise UsageError(f"record must be an eval record (a dict), not {type(record).__name__}")
+        ci95 = record.get("ci95")
+        if not (arg.is_number(record.get("accuracy")) and isinstance(record.get("n"), int) and not isinstance(record["n"], bool)
+                and isinstance(ci95, (list, tuple)) and len(ci95) == 2 and all(map(arg.is_number, ci95))):
+            raise UsageError("record must hold the accuracy (a number), n (a whole number) and ci95 (two numbers)")
+
     @property
     def accuracy(self) -> float:
         return cast(float, self.record["accuracy"])
@@ -131,6 +141,15 @@ class Tuning:
     chosen: dict[str, Any] | None
     record: dict[str, Any]
     files: dict[str, str]
+
+    def __post_init__(self) -> None:
+        """Refuse fields of the wrong type (one line)."""
+        if self.chosen is not None and not isinstance(self.chosen, dict):
+            raise UsageError(f"chosen must be None or a dict of settings, not {type(self.chosen).__name__}")
+        if not isinstance(self.record, dict):
+            raise UsageError(f"record must be a tune record (a dict), not {type(self.record).__name__}")
+        if not isinstance(self.files, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in self.files.items()):
+            raise UsageError("files must map each file's role to its path (text)")
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.record)

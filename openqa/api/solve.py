@@ -34,6 +34,27 @@ class Answer:
 
     record: AnswerRecord
 
+    def __post_init__(self) -> None:
+        """Refuse a record without the shape every property reads (one line), as a caller building
+        an ``Answer`` by hand may give."""
+        record: Any = self.record
+        if not isinstance(record, dict):
+            raise UsageError(f"record must be an answer record (a dict), not {type(record).__name__}")
+        options = record.get("options")
+        if not (isinstance(options, list) and all(
+                isinstance(o, dict) and isinstance(o.get("letter"), str) and isinstance(o.get("evidence"), list)
+                and (o.get("score") is None or arg.is_number(o["score"])) for o in options)):
+            raise UsageError("record['options'] must be a list of options, each a dict with its letter, score and evidence")
+        if record.get("prediction") is not None and not isinstance(record["prediction"], str):
+            raise UsageError("record['prediction'] must be an option letter or None")
+        if not isinstance(record.get("matched"), bool):
+            raise UsageError("record['matched'] must be True or False")
+        for key in ("settings", "confidence", "details"):
+            if not isinstance(record.get(key, {}), dict):
+                raise UsageError(f"record[{key!r}] must be a dict")
+        if not isinstance(record.get("details", {}).get("solved_questions", []), list):
+            raise UsageError("record['details']['solved_questions'] must be a list")
+
     @property
     def prediction(self) -> str | None:
         return self.record["prediction"]
@@ -82,8 +103,14 @@ class Solver:
     its settings."""
 
     def __init__(self, opened: Opened, method: str, exam: Exam) -> None:
+        from openqa.methods import Opened
+        from openqa.workspace import Exam
+
+        if not isinstance(opened, Opened) or not isinstance(exam, Exam):
+            raise UsageError("a Solver is opened with Solver.open (or from_context), not built from "
+                             f"{type(opened).__name__} and {type(exam).__name__}")
         self.opened = opened
-        self.method = method
+        self.method = arg.text("method", method)
         self.exam = exam
 
     @classmethod
@@ -218,8 +245,10 @@ class Solver:
         question = self._asked(question, None, evidence)
         arg.whole("show", show, 0)
         arg.flag("color", color)
+        arg.probability("min_confidence", min_confidence)
         result = self.scores(question)
-        sure = assess(result, self.opened.probabilities(result), self.opened.calibration, min_confidence)
+        sure = assess(result, self.opened.probabilities(result), self.opened.calibration,
+                      arg.probability("min_confidence", min_confidence))
         # evidence hits are rows of a search engine's paragraph store (an index without one gives none)
         return render(result, cast(SearchEngine, self.index), show, evidence, color, sure), result.matched
 

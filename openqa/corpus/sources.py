@@ -90,7 +90,10 @@ def check_name(name: str, what: str = "corpus name", flag: str = "--name") -> st
     given by ``flag``: an ensemble), with letters, digits, ``.``, ``_``, ``-`` (at most 64, starting
     with a letter or digit), else a one-line error."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise DataError(f"{what} {name!r} is not usable: give {flag} with letters, digits, '.', '_' or '-' "
+        from openqa.arguments import shown
+
+        given = repr(name) if isinstance(name, str) else shown(name)  # a text's repr is one line, an array's is not
+        raise DataError(f"{what} {given} is not usable: give {flag} with letters, digits, '.', '_' or '-' "
                         "(at most 64, starting with a letter or digit)")
     return name
 

@@ -80,11 +80,11 @@ def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
     :param data_dir: the MedQA data folder (the one holding ``questions/`` and ``textbooks/``).
     """
     spec = dataset_spec(dataset)
-    if split not in SPLITS:
-        raise DataError(f"unknown split {split!r}; choose one of: {', '.join(SPLITS)}")
+    if not isinstance(split, str) or split not in SPLITS:
+        raise DataError(f"unknown split {arg.shown(split)}; choose one of: {', '.join(SPLITS)}")
     if not isinstance(data_dir, (str, os.PathLike)):
         raise DataError(f"the data folder must be a path, not {type(data_dir).__name__}")
-    data_dir = Path(data_dir)
+    data_dir = arg.path("data_dir", data_dir) or Path()
     if not data_dir.is_dir():
         raise DataError(f"{data_dir}: data folder not found (set OPENQA_DATA or --data-dir)")
 

@@ -253,7 +253,7 @@ def write_questions(questions: Sequence[Question], path: str | Path, fmt: str, s
     :raises OpenQAError: on an unknown format, or a file that cannot be written (one line)."""
     questions = question_list("questions", questions)
     if not isinstance(fmt, str) or fmt not in WRITERS:
-        raise DataError(f"unknown question format {fmt!r}; choose one of: {', '.join(WRITERS)}")
+        raise DataError(f"unknown question format {arg.shown(fmt)}; choose one of: {', '.join(WRITERS)}")
     if not isinstance(subset, str):
         raise UsageError(f"subset must be text, not {type(subset).__name__}")
     where = arg.path("path", path)

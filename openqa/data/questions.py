@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from openqa.arguments import encodable, shown
 from openqa.errors import DataError, UsageError
 from openqa.languages import LANGUAGES
 from openqa.text.unicode import normalize
@@ -46,6 +47,16 @@ class Question:
             raise DataError("Question.options must map option letters to text")
         if not self.options:
             raise DataError(f"question {self.qid}: no options (a question needs at least one to choose from)")
+        if self.meta_info is not None and not isinstance(self.meta_info, str):
+            raise DataError(f"Question.meta_info must be text or None, not {type(self.meta_info).__name__}")
+        phrases = self.metamap_phrases
+        if phrases is not None:
+            if isinstance(phrases, str) or not isinstance(phrases, (list, tuple)) or not all(isinstance(p, str) for p in phrases):
+                raise DataError("Question.metamap_phrases must be None or a list of texts")
+            object.__setattr__(self, "metamap_phrases", tuple(phrases))
+        texts = [self.qid, self.question, self.answer_idx, self.answer, *self.options, *self.options.values(), *(phrases or ())]
+        if not all(map(encodable, texts)) or (self.meta_info is not None and not encodable(self.meta_info)):
+            raise DataError(f"question {self.qid[:40]!r}: its text holds a lone surrogate (not UTF-8)")
         for name in ("question", "answer"):
             object.__setattr__(self, name, normalize(getattr(self, name)))
         object.__setattr__(self, "options", {letter: normalize(text) for letter, text in self.options.items()})
@@ -71,6 +82,9 @@ class Question:
         """A digest of the question's text and ``parts`` (an option's text, say), each stripped: what
         depends on it (a tie-break, a shuffle of options) is the same whatever file, format, name or
         line carries the question, never on its id."""
+        for number, part in enumerate(parts, start=1):
+            if not isinstance(part, str) or not encodable(part):
+                raise UsageError(f"part {number} of the digest must be UTF-8 text, not {type(part).__name__}")
         blob = "\x00".join(part.strip() for part in (self.question, *parts))
         return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -256,7 +270,7 @@ def dataset_spec(dataset: str) -> DatasetSpec:
     :raises OpenQAError: on an unknown name (one line listing the known ones)."""
     spec = DATASETS.get(dataset) if isinstance(dataset, str) else None
     if spec is None:
-        raise UsageError(f"unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}")
+        raise UsageError(f"unknown dataset {shown(dataset)}; choose one of: {', '.join(DATASETS)}")
     return spec
 
 

@@ -82,7 +82,9 @@ def check_run_word(what: str, word: object) -> str:
     from openqa.errors import UsageError
 
     if not isinstance(word, str) or not word or any(c.isspace() for c in word) or not word.isprintable():
-        raise UsageError(f"a {what} must be one word of printable characters without white space, not {word!r}")
+        from openqa.arguments import shown
+
+        raise UsageError(f"a {what} must be one word of printable characters without white space, not {shown(word)}")
     return word
 
 

@@ -23,6 +23,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from openqa import arguments as arg
 from openqa.cancel import checkpoint
 from openqa.data import dataset_spec
 from openqa.errors import DataError, OpenQAError, UsageError
@@ -168,13 +169,21 @@ class RunCache:
             return Path(folder).absolute() in self._listed
 
 
+def resolved_folder(folder: Path) -> Path:
+    """``folder`` with its links followed, or a one-line error (a loop of links, a name too long)."""
+    try:
+        return folder.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: Python 3.11's "Symlink loop"
+        raise DataError(f"results folder {folder} cannot be read ({arg.shown(exc, 120)})") from None
+
+
 def list_runs(folder: Path, cache: RunCache | None = None) -> list[dict[str, Any]]:
     """Every eval record inside ``folder`` or its subfolders, by name (see ``run_row``); with
     ``cache``, only the records changed since it last read them are read again."""
     folder = Path(folder)
     if not folder.is_dir():
         raise DataError(f"results folder not found: {folder}")
-    top = folder.resolve()
+    top = resolved_folder(folder)
     paths = sorted((path for where in folders(folder) for path in where.glob("*.json") if path.is_file() and within(top, path)),
                    key=lambda path: (path.name, len(path.parts), path))
     rows = []
@@ -192,8 +201,8 @@ def inside(folder: Path, name: str, suffix: str) -> Path:
     """The file ``name`` + ``suffix`` inside ``folder`` (directly, else in the first of its subfolders
     that holds it), refused for any name that is not a plain file name."""
     if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "\0" in name:
-        raise UsageError(f"no run named {name!r} here")
-    top = Path(folder).resolve()
+        raise UsageError(f"no run named {arg.shown(name)} here")
+    top = resolved_folder(Path(folder))
     for where in folders(Path(folder)):
         path = where / f"{name.removesuffix('.json')}{suffix}"
         try:
@@ -202,7 +211,7 @@ def inside(folder: Path, name: str, suffix: str) -> Path:
             found = False
         if found and within(top, path):  # a link out of the folder is never followed
             return path
-    raise UsageError(f"no run named {name!r} here")
+    raise UsageError(f"no run named {arg.shown(name)} here")
 
 
 def predictions_file(folder: Path, name: str) -> Path:

@@ -4,6 +4,7 @@ carries (command, date, machine, peak memory, the openqa version and, run from a
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
@@ -63,7 +64,10 @@ def run_record(command: str | None = None) -> dict[str, Any]:
 
     :param command: the command line that reproduces the result (default: ``openqa`` and this
         process's arguments).
-    """
+    :raises OpenQAError: on a command that is not text (one line)."""
+    from openqa import arguments as arg
+
+    command = arg.optional_text("command", command)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         **version_record(),
@@ -136,7 +140,10 @@ def output_target(path: Path) -> tuple[Path, bool]:
     folder is refused in one line. Checked before the work starts."""
     if stream_fd(path) is not None:
         return path, False
-    target = path.resolve() if path.is_symlink() else path
+    try:
+        target = path.resolve() if path.is_symlink() else path
+    except RuntimeError:  # Python 3.11's "Symlink loop"
+        raise OpenQAError(f"cannot write {path} (a loop of symbolic links)") from None
     try:
         mode = os.stat(target).st_mode
     except FileNotFoundError:
@@ -160,8 +167,15 @@ def write_output(path: Path, text: str, metadata: str | None = None) -> Path:
             with open(os.dup(fd), "w", encoding="utf-8") as out:
                 out.write(text)
             return target
-        if not regular:
-            with open(target, "w", encoding="utf-8") as out:
+        if not regular:  # a device or a FIFO: a FIFO no program reads is refused, never waited on
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:
+                if exc.errno == errno.ENXIO:
+                    raise OpenQAError(f"cannot write {path}: it is a FIFO no program reads") from None
+                raise
+            os.set_blocking(fd, True)
+            with open(fd, "w", encoding="utf-8") as out:
                 out.write(text)
             return target
         write_all_or_none({target: text, **({target.with_name(target.name + ".json"): metadata} if metadata else {})})
@@ -293,6 +307,24 @@ def _digest(content: str | bytes) -> str:
     return hashlib.sha256(content.encode("utf-8") if isinstance(content, str) else content).hexdigest()
 
 
+def _file_digest(path: Path) -> str | None:
+    """SHA-256 of a regular file read a block at a time (None when it cannot be read: no FIFO is waited on)."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):  # checked before open(): it refuses a folder's descriptor itself
+        os.close(fd)
+        return None
+    with open(fd, "rb") as handle:
+        try:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+        except OSError:
+            return None
+
+
 def write_results(summary: dict[str, Any], rows: list[dict[str, Any]], out_dir: Path, figure: bytes | None = None,
                   ) -> tuple[Path, list[str]]:
     """Write ``<stem>.predictions.jsonl``, ``<stem>.md``, the risk-coverage ``figure`` (PNG, when
@@ -364,6 +396,10 @@ def confidence_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+#: The largest result summary ``read_result_set`` reads (openqa writes some kilobytes; the predictions are beside it).
+MAX_SUMMARY_BYTES = 64 * 1024 * 1024
+
+
 def read_result_set(path: str | Path) -> dict[str, Any]:
     """A result summary, refused unless the prediction and report files beside it are the ones it was
     written with (a run killed between its writes leaves a newer file beside an older summary).
@@ -371,20 +407,27 @@ def read_result_set(path: str | Path) -> dict[str, Any]:
     :param path: the summary's JSON file (``openqa eval`` writes it with the files it names).
     :returns: the summary, as written.
     :raises OpenQAError: on a path that is not a readable summary, or files beside it from another run (one line)."""
+    from openqa import arguments as arg
+    from openqa.jsonl import read_small
+
     if not isinstance(path, (str, os.PathLike)) or not str(path):
-        raise OpenQAError(f"path must name a result summary (a .json file), not {path!r}")
-    path = Path(path)
+        raise OpenQAError(f"path must name a result summary (a .json file), not {arg.shown(path)}")
+    checked = arg.path("path", path)
+    assert checked is not None  # refused above
+    path = checked
+    shown = arg.named(path)
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise OpenQAError(f"{path}: unreadable result summary ({exc})") from None
+        summary = json.loads(read_small(path, MAX_SUMMARY_BYTES, "a result summary").decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        raise OpenQAError(f"{shown}: unreadable result summary ({arg.shown(exc, 200)})") from None
     files = summary.get("result_files", {}) if isinstance(summary, dict) else None
     if not isinstance(files, dict) or not all(isinstance(n, str) and isinstance(d, str) and n and Path(n).name == n
                                               for n, d in files.items()):
-        raise OpenQAError(f"{path}: not a result summary openqa wrote (its result_files are not file names with digests)")
+        raise OpenQAError(f"{shown}: not a result summary openqa wrote (its result_files are not file names with digests)")
     for name, digest in files.items():
         other = path.with_name(name)
-        if not other.is_file() or _digest(other.read_bytes()) != digest:
-            raise OpenQAError(f"{other}: missing or from another run than {path.name}; rerun: {summary.get('command')}")
+        if not other.is_file() or _file_digest(other) != digest:
+            raise OpenQAError(f"{arg.named(other)}: missing or from another run than {arg.named(path.name)}; "
+                              f"rerun: {arg.named(summary.get('command'))}")
     result: dict[str, Any] = summary
     return result

@@ -54,6 +54,7 @@ def serve_gguf(path: str | Path, port: int, context: int = DEFAULT_CONTEXT, thre
     file = arg.path("path", path)
     if file is None or not file.is_file():
         raise OpenQAError(f"GGUF file not found: {str(file)!r}")
+    check_gguf(file, str(file))
     arg.whole("port", port, 1, 65535)
     arg.whole("context", context, 64)
     arg.whole("threads", threads, 1)
@@ -68,7 +69,21 @@ def serve_gguf(path: str | Path, port: int, context: int = DEFAULT_CONTEXT, thre
     params.endpoint_props = True
     if alias:
         params.model_alias = {alias}  # a set of names
-    return xllamacpp.Server(params)
+    try:
+        return xllamacpp.Server(params)
+    except RuntimeError as exc:  # llama.cpp could not load the file or listen on the port
+        raise OpenQAError(f"llama.cpp cannot serve {file.name} on port {port} ({arg.shown(exc, 200)})") from None
+
+
+def check_gguf(file: Path, shown: str) -> None:
+    """Refuse a file that does not begin as a GGUF file does (one line, naming it as ``shown``)."""
+    try:
+        with open(file, "rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise OpenQAError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+    if magic != b"GGUF":
+        raise OpenQAError(f"{shown}: not a GGUF file")
 
 
 class Engine:
@@ -95,9 +110,7 @@ class LlamaCppBackend(ChatBackend):
         file = Path(path).expanduser()
         if not file.is_file():
             raise OpenQAError(f"{path}: GGUF file not found")
-        with open(file, "rb") as handle:
-            if handle.read(4) != b"GGUF":
-                raise OpenQAError(f"{path}: not a GGUF file")
+        check_gguf(file, path)
         try:
             import xllamacpp
         except ImportError:

@@ -22,6 +22,17 @@ TEMPLATE_NAMES = ("system", "user", "evidence", "letters", "direct", "cot")
 Messages = list[dict[str, str]]
 
 
+def check_messages(messages: object) -> Messages:
+    """Chat messages as backends read them (a list of dicts, each a text ``role`` and ``content``), or a
+    one-line error."""
+    from openqa.errors import UsageError
+
+    if not isinstance(messages, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages):
+        raise UsageError("messages must be a list of dicts, each with a text 'role' and 'content'")
+    return messages
+
+
 @lru_cache(maxsize=None)
 def template(name: str) -> str:
     """The text of template ``name`` of the current version."""

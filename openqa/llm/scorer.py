@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from openqa.cancel import checkpoint
 from openqa.data import Question
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.llm.backends import CHARS_PER_TOKEN, Backend, ChatBackend, Request, reply_problem
 from openqa.llm.cache import ReplyCache, reply_key
 from openqa.llm.extract import cited_ids, extract_letter
@@ -109,6 +109,20 @@ class LLMScorer(OptionScorer):
 
     def __init__(self, backend: Backend, settings: LLMSettings, cache: ReplyCache, retriever: IRScorer | None = None,
                  query: str = "full", lang: str = "en", bank: QuestionBank | None = None) -> None:
+        from openqa import arguments as arg
+        from openqa.languages import language
+        from openqa.scorers.bank import QuestionBank
+        from openqa.scorers.query import QUERY_MODES
+
+        for name, value, kind in (("backend", backend, Backend), ("settings", settings, LLMSettings), ("cache", cache, ReplyCache)):
+            if not isinstance(value, kind):
+                raise UsageError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
+        if retriever is not None and not isinstance(retriever, IRScorer):
+            raise UsageError(f"retriever must be None or an IR scorer, not {type(retriever).__name__}")
+        if bank is not None and not isinstance(bank, QuestionBank):
+            raise UsageError(f"bank must be None or a QuestionBank, not {type(bank).__name__}")
+        arg.one_of("query mode", query, QUERY_MODES)
+        language(lang)
         self.backend = backend
         self.settings = settings
         self.cache = cache
@@ -275,11 +289,18 @@ class LLMScorer(OptionScorer):
         """The prompt tokens scoring ``question`` reads, estimated without the model (a server weighs
         the request by them before it runs): per order of its options, its question and options at
         ``CHARS_PER_TOKEN`` characters a token, and the evidence budget when it reads evidence."""
+        if not isinstance(question, Question):
+            raise UsageError(f"question must be a Question, not {type(question).__name__}")
         s = self.settings
         text = len(question.question) + sum(map(len, question.options.values()))
         return s.permutations * (math.ceil(text / CHARS_PER_TOKEN) + (s.evidence_tokens if s.evidence != "none" else 0))
 
     def score(self, questions: Sequence[Question], progress: bool = True) -> list[OptionScores]:
+        from openqa import arguments as arg
+        from openqa.data.questions import question_list
+
+        questions = question_list("questions", questions)
+        arg.flag("progress", progress)
         tally = Tally(self.backend.calls)
         start = time.perf_counter()
         ranked, option_hits = self._ranked(questions, progress)

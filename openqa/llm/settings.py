@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from openqa import arguments as arg
 from openqa.errors import OpenQAError, UsageError
 
 EVIDENCE_MODES = ("none", "question", "options")
@@ -99,15 +100,18 @@ class LLMSettings:
         for name in WHOLE:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise UsageError(f"{name} must be a whole number, not {type(value).__name__} {value!r}")
+                raise UsageError(f"{name} must be a whole number, not {type(value).__name__} {arg.shown(value)}")
         for name in NUMBERS:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise UsageError(f"{name} must be a number, not {type(value).__name__} {value!r}")
+                raise UsageError(f"{name} must be a number, not {type(value).__name__} {arg.shown(value)}")
         if not isinstance(self.prompt_reuse, bool):
             raise UsageError(f"prompt_reuse must be True or False, not {type(self.prompt_reuse).__name__}")
         if self.cache_dir is not None and not isinstance(self.cache_dir, (str, os.PathLike)):
             raise UsageError(f"cache_dir must be a path, not {type(self.cache_dir).__name__}")
+        arg.path("cache_dir", self.cache_dir)
+        if self.model and not self.endpoint:  # a file, folder or hub id: a name the file system can look up
+            arg.checked_path("model", self.model)
         for name, value, known in (("--evidence", self.evidence, EVIDENCE_MODES), ("--scoring", self.scoring, SCORINGS),
                                    ("--prompt", self.prompt, PROMPTS)):
             if value not in known:

@@ -33,9 +33,10 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from openqa.errors import OpenQAError
+from openqa import arguments as arg
+from openqa.errors import OpenQAError, UsageError
 from openqa.llm.backends import DEFAULT_CONTEXT, Backend, Request, first_line
-from openqa.llm.prompts import Messages
+from openqa.llm.prompts import Messages, check_messages
 
 #: Token ids kept of prompts counted and not yet read (first in, first out past this many tokens: 64 MB).
 KEPT_TOKENS = 1 << 24
@@ -103,11 +104,17 @@ class TransformersBackend(Backend):
         from transformers import AutoConfig, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
+        if arg.path("model", model) is None:
+            raise UsageError("model must name a model folder or a hub id, not None")
+        folder = arg.path("models_dir", models_dir)
+        context = arg.optional_whole("context", context, 1, 10_000_000)
+        device = arg.device("device", device, present=False)  # the weights load at the first prompt: checked there
+        batch_size = arg.optional_whole("batch_size", batch_size, 1, 4096)
         hf_logging.disable_progress_bar()  # one bar per loaded file is noise beside openqa's own
         self.name = model
         path = Path(model).expanduser()
-        if not path.is_dir() and models_dir is not None and (Path(models_dir) / model).is_dir():
-            path = Path(models_dir) / model
+        if not path.is_dir() and folder is not None and (folder / model).is_dir():
+            path = folder / model
         self.source = str(path.resolve()) if path.is_dir() else model
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.source)
@@ -120,8 +127,8 @@ class TransformersBackend(Backend):
         gpu = torch.device(self.device).type == "cuda"
         self.batch_size = batch_size or 1
         self.dtype = torch.float32
-        if gpu:
-            self.dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        if gpu:  # torch cannot ask a GPU it does not see (the weights then fail to load, in one line)
+            self.dtype = torch.bfloat16 if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else torch.float16
         if dtype is not None:
             if dtype not in DTYPES:
                 raise OpenQAError(f"unknown dtype {dtype!r}: choose one of {', '.join(DTYPES)}")
@@ -160,8 +167,8 @@ class TransformersBackend(Backend):
             try:
                 # transformers wraps Module.to with functools.wraps, whose type mypy does not bind (python/mypy#17166)
                 self._model = AutoModelForCausalLM.from_pretrained(self.source, dtype=self.dtype).to(self.device).eval()  # type: ignore[arg-type]
-            except (OSError, ValueError) as exc:
-                raise OpenQAError(f"cannot load model {self.name!r} as a causal LM ({first_line(exc)})") from None
+            except (OSError, ValueError, RuntimeError, AssertionError) as exc:  # the last two: a GPU torch does not see
+                raise OpenQAError(f"cannot load model {self.name!r} as a causal LM on {self.device} ({first_line(exc)})") from None
             from transformers import AttentionInterface
 
             AttentionInterface.register(ROW_ATTENTION, row_attention)
@@ -179,6 +186,7 @@ class TransformersBackend(Backend):
         return {"kind": self.kind, "model": self.source, **batched}
 
     def count(self, text: str) -> int:
+        arg.text("text", text)
         with self._lock:
             return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
@@ -200,6 +208,7 @@ class TransformersBackend(Backend):
         return ids, self._torch.ones_like(ids)
 
     def prompt_tokens(self, messages: Messages) -> int:
+        check_messages(messages)
         with self._lock:
             return len(self._ids(messages))
 

@@ -85,6 +85,13 @@ class Estimate:
     units: float
     seconds: float
 
+    def __post_init__(self) -> None:
+        """Refuse units or seconds that are not finite numbers of 0 or more (one line)."""
+        from openqa import arguments as arg
+
+        for name in ("units", "seconds"):
+            arg.number(name, getattr(self, name), 0)
+
     @property
     def heavy_seconds(self) -> float:
         """The estimated seconds above which work is heavy (``HEAVY_SECONDS``)."""

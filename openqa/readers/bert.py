@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Sequence, cast
 
 import torch
 
+from openqa import arguments as arg
 from openqa.errors import OpenQAError
 from openqa.readers.base import Example, Reader, pick_device
 from openqa.retrieval.encoders import resolve_model
@@ -46,14 +47,18 @@ class MultipleChoiceReader(Reader):
     def __init__(self, model: str, models_dir: Path | None = None, max_length: int = 256, path: str | None = None) -> None:
         from transformers import AutoModelForMultipleChoice, AutoTokenizer
 
-        source = path or resolve_model(model, models_dir)
+        model = arg.text("model", model)
+        arg.whole("max_length", max_length, 8, 1_000_000)
+        checkpoint = arg.path("path", path)
+        source = str(checkpoint) if checkpoint is not None else resolve_model(model, models_dir)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(source)
             # fp32 master weights whatever the checkpoint stores (transformers keeps a stored fp16 or bf16):
             # the optimizer's small updates vanish in fp16, and loss scaling refuses fp16 gradients
             self.model = AutoModelForMultipleChoice.from_pretrained(source, dtype=torch.float32).to(pick_device())
         except (OSError, ValueError) as exc:
-            raise OpenQAError(f"cannot load a multiple-choice model from {source}: {str(exc).splitlines()[0]}") from None
+            raise OpenQAError(f"cannot load a multiple-choice model from {arg.shown(source, 200)}: "
+                              f"{arg.shown(exc, 300)}") from None
         self.settings = {"model": model, "max_length": max_length}
         self.max_length = max_length
 

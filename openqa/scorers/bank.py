@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from openqa import arguments as arg
 from openqa.data import Question
 from openqa.data.questions import question_list
 from openqa.errors import DataError, OpenQAError, UsageError
@@ -194,7 +195,7 @@ class QuestionBank:
         if not isinstance(question, Question):
             raise UsageError(f"question must be a Question, not {type(question).__name__}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise UsageError(f"k must be a whole number of at least 1, not {k!r}")
+            raise UsageError(f"k must be a whole number of at least 1, not {arg.shown(k)}")
         vector = self._unit_vector(self._counts(question.question))
         if not vector:
             return []
@@ -213,6 +214,8 @@ class QuestionBank:
         their answer among its options (matched as ``normalized``), so that the same question with
         an option more, fewer or reordered is a copy, and a short stem shared by different
         questions ("Which of the following is true?") is not."""
+        if not isinstance(question, Question):
+            raise UsageError(f"question must be a Question, not {type(question).__name__}")
         same = MATCHES["normalized"]
         return [row for row in self.by_text.get(question.content_digest(), [])
                 if any(same(answer_text(self.questions[row]), option) for option in question.options.values())]
@@ -276,9 +279,9 @@ class BankScorer(OptionScorer):
         if not isinstance(bank, QuestionBank):
             raise UsageError(f"bank must be a QuestionBank, not {type(bank).__name__}")
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise OpenQAError(f"the bank's k must be at least 1, not {k!r}")
+            raise OpenQAError(f"the bank's k must be at least 1, not {arg.shown(k)}")
         if not isinstance(match, str) or match not in MATCHES:
-            raise OpenQAError(f"unknown answer matching {match!r}: choose one of {', '.join(MATCHES)}")
+            raise OpenQAError(f"unknown answer matching {arg.shown(match)}: choose one of {', '.join(MATCHES)}")
         self.bank, self.k, self.match = bank, k, match
 
     def banks(self) -> list[QuestionBank]:
@@ -295,9 +298,13 @@ class BankScorer(OptionScorer):
         :param questions: the questions (a list of ``Question``).
         :param progress: show a progress bar.
         :returns: one ``OptionScores`` a question."""
-        return [self.score_one(q) for q in tqdm(question_list("questions", questions), desc="bank", unit="q", disable=not progress)]
+        questions = question_list("questions", questions)
+        return [self.score_one(q) for q in tqdm(questions, desc="bank", unit="q", disable=not arg.flag("progress", progress))]
 
     def report(self, results: Sequence[OptionScores]) -> dict[str, Any]:
+        """What the record says of the bank and of how ``results`` (what ``score`` gave) used it."""
+        if not isinstance(results, (list, tuple)) or not all(isinstance(r, OptionScores) for r in results):
+            raise UsageError("results must be a list of OptionScores (what score gave)")
         return {"bank": {**self.bank.describe(), "k": self.k, "match": self.match, **disclosure(results)}}
 
     def report_as_part(self, results: Sequence[OptionScores]) -> dict[str, Any]:
