@@ -5,13 +5,17 @@ record and predictions file an ensemble reads."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import Sequence
 
 import pytest
 import torch
 
-from openqa.data import Question
+from openqa.data import Question, load_questions
 from openqa.errors import OpenQAError
 from openqa.readers.base import Example
 from openqa.readers.crossfit import assign_folds, content_order, cross_fit, fold_of, out_of_fold_rows
@@ -144,8 +148,6 @@ def test_train_cross_fit_writes_the_record_predictions_and_a_checkpoint(tmp_path
     assert record["final"]["train_questions"] == 12 and record["final"]["epochs"] == fits["epochs_chosen"]
     assert (out / "best" / "reader.json").is_file() and (out / "folds" / "fold-3" / "heldout.json").is_file()
     # the out-of-fold predictions are a part an ensemble reads: every dev question, by content
-    from openqa.data import load_questions
-
     dev = load_questions("us", "dev", site[1])
     scored = PrecomputedScorer(results / record["files"]["predictions"], "maxout").score(dev, progress=False)
     assert len(scored) == 12 and all(len(s.scores) == 4 for s in scored)
@@ -162,3 +164,20 @@ def test_cross_fit_and_a_train_split_are_refused_together(tmp_path):
     result = run("train", "--reader", "maxout", "--dataset", "us", "--cross-fit", "3", "--train-split", "dev:0.5",
                  *loc(site))
     assert result.returncode == 2 and "not both" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.spawns
+def test_the_learning_curve_script_on_the_fixture(tmp_path):
+    site = cross_fit_site(tmp_path)
+    script = Path(__file__).resolve().parents[1] / "scripts" / "studies" / "reader_curve.py"
+    done = subprocess.run([sys.executable, str(script), "--dataset", "us", "--sizes", "all,4", "--folds", "3", "--epochs", "1",
+                           "--batch-size", "4", "--effective-batch", "4", "--top-n", "1", "--index-dir", str(site[2]),
+                           "--runs", str(tmp_path / "runs"), "--results", str(tmp_path / "results")],
+                          capture_output=True, text=True, env={**os.environ, "OPENQA_DATA": str(site[1])}, timeout=600)
+    assert done.returncode == 0, done.stderr
+    record = json.loads((tmp_path / "results" / "reader-curve-us.json").read_text())
+    assert record["complete"] and [r["size"] for r in record["sizes"]] == [4, "all"]  # smallest first
+    held = record["held_out_questions"]
+    assert [r["train_questions"] for r in record["sizes"]] == [4, 12 - held] and all(r["n"] == held for r in record["sizes"])
+    assert all(0 <= r["accuracy"] <= 100 and r["seconds"] > 0 for r in record["sizes"])
+    assert {"dataset", "split", "method", "n", "accuracy", "command"} <= set(record)
