@@ -109,6 +109,8 @@ def test_a_learning_curve_trains_on_nested_content_subsets(tmp_path):
     small = cross_fit(maxout_reader, data, 3, CONFIG, tmp_path / "a", {}, load_reader, folds_run=[1], train_limit=5)
     assert [(f["fold"], f["train_questions"]) for f in small["folds"]] == [(1, 5)]
     assert small["n"] == len(assign_folds([e.question for e in data], 3)[0])
+    with pytest.raises(OpenQAError, match="other settings"):  # another size never resumes this one's runs
+        cross_fit(maxout_reader, data, 3, CONFIG, tmp_path / "a", {}, load_reader, folds_run=[1], train_limit=6)
     with pytest.raises(OpenQAError, match="among 1..3"):
         cross_fit(maxout_reader, data, 3, CONFIG, tmp_path / "b", {}, load_reader, folds_run=[4])
 

@@ -113,6 +113,8 @@ def cross_fit(
 
         start = time.perf_counter()
         fold_record = {**record, "fold": number, "folds": k, "fold_questions": len(held), "train_questions": len(training)}
+        if train_limit:  # a run folder of another size is refused rather than resumed (``check_same_run``)
+            fold_record["protocol"] = f"{record.get('protocol', 'cross-fit')} (at most {train_limit} training questions)"
         run = train(make_reader(), [data[i] for i in training], [data[i] for i in held], config, folder, fold_record, load,
                     on_epoch=keep)
         overlap = {questions[i].digest() for i in training} & {questions[i].digest() for i in held}
