@@ -10,7 +10,7 @@ them (``ScoredQuestions``, ``score_parts``, ``CrossValidation``), the question b
 how result records are kept (``run_record``: the provenance a record carries; ``record_folder``:
 where a results tree keeps a record of a given name; ``read_result_set``: a summary checked against
 the files written with it). For scripts that time or check them, the
-models' parts (an in-process LLM and its reader, a reader and its training, llama.cpp's server) and
+models' parts (an in-process LLM and its reader, a reader and its training or cross-fitting, llama.cpp's server) and
 the dense engine's (``make_encoder``, ``resolve_model``, ``TorchExactSearch``). They are loaded on
 first use, so ``import openqa`` itself imports nothing heavy. The repository's scripts use these
 names only (``tests/test_scripts_api.py``).
@@ -46,7 +46,7 @@ _EXPORTS = {
     "ReplyCache": "openqa.llm.cache",
     "MultipleChoiceReader": "openqa.readers.bert",
     "TrainConfig": "openqa.readers.train",
-    "train_reader": "openqa.api.models",
+    **dict.fromkeys(("train_reader", "cross_fit_reader"), "openqa.api.models"),
     "Estimate": "openqa.methods.base",
     **dict.fromkeys(("record_folder", "run_record", "read_result_set"), "openqa.evaluate.results"),
     **dict.fromkeys(("make_encoder", "resolve_model"), "openqa.retrieval.encoders"),
@@ -69,6 +69,7 @@ if TYPE_CHECKING:  # what type checkers see (``name as name``: an explicit re-ex
     from openqa.api import result_curves as result_curves
     from openqa.api import run_eval as run_eval
     from openqa.api import tune as tune
+    from openqa.api.models import cross_fit_reader as cross_fit_reader
     from openqa.api.models import train_reader as train_reader
     from openqa.api.parts import CrossValidation as CrossValidation
     from openqa.api.parts import HeldOut as HeldOut

@@ -31,6 +31,7 @@ from openqa import (
     build_index,
     corpus_fingerprint,
     corpus_paragraphs,
+    cross_fit_reader,
     dataset_spec,
     exam_bank,
     language,
@@ -241,6 +242,8 @@ def scripts_calls(where: dict[str, Any], solver: Solver, folder: Path) -> st.Sea
         st.builds(lambda c: lambda: run_eval("ir-custom", "us", split="dev", limit=1, command=c, **where), CARELESS),
         st.builds(lambda p, port, c: lambda: serve_gguf(p, port, c), CARELESS, CARELESS, CARELESS),
         st.builds(lambda r, c: lambda: train_reader(r, [], [], c, folder / "run"), CARELESS, CARELESS),
+        st.builds(lambda d, r, k, n: lambda: cross_fit_reader(d, r, folds=k, output=folder / "fits", train_limit=n, final=False,
+                                                              write=False, **where), CARELESS, CARELESS, CARELESS, CARELESS),
     )
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from openqa.cli.printing import confidence_lines, note, print_json, settings_line
 from openqa.config import Settings
-from openqa.errors import OpenQAError
+from openqa.errors import OpenQAError, UsageError
 from openqa.languages import language
 from openqa.text.unicode import printable
 
@@ -62,7 +62,7 @@ def _llm_settings(args: argparse.Namespace, *names: str) -> LLMSettings | None:
 
 def _settings(args: argparse.Namespace) -> Settings:
     """Locations from flags and environment; ``--output`` is the results folder of eval and filter-agreement."""
-    results = args.output if args.command in ("eval", "filter-agreement") else None
+    results = args.output if args.command in ("eval", "filter-agreement") else getattr(args, "results", None)
     return Settings.resolve(args.data_dir, args.index_dir, args.models_dir, args.es_url, args.settings_dir, results,
                             check_settings=True)
 
@@ -71,12 +71,13 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 def _workspace(args: argparse.Namespace) -> Workspace:
     """Locations and index-building flags of this command, as the API takes them (``openqa.api.Workspace``);
-    ``--output`` is the results folder of eval and filter-agreement."""
+    ``--output`` is the results folder of eval and filter-agreement, ``--results`` that of train."""
     from openqa.api import Workspace
 
     return Workspace(
         data_dir=args.data_dir, index_dir=args.index_dir, models_dir=args.models_dir, settings_dir=args.settings_dir,
-        results_dir=args.output if args.command in ("eval", "filter-agreement") else None, es_url=args.es_url,
+        results_dir=args.output if args.command in ("eval", "filter-agreement") else getattr(args, "results", None),
+        es_url=args.es_url,
         encoder=getattr(args, "encoder", None), faiss_index=getattr(args, "faiss_index", None),
         ngram=getattr(args, "ngram", None), zh_mode=getattr(args, "zh_mode", None), corpus=getattr(args, "corpus", None),
     )
@@ -131,7 +132,22 @@ def cmd_train(args: argparse.Namespace) -> None:
     lr = args.lr if args.lr is not None else 1e-3 if args.reader == "maxout" else 2e-5
     config = TrainConfig(epochs=args.epochs, lr=lr,
                          batch_size=args.batch_size, effective_batch=args.effective_batch, seed=args.seed)
-    out = Path(args.output or f"runs/{args.reader}-{args.dataset}")
+    out = Path(args.output or f"runs/{args.reader}-{args.dataset}" + (f"-crossfit{args.cross_fit}" if args.cross_fit else ""))
+    if args.cross_fit is not None:
+        from openqa.pipeline import cross_fit_reader
+
+        if args.train_split:
+            raise UsageError("--cross-fit trains on all of dev by folds: give it or --train-split, not both")
+        record = cross_fit_reader(_context(args), args.reader, args.model, args.dataset, args.retriever, args.top_n, config,
+                                  out, args.max_length, args.cross_fit, args.query)
+        fits = record["cross_fit"]
+        print(f"out-of-fold accuracy on {record['n']} dev questions {record['accuracy']:.2f}% after {fits['epochs_chosen']} "
+              f"epochs (by epoch: {', '.join(f'{v:.2f}' for v in fits['accuracy_by_epoch'].values())}); "
+              f"checkpoint {out / 'best'}")
+        folder = _settings(args).results_dir
+        print(f"wrote {folder / record['files']['summary']} and {folder / record['files']['predictions']} "
+              f"(--predictions {args.reader}={folder / record['files']['predictions']})")
+        return
     result = train_reader(_context(args), args.reader, args.model, args.dataset, args.train_split, args.retriever,
                           args.top_n, config, out, args.max_length, args.query)
     print(f"best selection accuracy {result['best_selection_accuracy']:.2f}%; checkpoint {out / 'best'}")

@@ -240,6 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--model", help="bert/t5: model name (looked up in --models-dir, installed packages, then the hub) or folder; maxout: unused (word2vec index)")
     tr.add_argument("--dataset", required=True, help="dataset whose questions train the reader")
     tr.add_argument("--train-split", help="train on a seeded split of another split, e.g. dev:0.8 (80%% train, 20%% selection, a seeded shuffle of questions); default: the official train split, selection on dev")
+    tr.add_argument("--cross-fit", type=int, metavar="K", help="train on all of dev without a train split: K folds by "
+                    "question content, each scored by a reader trained on the others (out-of-fold predictions for an "
+                    "ensemble, written to the results folder), then one reader on all of dev for test (e.g. 5)")
     tr.add_argument("--retriever", default="ir-custom", help="method whose retrieval gives the evidence (default: ir-custom)")
     tr.add_argument("--top-n", type=int, default=3, help="evidence paragraphs per option (default: 3)")
     tr.add_argument("--query", choices=QUERY_MODES, help="evidence query: question part (phrases, filter, full) + option, "
@@ -252,6 +255,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--max-length", type=int, default=256, help="bert/t5: tokens per input; only the evidence is cut (default: 256)")
     tr.add_argument("--seed", type=int, default=13, help="seed of shuffles and initialisation (default: 13)")
     tr.add_argument("--output", help="run folder (default: runs/<reader>-<dataset>); a rerun resumes from its last epoch")
+    tr.add_argument("--results", metavar="FOLDER", help=f"with --cross-fit: folder for its record and out-of-fold "
+                    f"predictions (default: ${ENV_RESULTS}, else ./{DEFAULT_RESULTS})")
     _tokenizer_flags(tr)
     _corpus_flag(tr)
     _common(tr)

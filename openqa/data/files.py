@@ -92,6 +92,7 @@ def load_questions(dataset: str, split: str, data_dir: Path) -> list[Question]:
     if split == "train" and not path.is_file():
         raise DataError(
             f"{path}: file not found: your data folder has no {dataset} train split (the full MedQA release "
-            f"has one); train on a seeded split of dev instead, e.g. --train-split dev:0.8"
+            f"has one); train on a seeded split of dev instead, e.g. --train-split dev:0.8, or on all of dev by "
+            f"cross-fitting, e.g. --cross-fit 5"
         )
     return read_question_file(path, qid_prefix=f"{dataset}-{split}", n_options=spec.n_options)

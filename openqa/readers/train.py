@@ -69,10 +69,16 @@ def predict(reader: Reader, examples: Sequence[Example], batch_size: int = 8, pr
     return out
 
 
+def scored_accuracy(scores: Sequence[np.ndarray], examples: Sequence[Example]) -> float:
+    """Share (%) of ``examples`` whose best option by ``scores`` (one row each) is the correct one."""
+    if not examples:
+        raise OpenQAError("no questions to measure accuracy on")
+    return 100.0 * float(np.mean([int(np.argmax(s)) == e.label for s, e in zip(scores, examples)]))
+
+
 def accuracy(reader: Reader, examples: Sequence[Example]) -> float:
     """Share (%) of examples whose best-scored option is the correct one."""
-    scores = predict(reader, examples)
-    return 100.0 * float(np.mean([int(np.argmax(s)) == e.label for s, e in zip(scores, examples)]))
+    return scored_accuracy(predict(reader, examples), examples)
 
 
 #: run-record fields a resumed run must share with the one it continues (epochs may grow)
@@ -92,8 +98,14 @@ def check_same_run(previous: dict[str, Any], record: dict[str, Any], config: Tra
 def train(
     reader: Reader, train_set: Sequence[Example], select_set: Sequence[Example], config: TrainConfig,
     out_dir: Path, record: dict[str, Any], load: Callable[[Path], Reader],
+    on_epoch: Callable[[int, list[np.ndarray]], None] | None = None,
 ) -> dict[str, Any]:
-    """Train, keep the best checkpoint (by selection accuracy) in ``out_dir/best``; resume from ``out_dir/last``."""
+    """Train, keep the best checkpoint (by selection accuracy) in ``out_dir/best``; resume from ``out_dir/last``.
+
+    An empty ``select_set`` selects nothing: ``best`` is the last epoch (a reader trained on every
+    question held, for an epoch count chosen elsewhere: ``openqa.readers.crossfit``). ``on_epoch``
+    receives each finished epoch's number and the selection set's scores (cross-fitting keeps a
+    held-out fold's predictions of every epoch so)."""
     from transformers import get_linear_schedule_with_warmup
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -135,16 +147,22 @@ def train(
                 optimizer.zero_grad()
                 scheduler.step()
             bar.set_postfix(loss=f"{np.mean(losses[-50:]):.3f}")
-        selection = accuracy(reader, select_set)
-        seconds = time.perf_counter() - start
-        history.append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4), "selection_accuracy": round(selection, 2),
+        scores = predict(reader, select_set)
+        seconds = time.perf_counter() - start  # the epoch's training and its reading of the selection set
+        if on_epoch is not None:
+            on_epoch(epoch + 1, scores)
+        selection = scored_accuracy(scores, select_set) if select_set else None
+        history.append({"epoch": epoch + 1, "loss": round(float(np.mean(losses)), 4),
+                        "selection_accuracy": None if selection is None else round(selection, 2),
                         "seconds": round(seconds, 1), "examples_per_second": round(len(order) / seconds, 2)})
-        print(f"epoch {epoch + 1}: loss {history[-1]['loss']:.4f}, selection accuracy {selection:.2f}%")
-        if selection > best:
-            best = selection
+        print(f"epoch {epoch + 1}: loss {history[-1]['loss']:.4f}, "
+              + ("no selection set" if selection is None else f"selection accuracy {selection:.2f}%"))
+        if selection is None or selection > best:
+            best = -1.0 if selection is None else selection
             reader.save(out_dir / BEST)
         reader.save(out_dir / LAST)
         torch.save({"epoch": epoch, "best": best, "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
                    out_dir / LAST / "state.pt")
-        run_path.write_text(json.dumps({**record, "config": asdict(config), "epochs": history, "best_selection_accuracy": best}, indent=2))
+        run_path.write_text(json.dumps({**record, "config": asdict(config), "epochs": history,
+                                        "best_selection_accuracy": best if select_set else None}, indent=2))
     return cast(dict[str, Any], json.loads(run_path.read_text()))

@@ -38,6 +38,7 @@ from openqa import (
     build_index,
     corpus_fingerprint,
     corpus_paragraphs,
+    cross_fit_reader,
     dataset_spec,
     exam_bank,
     known_languages,
@@ -123,8 +124,10 @@ def many_questions(data: Path, where: Workspace) -> dict[str, object]:
     reader = MultipleChoiceReader("all-MiniLM-L6-v2", max_length=64)
     trained: dict[str, object] = train_reader(reader, [(q, dict(q.options)) for q in questions], [(questions[0], {})],
                                               TrainConfig(epochs=1), data / "run")
+    fitted: dict[str, object] = cross_fit_reader("us", "maxout", folds=5, output=data / "crossfit", train_limit=250,
+                                                 folds_run=[1], final=False, write=False, workspace=where)
     server: object = serve_gguf(data / "model.gguf", 8080, context=2048)
     return {"sentences": sentences, "codes": codes, "queries": queries, "accuracy": scored.accuracy,
             "prior": scored.letter_prior, "calibration": rescaled.calibration("us"), "held": held.summary(),
-            "likelihoods": held.log_likelihood.tolist(), "hits": hits.summary(), "letters": letters, "trained": trained,
+            "likelihoods": held.log_likelihood.tolist(), "hits": hits.summary(), "letters": letters, "trained": trained, "fitted": fitted,
             "server": server, "bank": bank.describe()}
