@@ -220,10 +220,11 @@ def result_stem(*parts: str, variant: str | None = None, limit: int | None = Non
     return stem
 
 
-#: Settings that say how a run was computed or where a setting came from, not what it computed, and
-#: the probabilities fitted on dev (a rerun after ``openqa tune`` refits them; its answers are the
-#: same): a rerun may differ in them and still replace its own record (``refuse_replacing``).
-HOW_ONLY = ("sources", "cache", "runs_on", "prompt_cache", "probabilities")
+#: Settings that say how or where a run was computed (the server an LLM's model was reached at) or
+#: where a setting came from, not what it computed, and the probabilities fitted on dev (a rerun
+#: after ``openqa tune`` refits them; its answers are the same): a rerun may differ in them and
+#: still replace its own record (``refuse_replacing``).
+HOW_ONLY = ("sources", "cache", "runs_on", "prompt_cache", "endpoint", "probabilities")
 
 
 def _what(value: Any) -> Any:

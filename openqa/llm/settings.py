@@ -167,7 +167,8 @@ class LLMSettings:
                 if getattr(self, f.name) != getattr(defaults, f.name) and f.name != "model"}
 
     def variant(self) -> str:
-        """What tells this run's result file from another LLM run's: model, evidence, scoring, prompt, K."""
+        """What tells this run's result file from another LLM run's: model, evidence, scoring, prompt,
+        K, and the context and reply length when given."""
         assert self.model is not None  # __post_init__ refuses a missing model
         name = Path(self.model).name if not self.endpoint else self.model.replace("/", "_")
         parts = [name.removesuffix(".gguf"), self.evidence, self.scoring]
@@ -181,6 +182,10 @@ class LLMSettings:
             parts.append(f"perm{self.permutations}")
         if self.temperature:
             parts.append(f"temp{self.temperature:g}-seed{self.seed}")
+        if self.context:  # a context given cuts evidence where the model's own would not
+            parts.append(f"ctx{self.context}")
+        if self.max_tokens:
+            parts.append(f"max{self.max_tokens}")
         return "-".join(parts)
 
     def model_name(self) -> str:
