@@ -45,6 +45,16 @@ def clean_text(text: str) -> str:
     return normalize(_ESCAPES.sub("", text))
 
 
+#: A UTF-16 surrogate: what Python makes of a byte that is not UTF-8 in a command line or a terminal.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def undecodable_replaced(text: str) -> str:
+    """``text`` with each lone surrogate (a byte that was not UTF-8 where it was typed) as U+FFFD:
+    a question typed or given on the command line is answered, not refused for a stray byte."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
 def make_question(text: str, options: dict[str, str], qid: str = "interactive") -> Question:
     """A question from free text and lettered options (letters A to J), with one-line errors for bad input."""
     if not isinstance(text, str):
@@ -56,8 +66,8 @@ def make_question(text: str, options: dict[str, str], qid: str = "interactive") 
             raise UsageError(f"option letters are A to J, not {letter!r}")
         if not isinstance(value, str):
             raise UsageError(f"option {letter} must be text, not {type(value).__name__}")
-    text = clean_text(text).strip()
-    options = {letter: clean_text(value).strip() for letter, value in options.items()}
+    text = clean_text(undecodable_replaced(text)).strip()
+    options = {letter: clean_text(undecodable_replaced(value)).strip() for letter, value in options.items()}
     if not text:
         raise OpenQAError("empty question: give the question text before the options")
     if len(options) < 2:
