@@ -28,16 +28,15 @@ def test_an_edited_paragraph_count_is_refused_or_harmless(indexed, tmp_path, eng
     data, indexes = Path(indexed[1]), Path(indexed[3])
     if not (indexes / f"en-{engine}").is_dir():
         assert main(["index", "--lang", "en", "--engine", engine, *indexed]) == 0
-    argv = ["eval", "--dataset", "us", "--split", "dev", "--method", method, "--json", "--data-dir", str(data),
-            "--output", str(tmp_path / "out")]
-    before = run(*argv, "--index-dir", str(indexes))
+    argv = ["eval", "--dataset", "us", "--split", "dev", "--method", method, "--json", "--data-dir", str(data)]
+    before = run(*argv, "--index-dir", str(indexes), "--output", str(tmp_path / "out"))
     copy = tmp_path / "indexes"
     shutil.copytree(indexes / f"en-{engine}", copy / f"en-{engine}")
     manifest_path = copy / f"en-{engine}" / "manifest.json"
     manifest = json.loads(manifest_path.read_text())
     manifest["paragraphs"] = 0 if edit is None else manifest["paragraphs"] + edit
     manifest_path.write_text(json.dumps(manifest))
-    result = run(*argv, "--index-dir", str(copy))
+    result = run(*argv, "--index-dir", str(copy), "--output", str(tmp_path / "out-edited"))  # another index: another record
     if engine == "custom" or result.returncode != 0:
         assert "paragraph" in one_line_error(result)
     else:
