@@ -363,6 +363,14 @@ class ReaderInputs:
         return examples(questions, load_or_compute(self.cache(part), self.retriever, questions, self.top_n))
 
 
+def check_reader_sizes(top_n: int, max_length: int) -> None:
+    """Refuse, before any data is read, evidence of no paragraph or inputs too short for a question."""
+    if top_n < 1:
+        raise OpenQAError(f"--top-n must be at least 1, not {top_n}")
+    if max_length < MIN_READER_LENGTH:
+        raise OpenQAError(f"--max-length must be at least {MIN_READER_LENGTH} tokens, not {max_length}")
+
+
 def reader_inputs(
     ctx: Context, kind: str, model: str | None, dataset: str, retriever: str, top_n: int, max_length: int,
     query: str | None = None, seed: int = 13,
@@ -372,10 +380,7 @@ def reader_inputs(
     from openqa.readers.registry import reader_class
     from openqa.readers.train import seed_everything
 
-    if top_n < 1:
-        raise OpenQAError(f"--top-n must be at least 1, not {top_n}")
-    if max_length < MIN_READER_LENGTH:
-        raise OpenQAError(f"--max-length must be at least {MIN_READER_LENGTH} tokens, not {max_length}")
+    check_reader_sizes(top_n, max_length)
     target = Exam.resolve(dataset)
     cls = reader_class(kind)
     index = ctx.open(target.lang, cls.needs_index) if cls.needs_index else None
@@ -415,6 +420,7 @@ def train_reader(
     from openqa.readers.registry import load_reader
     from openqa.readers.train import train
 
+    check_reader_sizes(top_n, max_length)
     ensure_writable(output, "--output", create=False)
     data_dir = ctx.settings.require_data_dir()
     if train_split:
@@ -469,6 +475,7 @@ def cross_fit_reader(
     from openqa.readers.crossfit import cross_fit, out_of_fold_rows, train_on_all
     from openqa.readers.registry import load_reader
 
+    check_reader_sizes(top_n, max_length)
     ensure_writable(output, "--output", create=False)
     if write:
         ensure_writable(ctx.settings.results_dir)

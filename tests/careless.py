@@ -26,7 +26,7 @@ from openqa.errors import OpenQAError
 #: How often an argument is a valid one.
 VALID = 0.6
 #: Seconds a call may take before it counts as a hang (the fixture's calls take milliseconds).
-HANG_S = 30
+HANG_S = 180
 
 
 class Hung(BaseException):
