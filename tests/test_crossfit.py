@@ -181,5 +181,5 @@ def test_the_learning_curve_script_on_the_fixture(tmp_path):
     assert record["complete"] and [r["size"] for r in record["sizes"]] == [4, "all"]  # smallest first
     held = record["held_out_questions"]
     assert [r["train_questions"] for r in record["sizes"]] == [4, 12 - held] and all(r["n"] == held for r in record["sizes"])
-    assert all(0 <= r["accuracy"] <= 100 and r["seconds"] > 0 for r in record["sizes"])
+    assert all(0 <= r["accuracy"] <= 100 and r["seconds"] >= 0 for r in record["sizes"])  # (a tiny fixture trains in under 0.05 s)
     assert {"dataset", "split", "method", "n", "accuracy", "command"} <= set(record)
