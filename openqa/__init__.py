@@ -115,7 +115,7 @@ __all__ = [
     "known_languages", "option_queries", "question_query", "ScoredQuestions", "HeldOut", "CrossValidation", "score_parts",
     "exam_bank", "QuestionBank", "BankScorer", "LLMSettings", "record_folder", "run_record", "read_result_set", "make_encoder", "resolve_model",
     "TorchExactSearch", "serve_gguf", "TransformersBackend", "LLMScorer", "ReplyCache", "MultipleChoiceReader", "TrainConfig",
-    "train_reader",
+    "train_reader", "cross_fit_reader",
 ]
 
 

@@ -447,13 +447,16 @@ def careless_kinds(where: dict[str, Any], solver: Solver, searcher: Searcher, fo
             ("epochs", 1), ("lr", 1e-5), ("batch_size", 2), ("effective_batch", 4), ("warmup", 0.1), ("seed", 1))})),
         "train_reader": lambda c: lambda: openqa.train_reader(c.value(), c.pick([]), c.pick([]), c.pick(openqa.TrainConfig()),
                                                               c.pick(folder / "run")),
+        "cross_fit_reader": lambda c: lambda: openqa.cross_fit_reader(c.pick("us"), c.pick("maxout"), folds=c.pick(3),
+                                                                      output=c.pick(folder / "fits"), train_limit=c.pick(2), final=False,
+                                                                      write=False),
     }
     return kinds
 
 
 #: Calls the seeded generator makes, and how many each of these slow kinds gets of them (the rest share the remainder).
 CARELESS_CALLS = 10_000
-SLOW = {"run_eval": 60, "tune": 40, "build_index": 40, "TransformersBackend": 60, "LLMScorer": 150, "Searcher (stale)": 40,
+SLOW = {"cross_fit_reader": 30, "run_eval": 60, "tune": 40, "build_index": 40, "TransformersBackend": 60, "LLMScorer": 150, "Searcher (stale)": 40,
         "Solver.open": 150, "Searcher.open": 150, "score_parts": 60, "exam_bank": 80, "CrossValidation": 150}
 
 

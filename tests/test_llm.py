@@ -52,7 +52,7 @@ def one_line_error(err: str, message: str) -> bool:
 def run(root: Path, capsys, *args: str, command: str = "eval") -> tuple[int, str, str]:
     """Run ``openqa COMMAND`` in this process over the test's data; exit code, stdout, stderr."""
     where = ["--data-dir", str(root / "data_clean"), "--index-dir", str(root / "indexes")]
-    if command == "eval":
+    if command == "eval" and "--output" not in args:
         where += ["--output", str(root / "results")]
     code = main([command, *args, *where])
     out, err = capsys.readouterr()
@@ -518,7 +518,7 @@ def fake(monkeypatch):
 
 def eval_fake(root, capsys, fake, tmp_path, *args: str) -> tuple[int, str, str]:
     return run(root, capsys, "--dataset", "us", "--method", "llm", "--model", "fake-model", "--endpoint", fake.url,
-               "--evidence", "none", "--cache-dir", str(tmp_path / "cache"), *args)
+               "--evidence", "none", "--cache-dir", str(tmp_path / "cache"), "--output", str(tmp_path / "results"), *args)
 
 
 def test_endpoint_letters_from_top_logprobs(root, capsys, fake, tmp_path):

@@ -31,7 +31,9 @@ import numpy as np
 
 from benchlib import command_line, data_dir, record_path, write_record
 from openqa import BankScorer, QuestionBank, ScoredQuestions, dataset_spec, load_questions, score_parts
-from openqa.scorers.bank import DETAILS_KEY, DISCLOSED_SIMILARITIES
+
+#: The similarity thresholds a bank run's record discloses (its ``bank.nearest_similarity_at_least``).
+THRESHOLDS = (0.3, 0.5, 0.7, 0.9)
 
 #: The fitted ensemble whose weights weigh the bank part (shipped with openqa).
 FIT = Path(__file__).resolve().parents[2] / "openqa" / "tuned" / "ensemble-bank-{dataset}.json"
@@ -41,9 +43,9 @@ def reach(results: list[Any]) -> dict[str, dict[str, Any]]:
     """At each disclosed similarity: the share of questions whose nearest solved question is that
     close and voted for one of their options, and how often that vote was right."""
     rows = {}
-    for threshold in DISCLOSED_SIMILARITIES:
+    for threshold in THRESHOLDS:
         voted = [r for r in results if max(r.scores.values()) > 0
-                 and max(n["similarity"] for n in r.details.get(DETAILS_KEY, [])) >= threshold]
+                 and max(n["similarity"] for n in r.details.get("solved_questions", [])) >= threshold]
         right = sum(r.prediction() == r.question.answer_idx for r in voted)
         rows[f"{threshold:.1f}"] = {"questions": len(voted), "share": round(100 * len(voted) / len(results), 2),
                                     "right": round(100 * right / len(voted), 2) if voted else None}
