@@ -12,11 +12,12 @@ every option when no neighbour's answer is among them).
 
 A question never finds itself: every copy of the question asked in the bank (a row with the same
 text whose answer is among its options: the same question, whatever its id, file, line, split, or
-options added, dropped or reordered; ``QuestionBank.copies``) is left out, so dev scores against a bank that holds dev are leave-one-out, what a fit sees on dev is what
-a test question sees, and a question's answer depends on its content alone, never on the name or
-order of the file that carries it. Near-duplicates (another wording, other options) still count,
+options added, dropped or reordered; ``QuestionBank.copies``) is left out, so dev scores against
+a bank that holds dev are leave-one-out, what a fit sees on dev is what a test question sees,
+and a question's answer depends on its content alone, never on the name or order of the file
+that carries it. Near-duplicates (another wording, other options) still count,
 and records disclose how close each question's nearest neighbour was (``disclosure``); how many
-questions asked the bank holds verbatim is counted before any work (``QuestionBank.verbatim``).
+questions asked the bank holds copies of is counted before any work (``QuestionBank.verbatim``).
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ class QuestionBank:
 
     def nearest(self, question: Question, k: int) -> list[Neighbour]:
         """The ``k`` bank questions most similar to ``question`` (best first; ties by bank order),
-        never a verbatim copy of it (a row with its text and options, whatever its id or source).
+        never a copy of it (``copies``: its text, its answer among the options, whatever its id or source).
 
         :param question: the question asked (a ``Question``).
         :param k: how many neighbours at most (1 or more).
@@ -223,7 +224,7 @@ class QuestionBank:
     def verbatim(self, questions: Sequence[Question]) -> dict[str, Any]:
         """How many of ``questions`` the bank holds copies of (``copies``), in all and by
         source (each ``sources`` entry with the count of its own): what a run counts before any
-        work, refusing a ``--bank`` file that holds questions it scores (``refuse_verbatim``).
+        work, refusing a ``--bank`` file that holds questions it scores (``checked_overlap``).
         Those copies are never a question's evidence (``nearest``); the count says how many
         questions lost their copy.
 
