@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import statistics
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -183,3 +184,13 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 24), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def stop_process(process: subprocess.Popen[Any], signum: int, timeout: float) -> None:
+    """Send ``signum`` to a server a benchmark started, wait up to ``timeout`` seconds for it to
+    stop, and kill it if it has not: no benchmark leaves a process behind."""
+    process.send_signal(signum)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()

@@ -204,3 +204,16 @@ class StderrWatch:
     def text(self) -> str:
         self.thread.join(HANG_S)
         return "".join(self.lines)
+
+
+def pool_weights(monkeypatch: Any, engines: Any) -> list[bool]:
+    """Whether each job submitted to ``engines``' pool from now on was weighed heavy, in order."""
+    heavy: list[bool] = []
+    real = engines.pool.submit
+
+    def submit(client: Any, lane: Any, is_heavy: bool, run: Any) -> Any:
+        heavy.append(is_heavy)
+        return real(client, lane, is_heavy, run)
+
+    monkeypatch.setattr(engines.pool, "submit", submit)
+    return heavy

@@ -39,7 +39,7 @@ from tests.helpers import HANG_S, Started, gated, wait_until
 
 #: A MedQA-sized Chinese question (the tiny site's), as ``make_question`` takes it.
 ZH_QUESTION = ("哪种药物抑制细菌细胞壁合成？", {"A": "阿司匹林", "B": "头孢曲松", "C": "庆大霉素"})
-from tests.servers import EN, TOP1, call, port_of, read_by_server, serving, tiny_engines, tiny_site
+from tests.servers import EN, TOP1, call, pool_weights, port_of, read_by_server, serving, tiny_engines, tiny_site
 
 
 def test_one_client_leaves_a_heavy_worker_to_the_others_and_short_jobs_never_wait():
@@ -321,18 +321,6 @@ def test_the_cost_coefficients_are_the_benchmarks_fits():
     assert METHODS["pmi"].cost == PMI_COST and METHODS["ir-custom"].cost == METHODS["bank"].cost == IR_COST
 
 
-def weights(monkeypatch, engines: Engines) -> list[bool]:
-    """Whether each job submitted to ``engines``' pool from now on was weighed heavy, in order."""
-    heavy: list[bool] = []
-    real = engines.pool.submit
-
-    def submit(client: Any, lane: Any, is_heavy: bool, run: Any) -> Future:
-        heavy.append(is_heavy)
-        return real(client, lane, is_heavy, run)
-
-    monkeypatch.setattr(engines.pool, "submit", submit)
-    return heavy
-
 
 def test_work_is_weighed_by_its_estimated_cost_not_its_characters(tmp_path, monkeypatch):
     """The issue's case: a 1,960-character Chinese PMI question (1,000 characters and four options of
@@ -340,7 +328,7 @@ def test_work_is_weighed_by_its_estimated_cost_not_its_characters(tmp_path, monk
     while IR-Custom's work on the same text, and PMI's on a MedQA-sized question, are light."""
     engines = tiny_engines(tmp_path, ["ir-custom", "pmi"])
     try:
-        heavy = weights(monkeypatch, engines)
+        heavy = pool_weights(monkeypatch, engines)
         text = "".join(chr(0x4E00 + (i * 7919) % 20_000) for i in range(2_000))  # CJK characters, no word twice
         long = make_question(text[:1_000], {letter: text[1_000 + 240 * i: 1_240 + 240 * i] for i, letter in enumerate("ABCD")})
         short = make_question(*ZH_QUESTION)

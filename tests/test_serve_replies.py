@@ -24,7 +24,7 @@ from openqa.serve.app import create_app
 from openqa.serve.routes import peer
 from openqa.serve.transport import server_config
 from tests.helpers import wait_until, write_run
-from tests.servers import EN, call, running, tiny_engines
+from tests.servers import EN, call, pool_weights, running, tiny_engines
 
 
 @pytest.fixture()
@@ -38,18 +38,6 @@ def results_site(tmp_path):
     yield folder, engines
     engines.close(0)
 
-
-def weights(monkeypatch, engines) -> list[bool]:
-    """Whether each job submitted to ``engines``' pool from now on is heavy, in order."""
-    heavy: list[bool] = []
-    real = engines.pool.submit
-
-    def submit(client: Any, lane: Any, weight: bool, run: Any) -> Any:
-        heavy.append(weight)
-        return real(client, lane, weight, run)
-
-    monkeypatch.setattr(engines.pool, "submit", submit)
-    return heavy
 
 
 def test_replies_are_encoded_on_a_worker_never_on_the_event_loop(results_site, monkeypatch):
@@ -78,7 +66,7 @@ def test_replies_are_encoded_on_a_worker_never_on_the_event_loop(results_site, m
 
 def test_large_reads_first_listings_and_answers_with_many_paragraphs_are_heavy(results_site, monkeypatch):
     folder, engines = results_site
-    heavy = weights(monkeypatch, engines)
+    heavy = pool_weights(monkeypatch, engines)
     asked: list[tuple[str, Any, bool]] = [
         ("/v1/results", None, True), ("/v1/results", None, False),  # the first listing reads every record
         ("/v1/results/large.json", None, True), ("/v1/results/large.json/curves", None, True),

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 
 import numpy as np
 
-from benchlib import data_dir, record_path, write_record
+from benchlib import data_dir, record_path, stop_process, write_record
 from openqa import Question, load_questions
 
 OPENQA = str(Path(sys.executable).with_name("openqa"))
@@ -165,11 +165,7 @@ def main() -> None:
                 client.join()
             wall = time.perf_counter() - start
         finally:
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop_process(server, signal.SIGINT, 30)
     load_after = os.getloadavg()
 
     latencies = np.array([t for c in clients for t in c.latencies]) * 1000

@@ -84,7 +84,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 
 from bench_serve import OPENQA, busy, free_port, wait_until_up
 
-from benchlib import data_dir, record_path, write_record
+from benchlib import data_dir, record_path, stop_process, write_record
 from openqa import Question, load_questions
 
 RESULT = record_path("bench-serve-faults.json")
@@ -1150,11 +1150,7 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                          f"{len(asking.seconds)} beside the heavy one's {len(looping.seconds)} answered; a third user's "
                          f"{cap + 4} heavy requests at once: {sorted(greedy)}")
         finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop_process(server, signal.SIGTERM, 60)
 
     def bad_header(case: Case) -> None:
         result = subprocess.run([*serve, "--client-header", "X Client"], env=env, capture_output=True, text=True, timeout=120)
@@ -1189,11 +1185,7 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
             case.note = f"{len(offers) - len(down)} of {len(offers)} offers available; bank sources (en): " \
                         f"{[src.get('file', src.get('split')) for src in offers.get(('bank', 'en'), {}).get('settings', {}).get('bank_sources', [])]}"
         finally:
-            server.send_signal(signal.SIGTERM)
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop_process(server, signal.SIGTERM, 60)
 
     def ensemble_model_dropped(case: Case) -> None:
         result = subprocess.run([*serve, "--lang", "en", "--method", "ensemble", "--model", str(log.parent / "absent.gguf")],
@@ -1289,11 +1281,7 @@ def main() -> None:
             process = process_cases(bench, serve, env, log)
         finally:
             probe.stop.set()
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop_process(server, signal.SIGINT, 60)
         text = log.read_text(errors="replace")
     cases = [case.record() for case in bench.cases + process]
     totals = {
