@@ -1,5 +1,6 @@
 """Holding Ctrl-C and SIGTERM across a few renames that must happen together (a result set taking
-its names, an index folder swapped in), so that an interruption lands before or after them."""
+its names, an index folder swapped in), so that an interruption lands before or after them; and
+counting the calls into native code that a stop must not wait for (``native_call``)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,28 @@ def interrupts_held() -> Iterator[None]:
             signal.signal(sig, handler)
         for signum in dict.fromkeys(held):
             signal.raise_signal(signum)
+
+
+_native_lock = threading.Lock()
+_native_calls = 0
+
+
+@contextmanager
+def native_call() -> Iterator[None]:
+    """Mark a call into a library's native code that Python cannot interrupt (a prompt in llama.cpp).
+    While one runs in another thread, the interpreter's normal exit waits for it inside the library's
+    clean-up, or frees memory under it (a crash): the command line then ends the process at once
+    instead (``native_calls_running``), its output flushed."""
+    global _native_calls
+    with _native_lock:
+        _native_calls += 1
+    try:
+        yield
+    finally:
+        with _native_lock:
+            _native_calls -= 1
+
+
+def native_calls_running() -> int:
+    """How many ``native_call`` blocks are running now, in any thread."""
+    return _native_calls

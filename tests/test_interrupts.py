@@ -18,7 +18,7 @@ from openqa import cli
 from openqa.cli import main
 from openqa.evaluate.results import read_result_set, write_all_or_none
 from openqa.retrieval.manifest import atomic_folder
-from tests.helpers import TOP1
+from tests.helpers import HANG_S, TOP1
 
 
 def result_set(folder: Path) -> dict[str, bytes]:
@@ -161,3 +161,37 @@ def test_an_interruption_that_lands_in_a_finalizer_still_stops_the_command(monke
     err = capsys.readouterr().err
     assert ran_on == [] and err == "openqa: interrupted\n"
     assert sys.getprofile() is None
+
+
+#: The console script whose command ends while another thread is still inside native code (as a
+#: stopped server's model thread can be, in the middle of a prompt in llama.cpp), with a clean-up at
+#: exit that waits for that call, as the library's does: the interpreter's own exit would wait for ever.
+ENDS_DURING_A_NATIVE_CALL = """
+import atexit, sys, threading
+from openqa import cli
+from openqa.signals import native_call
+
+running, prompt_done = threading.Event(), threading.Lock()
+prompt_done.acquire()  # released when the prompt ends: never, here
+atexit.register(prompt_done.acquire)  # the library's clean-up at exit, waiting for the prompt to end
+
+def prompt():
+    with native_call():
+        running.set()
+        threading.Event().wait()
+
+def command(argv):
+    threading.Thread(target=prompt, daemon=True).start()
+    running.wait()
+    print("openqa: interrupted", file=sys.stderr)
+    return 130
+
+cli._run = command
+sys.exit(cli.main())
+"""
+
+
+@pytest.mark.spawns
+def test_the_command_ends_without_waiting_for_a_prompt_still_in_native_code():
+    done = subprocess.run([sys.executable, "-c", ENDS_DURING_A_NATIVE_CALL], capture_output=True, text=True, timeout=HANG_S)
+    assert (done.returncode, done.stderr) == (130, "openqa: interrupted\n")

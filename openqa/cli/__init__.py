@@ -21,6 +21,7 @@ try:  # a Ctrl-C while the command's modules load (a second on a busy machine) s
     from openqa.extras import missing_extra
     from openqa.limits import MIN_ADDRESS_SPACE_MB, address_space_limited, address_space_shortfall
     from openqa.progress import shown
+    from openqa.signals import native_calls_running
     from openqa.text.unicode import printable
 except KeyboardInterrupt:
     print(INTERRUPTED, file=sys.stderr)
@@ -44,7 +45,23 @@ def main(argv: list[str] | None = None) -> int:
     if argv is None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        if native_calls_running():  # a stopped server's model thread still in llama.cpp: do not wait for it
+            _exit_now(code)
     return code
+
+
+def _exit_now(code: int) -> None:
+    """End the process with ``code`` at once, its logs and output flushed: the interpreter's normal
+    exit would wait for a thread still inside native code (a prompt running in llama.cpp), and could
+    free the model's memory under it (a crash)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # a closed or gone stream: nothing more can be said on it
+            pass
+    os._exit(code)
 
 
 #: The exit status of a command whose reader closed the pipe: a program SIGPIPE ended has it in a shell.

@@ -18,6 +18,7 @@ from openqa.extras import needs
 from openqa.llm.backends import CHARS_PER_TOKEN, DEFAULT_CONTEXT, ChatBackend, first_line
 from openqa.llm.prefix import UBATCH, Reuse, failed
 from openqa.llm.prompts import Messages
+from openqa.signals import native_call
 
 
 def llama_params(xllamacpp: Any, file: Path, context: int, threads: int) -> Any:
@@ -180,19 +181,24 @@ class LlamaCppBackend(ChatBackend):
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         engine = self.engines.get()  # waits for a free copy
         try:
-            if engine.server is None:
-                try:
-                    engine.server = self._xllamacpp.Server(self._params)
-                except Exception as exc:  # noqa: BLE001 (llama.cpp's own failure, said in one line)
-                    raise OpenQAError(f"llama.cpp cannot load {self.name} ({first_line(exc) or type(exc).__name__})") from None
-            if self.reuse and engine.reuse is not None:
-                data = engine.reuse.ask(engine.server, body, self.prompt_ids(body["messages"]) or [])
-                self.reuse = self.reuse and engine.reuse.on  # off for good where llama.cpp's tokens are not the tokenizer's
-            else:
-                data = engine.server.handle_chat_completions(body)
+            with native_call():  # a stop does not wait for the prompt to end (see native_call)
+                data = self._ask(engine, body)
         finally:
             self.engines.put(engine)
         if failed(data):
             error = data["error"]
             raise OpenQAError(f"llama.cpp: {first_line(error.get('message') if isinstance(error, dict) else error)}")
         return cast(dict[str, Any], data)
+
+    def _ask(self, engine: Engine, body: dict[str, Any]) -> Any:
+        """llama.cpp's reply to ``body`` from ``engine`` (loading its copy of the model first)."""
+        if engine.server is None:
+            try:
+                engine.server = self._xllamacpp.Server(self._params)
+            except Exception as exc:  # noqa: BLE001 (llama.cpp's own failure, said in one line)
+                raise OpenQAError(f"llama.cpp cannot load {self.name} ({first_line(exc) or type(exc).__name__})") from None
+        if self.reuse and engine.reuse is not None:
+            data = engine.reuse.ask(engine.server, body, self.prompt_ids(body["messages"]) or [])
+            self.reuse = self.reuse and engine.reuse.on  # off for good where llama.cpp's tokens are not the tokenizer's
+            return data
+        return engine.server.handle_chat_completions(body)

@@ -35,6 +35,7 @@ a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases 
   its requests' ``X-Forwarded-For`` headers name other clients,
 * the process: a second server on the same port; SIGTERM, SIGHUP and a second Ctrl-C, each with a
   slow-body client connected and (SIGTERM, SIGHUP, three Ctrl-C) with heavy requests in flight;
+  SIGTERM and a second Ctrl-C with two in-process llama.cpp prompts running (gone within 5 s, no crash);
   SIGTERM, Ctrl-C and SIGHUP while clients keep asking (heavy Chinese, English on kept-alive
   connections, a slow body, and 12 clients opening a connection per request): every request the
   server received answered, none reset (a new connection after it stopped listening is refused);
@@ -82,6 +83,7 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
+from bench_llm import packaged_gguf
 from bench_serve import OPENQA, busy, free_port, wait_until_up
 
 from benchlib import data_dir, record_path, stop_process, write_record
@@ -1010,19 +1012,24 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
         case.statuses.append(result.returncode if not printed_url else "printed a URL")
         case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
 
-    def stop(signals: list[int], slow_client: bool, load: bool = False) -> Callable[[Case], None]:
+    def stop(signals: list[int], slow_client: bool, load: bool = False, flags: tuple[str, ...] = (),
+             bodies: list[bytes] | None = None) -> Callable[[Case], None]:
+        """A stop by ``signals`` of a server with ``flags``, with a slow-body client connected and
+        (``load``) ``bodies`` in flight (default: 6 heavy zh requests)."""
+        in_flight = heavy if bodies is None else bodies
+
         def run(case: Case) -> None:
             port = free_port()
-            server = server_on(port)
+            server = server_on(port, *flags)
             try:
                 wait_until_up(port, server)
                 client = socket.create_connection(("127.0.0.1", port)) if slow_client else None
                 if client:
                     client.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n{")
                     time.sleep(0.3)
-                pool = ThreadPoolExecutor(len(heavy))
+                pool = ThreadPoolExecutor(len(in_flight))
                 answers = [pool.submit(request, port, "POST", "/v1/answer", b, source=spread(n))
-                           for n, b in enumerate(heavy if load else [])]
+                           for n, b in enumerate(in_flight if load else [])]
                 time.sleep(2 if load else 0)  # the heavy requests are being scored
                 started = time.monotonic()
                 for sig in signals:
@@ -1041,7 +1048,7 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
                         except OSError as exc:  # a request the stopped server never answered
                             answered.append(type(exc).__name__)
                     case.statuses += answered
-                    case.note += f"; {len(heavy)} heavy requests in flight answered {answered}"
+                    case.note += f"; {len(in_flight)} requests in flight answered {answered}"
                 pool.shutdown()
                 if client:
                     client.close()
@@ -1196,6 +1203,10 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
         case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
 
     heavy = heavy_bodies(bench.questions["zh"], [])[:6]
+    # an in-process llama.cpp model writing long replies: a stop must not wait for its prompts, nor crash under them
+    llm = ("--lang", "en", "--method", "llm", "--model", str(packaged_gguf()), "--evidence", "options", "--scoring", "generate",
+           "--prompt", "cot", "--max-tokens", "512")
+    prompts = [answer_body(q, "llm", "en") for q in bench.questions["en"][:2]]
     for name, run, expected in (
         ("--ensemble bank with an English --bank file: every offer of both languages available, its folder shown to no one",
          named_ensemble_and_bank, {200}),
@@ -1213,6 +1224,11 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
         ("SIGHUP under load: 6 heavy zh requests in flight", stop([signal.SIGHUP], False, load=True), {0, 200, 503}),
         ("three Ctrl-C under load: exit 130 at the second", stop([signal.SIGINT] * 3, True, load=True),
          {130, 200, 503, "ConnectionResetError", "RemoteDisconnected"}),
+        *[(f"SIGTERM with two in-process LLM prompts running ({n + 1} of 2): gone within 5 s, no crash",
+           stop([signal.SIGTERM], False, load=True, flags=llm, bodies=prompts), {0, 200, 503}) for n in range(2)],
+        *[(f"a second Ctrl-C with two in-process LLM prompts running ({n + 1} of 4): exit 130 at once, no crash",
+           stop([signal.SIGINT] * 2, False, load=True, flags=llm, bodies=prompts),
+           {130, 200, 503, "ConnectionResetError", "RemoteDisconnected"}) for n in range(4)],
         ("SIGTERM while clients keep asking (heavy zh, kept-alive en, slow body): none reset", mixed(signal.SIGTERM, 0),
          {0, 200, 503, "refused"}),
         ("Ctrl-C while clients keep asking (heavy zh, kept-alive en, slow body): none reset", mixed(signal.SIGINT, 0),
