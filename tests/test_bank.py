@@ -164,6 +164,38 @@ def test_the_bank_method_reads_dev_train_and_bank_files(tmp_path):
     assert record["accuracy"] == 100.0
 
 
+def test_a_bank_file_is_read_once_a_run_and_again_once_it_changes(tmp_path, monkeypatch):
+    """The result's name, the duplicate check and the bank take one read of a ``--bank`` file (a file
+    rewritten since is read again: its digest is the new bytes')."""
+    import builtins
+    import io
+    import os
+
+    from openqa.api import run_eval
+
+    data = make_data_dir(tmp_path)
+    extra = tmp_path / "course.jsonl"
+    reads = []
+    opened = io.open
+
+    def counted(file, *args, **kwargs):
+        if isinstance(file, (str, os.PathLike)) and os.path.abspath(file) == str(extra):
+            reads.append(file)
+        return opened(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counted)
+    monkeypatch.setattr(io, "open", counted)
+    extra.write_text(json.dumps(dict(QUESTIONS[1], question=QUESTIONS[1]["question"] + " (course)")) + "\n")
+    where = {"data_dir": data, "index_dir": tmp_path / "indexes", "results_dir": tmp_path / "results"}
+    first = run_eval("bank", "us", split="test", banks=[extra], **where).record
+    assert len(reads) == 1
+    extra.write_text(json.dumps(dict(QUESTIONS[1], question=QUESTIONS[1]["question"] + " (course, again)")) + "\n")
+    os.utime(extra, ns=(1, 1))  # another time, whatever the clock's resolution
+    second = run_eval("bank", "us", split="test", banks=[extra], **where).record
+    assert len(reads) == 2
+    assert first["bank"]["sources"][-1]["sha256"] != second["bank"]["sources"][-1]["sha256"]
+
+
 def test_a_bank_file_of_the_other_language_is_refused_beside_the_exams_bank(tmp_path):
     """One Chinese file beside an English exam's dev questions (here two to one) is not outvoted: each file is checked alone."""
     from openqa.api import run_eval

@@ -4,7 +4,7 @@ where the data folder has one) and any the user adds (``--bank FILE``)."""
 
 from __future__ import annotations
 
-import hashlib
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,23 +22,38 @@ BANK_SPLITS = ("dev", "train")
 BANK_DEFAULTS_SOURCE = "openqa default, chosen on mainland dev (bank-choice-mainland-dev.json)"
 
 
+def bank_file(file: str) -> tuple[tuple[Question, ...], str]:
+    """The questions of one ``--bank`` file and the sha256 of its bytes (what a result's name and
+    record give for it: never its name or folder, which say nothing of what it holds), from one read
+    while the file stays as it is (its inode, size and time): a run's name, its duplicate check and
+    its bank all take them from that read. A folder, a FIFO or a missing file is refused in one line."""
+    path = Path(file)
+    if path.is_dir():
+        raise OpenQAError(f"--bank {file} is a folder: give a question file with answers")
+    if path.exists() and not path.is_file():  # a FIFO or a device: no end to read, or not a file's bytes
+        raise OpenQAError(f"--bank {file} is not a regular file: give a question file with answers")
+    try:
+        seen = path.stat()
+    except FileNotFoundError:
+        raise OpenQAError(f"--bank {file}: no such file (give a question file with answers)") from None
+    except OSError as exc:
+        raise OpenQAError(f"--bank {file}: cannot read it ({exc.strerror or exc}); give a question file with answers") from None
+    return _read_bank_file(path.resolve(), f"bank-{path.stem}", (seen.st_dev, seen.st_ino, seen.st_size, seen.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=16)
+def _read_bank_file(path: Path, qid_prefix: str, stat: tuple[int, int, int, int]) -> tuple[tuple[Question, ...], str]:
+    """``bank_file``'s read, kept while ``stat`` (the file as it was seen) holds."""
+    questions, digest = read_question_file_digest(path, qid_prefix=qid_prefix)
+    return tuple(questions), digest
+
+
 def bank_file_digests(files: tuple[str, ...]) -> list[str]:
-    """The sha256 of each ``--bank`` file's bytes, in order: what a result's name and record give
-    for it (never its name or folder, which say nothing of what it holds); a missing file, or one
-    given twice (the same bytes), is refused in one line."""
+    """The sha256 of each ``--bank`` file's bytes, in order (``bank_file``); a file given twice (the
+    same bytes) is refused in one line."""
     digests: list[str] = []
     for file in files:
-        path = Path(file)
-        if path.is_dir():
-            raise OpenQAError(f"--bank {file} is a folder: give a question file with answers")
-        if path.exists() and not path.is_file():  # a FIFO or a device: no end to read, or not a file's bytes
-            raise OpenQAError(f"--bank {file} is not a regular file: give a question file with answers")
-        try:
-            digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        except FileNotFoundError:
-            raise OpenQAError(f"--bank {file}: no such file (give a question file with answers)") from None
-        except OSError as exc:
-            raise OpenQAError(f"--bank {file}: cannot read it ({exc.strerror or exc}); give a question file with answers") from None
+        digest = bank_file(file)[1]
         if digest in digests:
             raise OpenQAError(f"--bank {file} holds what --bank {files[digests.index(digest)]} holds: give each file once")
         digests.append(digest)
@@ -59,13 +74,10 @@ def load_bank(ctx: Context, target: Exam, files: tuple[str, ...] = ()) -> Questi
         questions += part
         sources.append({"dataset": target.dataset, "split": split, "questions": len(part)})
     for file in files:
-        path = Path(file)
-        if not path.is_file():
-            raise OpenQAError(f"--bank {file}: no such file (give a question file with answers)")
-        part, digest = read_question_file_digest(path, qid_prefix=f"bank-{path.stem}")
-        require_language(part, target.lang, f"--bank {file}")
-        questions += part
-        sources.append({"file": path.name, "sha256": digest, "questions": len(part)})
+        solved, digest = bank_file(file)
+        require_language(solved, target.lang, f"--bank {file}")
+        questions += solved
+        sources.append({"file": Path(file).name, "sha256": digest, "questions": len(solved)})
     return QuestionBank(questions, target.lang, sources)
 
 
@@ -80,7 +92,7 @@ def banks_by_language(files: tuple[str, ...], langs: list[str]) -> dict[str, tup
     out: dict[str, list[str]] = {lang: [] for lang in langs}
     for file in files:
         try:
-            questions, _ = read_question_file_digest(Path(file), qid_prefix="bank")
+            questions = bank_file(file)[0]
         except (OpenQAError, OSError):
             for lang in langs:
                 out[lang].append(file)
