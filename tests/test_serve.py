@@ -274,15 +274,19 @@ def test_clients_are_keyed_by_address_or_by_a_trusted_header():
     from openqa.serve.app import check_client_header
     from openqa.serve.routes import CLIENT_KEY_CHARS, peer
 
-    def request(header: str | None, **headers: str) -> StarletteRequest:
+    def request(header: str | None, *appended: str, **headers: str) -> StarletteRequest:
         app = SimpleNamespace(state=SimpleNamespace(client_header=header))
         return StarletteRequest({"type": "http", "client": ("10.0.0.7", 51234), "app": app,
-                                 "headers": [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]})
+                                 "headers": [(k.replace("_", "-").lower().encode(), v.encode()) for k, v in headers.items()]
+                                 + [(b"x-client-id", v.encode()) for v in appended]})
 
     assert peer(request(None, X_Client_Id="alice")) == "10.0.0.7"  # not trusted unless the operator says so
     assert peer(request("X-Client-Id", X_Client_Id="alice")) == "X-Client-Id:alice"
     assert peer(request("X-Client-Id")) == "10.0.0.7"  # the proxy did not set it: the address
     assert peer(request("X-Client-Id", X_Client_Id="b" * 1000)) == "X-Client-Id:" + "b" * CLIENT_KEY_CHARS
+    # a client's own line before the one a proxy adds, or before the value it appends to the line: the proxy's wins
+    assert peer(request("X-Client-Id", "proxy-user", X_Client_Id="chosen-by-client")) == "X-Client-Id:proxy-user"
+    assert peer(request("X-Client-Id", X_Client_Id="chosen-by-client, proxy-user")) == "X-Client-Id:proxy-user"
     check_client_header("X-Client-Id")
     with pytest.raises(OpenQAError, match="is not a header name"):
         check_client_header("X Client: id")

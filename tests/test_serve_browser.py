@@ -445,9 +445,28 @@ def test_an_llm_answer_shows_the_model_reply_and_its_probabilities(browser, url)
     assert reply.is_displayed() and reply.text.startswith("Model reply: ") and "No paragraphs were shown" in reply.text
     assert "each option's probability" in browser.find_element(By.ID, "bars").text
     assert "uncalibrated (temperature 1)" in browser.find_element(By.ID, "confidence").text  # no tune for the tiny model
+    assert "at temperature 1 (no temperature was fitted" in browser.find_element(By.ID, "bars").text  # nor a fitted one claimed
     solve(browser, url, PASTED, method="ir-custom")
     shown(browser)
     assert not browser.find_element(By.ID, "reply").is_displayed()
+    assert "a temperature fitted on the exam's dev split" in browser.find_element(By.ID, "bars").text
+
+
+@pytest.mark.spawns
+def test_settings_that_are_objects_and_a_solved_questions_options_read_as_words(browser, url):
+    """An ensemble's weights and a bank's sources are shown key by key (never ``[object Object]``),
+    and a solved question's options one per line."""
+    open_page(browser, url)
+    line = browser.execute_script("""return settingsLine({weights: {"ir-custom": 0.61234, pmi: 0.25},
+        bank_sources: [{dataset: "us", split: "dev", questions: 1272}, {file: "course.jsonl", questions: 3}],
+        top_n: 3, sources: {weights: "shipped with openqa", bank_sources: "--bank", top_n: "default"}})""")
+    assert "[object Object]" not in line
+    assert line == ("weights (ir-custom 0.6123, pmi 0.25) (shipped with openqa); "
+                    "bank-sources (dataset us, split dev, questions 1272), (file course.jsonl, questions 3) (--bank); top-n 3 (default)")
+    options = browser.execute_script("""return [...solvedView({qid: "us-dev-1", similarity: 0.8, question: "Q?",
+        options: {A: "Disclose", B: "Refuse"}, answer_idx: "A", answer: "Disclose"}, "en").querySelectorAll("li")]
+        .map((li) => li.textContent)""")
+    assert options == ["A. Disclose", "B. Refuse"]
 
 
 def edit_while_solving(browser, url, monkeypatch) -> threading.Event:

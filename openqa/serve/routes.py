@@ -79,9 +79,12 @@ def peer(request: Request) -> str:
     (its port is left out: one client opening many connections is still one client), or, when the
     server was told to trust one (``serve --client-header``), the value of that header as a reverse
     proxy sets it (every user behind one proxy shares its address; two addresses of one machine
-    would count as two clients). A request without the header is keyed by its address."""
+    would count as two clients). Of several values (header lines, or one line's comma-separated
+    list) the last is the proxy's: a proxy that adds the header appends it after any the client
+    sent. A request without the header is keyed by its address."""
     header = getattr(request.app.state, "client_header", None)
-    given = request.headers.get(header) if header else None
+    lines = request.headers.getlist(header) if header else []
+    given = lines[-1].rsplit(",", 1)[-1].strip() if lines else None
     if given:
         return f"{header}:{given[:CLIENT_KEY_CHARS]}"
     return request.client.host if request.client else ""

@@ -170,23 +170,34 @@ async function run() {
   }
 }
 
+// A setting's value in words: a number to 4 significant digits, a list item by item, an object
+// (an ensemble's weights, a bank's sources) as its keys and values in parentheses.
+function shownValue(value) {
+  if (typeof value === "number") return Number.isInteger(value) ? String(value) : String(Number(value.toPrecision(4)));
+  if (Array.isArray(value)) return value.map(shownValue).join(", ");
+  if (value && typeof value === "object") {
+    return `(${Object.entries(value).map(([k, v]) => `${k.replaceAll("_", " ")} ${shownValue(v)}`).join(", ")})`;
+  }
+  return String(value);
+}
+
 // Every setting with its value, grouped by where it came from (as the CLI prints them).
 function settingsLine(settings) {
   const groups = new Map();
   for (const [key, source] of Object.entries(settings.sources)) {
-    const value = settings[key];
-    const shown = typeof value === "number" && !Number.isInteger(value) ? Number(value.toPrecision(4)) : value;
-    groups.set(source, [...(groups.get(source) || []), `${key.replace("_", "-")} ${shown}`]);
+    groups.set(source, [...(groups.get(source) || []), `${key.replaceAll("_", "-")} ${shownValue(settings[key])}`]);
   }
   return [...groups].map(([source, items]) => `${items.join(", ")} (${source})`).join("; ");
 }
 
 // Bar lengths and what they mean: with no negative score, each option's score as a share of the best
 // one's; otherwise where it lies between the lowest and the best. Options without evidence get none.
-function bars(options, method) {
+function bars(options, method, settings) {
   if (options.length && options.every((o) => typeof o.probability === "number")) {
+    const fitted = String(settings.probabilities || "").startsWith("temperature");
     return { widths: options.map((o) => 100 * o.probability),
-      meaning: "Bars: each option's probability (the method's scores turned into probabilities by a temperature fitted on the exam's dev split; see the confidence line)." };
+      meaning: fitted ? "Bars: each option's probability (the method's scores turned into probabilities by a temperature fitted on the exam's dev split; see the confidence line)."
+        : "Bars: each option's probability at temperature 1 (no temperature was fitted for this method on the exam's dev split, so it says little of how often the method is right; see the settings line)." };
   }
   const what = method === "llm" ? "Scores are the model's probabilities of each option's letter (votes with generated answers)."
     : "Scores are the method's evidence scores, not probabilities.";
@@ -270,7 +281,7 @@ function show(data, key) {
   const solved = (data.details && data.details.solved_questions) || [];
   $("solved-title").hidden = !solved.length;
   $("solved").replaceChildren(...solved.map((one) => solvedView(one, data.lang)));
-  const { widths, meaning } = bars(data.options, data.method);
+  const { widths, meaning } = bars(data.options, data.method, data.settings);
   $("bars").textContent = meaning;
   const rank = ranks(data.options);
   const topTied = new Set(data.tied.length ? data.tied : []);

@@ -35,7 +35,8 @@ function solvedView(solved, lang) {
       element("span", { className: "meta", textContent: ` · similarity ${solved.similarity.toFixed(2)}` }),
     ]),
     element("p", { lang, textContent: solved.question }),
-    element("p", { className: "meta", lang, textContent: Object.entries(solved.options).map(([l, t]) => `${l}. ${t}`).join("   ") }),
+    element("ol", { className: "meta options", lang },  // one line per option, as in the ranking
+      Object.entries(solved.options).map(([l, t]) => element("li", { textContent: `${l}. ${t}` }))),
     element("p", {}, [`Answer: ${solved.answer_idx}. `, spoken(solved.answer, lang)]),
   ]);
 }
