@@ -153,3 +153,17 @@ def prefixed(text: str, source: str) -> str:
     if isinstance(source, OptionSource):
         return OptionSource(source.option, text + source.before, source.after)
     return text + source
+
+
+def user_cache_dir(kind: str) -> Path | None:
+    """This user's cache folder for what openqa derives once and keeps (``kind``: ``numba``,
+    ``tokenizers``): ``$XDG_CACHE_HOME/openqa/KIND`` (``~/.cache/openqa/KIND``), made if missing;
+    None where it cannot be made or written. Nothing kept there changes a result: each entry is
+    named by what it was derived from."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "openqa" / kind
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None

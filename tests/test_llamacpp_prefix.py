@@ -212,3 +212,39 @@ def test_a_run_says_how_its_prompts_were_computed_and_both_ways_share_the_reply_
 def predictions(summary: dict[str, Any]) -> list[dict[str, Any]]:
     path = Path(summary["files"]["summary"]).with_suffix(".predictions.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_the_tokenizer_read_from_a_gguf_file_is_kept_and_the_kept_copy_tokenizes_the_same(tmp_path, monkeypatch):
+    """The tokenizer converted from the GGUF file once is kept in the user's cache folder, named by
+    the file's content; the kept copy gives the same prompt tokens (the reuse plan's and the token
+    counts'), another file does not find it, and a damaged copy is read again from the file."""
+    from openqa.llm.llamacpp import LlamaCppBackend, kept_tokenizer
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    gguf = packaged_gguf()
+    kept = kept_tokenizer(gguf)
+    assert kept is not None and not kept.exists()
+    fresh = LlamaCppBackend(str(gguf), context=2048)
+    assert kept.is_dir() and not list(kept.parent.glob(".*"))  # kept whole, no scratch left
+    copy = tmp_path / "elsewhere" / "renamed.gguf"
+    copy.parent.mkdir()
+    copy.symlink_to(gguf)
+    assert kept_tokenizer(copy) == kept  # by content, not by name
+    converted = []
+    from transformers import AutoTokenizer
+
+    real = AutoTokenizer.from_pretrained
+    monkeypatch.setattr(AutoTokenizer, "from_pretrained", lambda *a, **kw: converted.append(kw.get("gguf_file")) or real(*a, **kw))
+    again = LlamaCppBackend(str(copy), context=2048)
+    assert converted == [None]  # the kept copy, not the GGUF file
+    for q in (question(k) for k in (20, 60, 200)):
+        messages = build_messages(q, list(q.options), [], "letters")
+        assert again.prompt_ids(messages) == fresh.prompt_ids(messages)
+        assert again.count(q.question) == fresh.count(q.question)
+    (kept / "tokenizer.json").write_text("{")  # damaged: read from the file again
+    converted.clear()
+    assert LlamaCppBackend(str(gguf), context=2048).tokenizer is not None
+    assert converted == [None, gguf.name]
+    converted.clear()
+    assert LlamaCppBackend(str(gguf), context=2048).tokenizer is not None
+    assert converted == [None]  # kept anew

@@ -6,13 +6,17 @@ computed again for every question."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import queue
+import shutil
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, cast
 
 from openqa import arguments as arg
+from openqa.config import user_cache_dir
 from openqa.errors import OpenQAError
 from openqa.extras import needs
 from openqa.llm.backends import CHARS_PER_TOKEN, DEFAULT_CONTEXT, ChatBackend, first_line
@@ -87,6 +91,45 @@ def check_gguf(file: Path, shown: str) -> None:
         raise OpenQAError(f"{shown}: not a GGUF file")
 
 
+#: Bytes of a GGUF file's start that, with its size, name its tokenizer's kept copy: the file's
+#: metadata, which holds the vocabulary, merges and chat template, comes first.
+TOKENIZER_KEY_BYTES = 32 << 20
+
+
+def kept_tokenizer(file: Path) -> Path | None:
+    """Where the tokenizer of the GGUF ``file`` is kept once read (None without a cache folder):
+    named by the sha256 of the file's size, its first ``TOKENIZER_KEY_BYTES`` and the version of
+    transformers that converts it, so a copy of the file finds it and another file never does."""
+    import transformers
+
+    folder = user_cache_dir("tokenizers")
+    if folder is None:
+        return None
+    digest = hashlib.sha256(f"{file.stat().st_size}:{transformers.__version__}:".encode())
+    try:
+        with open(file, "rb") as f:
+            digest.update(f.read(TOKENIZER_KEY_BYTES))
+    except OSError:
+        return None
+    return folder / f"gguf-{digest.hexdigest()[:24]}"
+
+
+def keep(tokenizer: Any, folder: Path) -> None:
+    """Save ``tokenizer`` as ``folder``, whole or not at all (written beside it, then renamed; a
+    copy another process kept first stays); a folder that cannot be written keeps nothing."""
+    scratch = None
+    try:
+        scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+        tokenizer.save_pretrained(str(scratch))
+        scratch.rename(folder)
+        scratch = None
+    except Exception:  # noqa: BLE001 (keeping it only saves time: any failure keeps nothing)
+        pass
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
 class Engine:
     """One copy of the model in llama.cpp (``server``, loaded at its first prompt) and, where prompts
     reuse rows, what its one sequence holds (``reuse``)."""
@@ -139,13 +182,26 @@ class LlamaCppBackend(ChatBackend):
             self.engines.put(Engine(self.reuse))
 
     def _tokenizer(self) -> Any:
-        """The file's tokenizer through transformers' GGUF reader, or None when it cannot be read."""
+        """The file's tokenizer through transformers' GGUF reader (10-30 s on two cores), kept once
+        read in this user's cache folder (``kept_tokenizer``: read again in about 2 s), or None when
+        it cannot be read."""
         try:
             from transformers import AutoTokenizer
-
-            return AutoTokenizer.from_pretrained(str(self.file.parent), gguf_file=self.file.name)
+        except ImportError:
+            return None
+        kept = kept_tokenizer(self.file)
+        if kept is not None and kept.is_dir():
+            try:
+                return AutoTokenizer.from_pretrained(str(kept))
+            except Exception:  # noqa: BLE001 (a damaged copy: read the file again, and keep it anew)
+                shutil.rmtree(kept, ignore_errors=True)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(self.file.parent), gguf_file=self.file.name)
         except Exception:  # noqa: BLE001 (any failure: fall back to the stated estimate)
             return None
+        if kept is not None:
+            keep(tokenizer, kept)
+        return tokenizer
 
     def identity(self) -> dict[str, Any]:
         # "prompt_cache": False: a reply does not depend on the request before it (replies made

@@ -34,6 +34,8 @@ from numba.core.base import BaseContext
 from numba.core.typing.templates import Signature
 from numba.extending import intrinsic
 
+from openqa.config import user_cache_dir
+
 if TYPE_CHECKING:
     from numba.core.dispatcher import Dispatcher
 
@@ -57,18 +59,6 @@ def _private_cache_dir() -> str | None:
     return str(folder) if info.st_uid == os.getuid() and not info.st_mode & 0o077 else None
 
 
-def _user_cache_dir() -> str | None:
-    """This user's cache folder for openqa's compiled kernel: ``$XDG_CACHE_HOME/openqa/numba``
-    (``~/.cache/openqa/numba``), made if missing; None where it cannot be made."""
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    folder = base / "openqa" / "numba"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        return None
-    return str(folder) if os.access(folder, os.W_OK) else None
-
-
 def _compiled(function: _Function) -> Dispatcher[_Function]:
     """``function`` compiled by numba, GIL released, machine code cached on disk: in the folder
     ``NUMBA_CACHE_DIR`` names when the user set it; else in this user's cache folder, never inside
@@ -81,7 +71,8 @@ def _compiled(function: _Function) -> Dispatcher[_Function]:
             return numba.njit(nogil=True, cache=True)(function)
         except RuntimeError:  # the folder the user named cannot be written: no cache
             return numba.njit(nogil=True)(function)
-    folder = _user_cache_dir() or _private_cache_dir()
+    cached = user_cache_dir("numba")
+    folder = str(cached) if cached is not None else _private_cache_dir()
     if folder is None:
         return numba.njit(nogil=True)(function)
     numba.config.CACHE_DIR = folder  # type: ignore[attr-defined]

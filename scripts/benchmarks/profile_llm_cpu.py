@@ -1,0 +1,114 @@
+"""Where the CPU time of the LLM part goes, with prompt reuse on: one ``openqa eval --method llm``
+slice with a GGUF model (llama.cpp in process, one thread) run under ``cProfile``, its time split
+into llama.cpp's work (the prompts and letters; loading the model at the first prompt) and openqa's
+own per-question work (building prompts, tokenizing them for the reuse plan, the reply cache), and
+the tokenizer read from the GGUF file once at open. Writes
+eval/results/benchmarks/profile-llm-cpu.json.
+
+The record says how far removing openqa's own per-question work could take a run (the scoring time
+over the scoring time without it) and how far reuse can take llama.cpp's prompt work at most (all
+prompt tokens over those computed), which together bound what prompt reuse alone can reach.
+``cProfile`` slows Python code, not llama.cpp's, so openqa's shares are upper bounds.
+
+    python scripts/benchmarks/profile_llm_cpu.py --model qwen2.5-coder-1.5b-instruct-q4_k_m.gguf --limit 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib
+
+from benchlib import command_line, data_dir, write_record
+
+#: Each part of the time: the functions (file ending, name) whose cumulative time it is, and whether
+#: it is counted by the function's own time only (``tottime``: llama.cpp's calls, which the profiler
+#: cannot see into, are counted in their caller's own time).
+PARTS: dict[str, tuple[list[tuple[str, str]], bool]] = {
+    "scoring": ([("openqa/llm/scorer.py", "score")], False),
+    "llama.cpp prompts and letters": ([("openqa/llm/prefix.py", "ask")], False),
+    "llama.cpp loading the model (first prompt)": ([("openqa/llm/llamacpp.py", "_ask")], True),
+    "openqa building prompts": ([("openqa/llm/scorer.py", "_prompts")], False),
+    "openqa tokenizing prompts (the reuse plan)": ([("openqa/llm/llamacpp.py", "prompt_ids")], False),
+    "openqa reply cache": ([("openqa/llm/cache.py", "get"), ("openqa/llm/cache.py", "put")], False),
+    "reading the tokenizer from the GGUF file (once, at open)": ([("openqa/llm/llamacpp.py", "_tokenizer")], False),
+}
+#: The parts that are openqa's own work per question.
+OURS = ("openqa building prompts", "openqa tokenizing prompts (the reuse plan)", "openqa reply cache")
+
+
+def seconds(stats: pstats.Stats, functions: list[tuple[str, str]], own: bool) -> float:
+    """The summed cumulative (or own, ``own``) seconds of ``functions`` in ``stats``."""
+    total = 0.0
+    for (file, _, name), (_, _, tottime, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
+        if any(file.endswith(ending) and name == wanted for ending, wanted in functions):
+            total += tottime if own else cumtime
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", required=True, help="a .gguf file")
+    parser.add_argument("--dataset", default="mainland", help="dataset (default: mainland)")
+    parser.add_argument("--split", default="dev", help="split (default: dev)")
+    parser.add_argument("--limit", type=int, default=16, help="questions (default: 16)")
+    parser.add_argument("--evidence", default="none", help="evidence of the LLM part (default: none, as bench_llm_cpu.py)")
+    parser.add_argument("--output", type=Path, default=None, help="record path (default: eval/results/benchmarks/profile-llm-cpu.json)")
+    args = parser.parse_args()
+    from openqa.cli import main as openqa
+
+    with tempfile.TemporaryDirectory(prefix="openqa-profile-") as work:
+        argv = ["eval", "--dataset", args.dataset, "--split", args.split, "--method", "llm", "--model", args.model,
+                "--evidence", args.evidence, "--threads", "1", "--limit", str(args.limit), "--data-dir", str(data_dir()),
+                "--cache-dir", str(Path(work) / "cache"), "--output", str(Path(work) / "results"), "--json"]
+        profile, out = cProfile.Profile(), io.StringIO()
+        load = os.getloadavg()[0]
+        start = time.perf_counter()
+        with contextlib.redirect_stdout(out):
+            code = profile.runcall(openqa, argv)
+        wall = time.perf_counter() - start
+    if code != 0:
+        raise SystemExit(f"profile_llm_cpu: openqa eval failed (exit {code})")
+    summary = json.loads(out.getvalue())
+    stats = pstats.Stats(profile)
+    parts = {name: round(seconds(stats, functions, own), 3) for name, (functions, own) in PARTS.items()}
+    n, scoring = summary["n"], parts["scoring"]
+    ours = sum(parts[name] for name in OURS)
+    tokens = summary["tokens"]
+    record: dict[str, Any] = {
+        "dataset": args.dataset, "split": args.split, "method": "llm", "n": n, "accuracy": summary["accuracy"],
+        "model": Path(args.model).name, "evidence": args.evidence,
+        "benchmark": "where the LLM part's CPU time goes with prompt reuse on (cProfile over one openqa eval slice)",
+        "seconds_profiled": parts, "wall_seconds": round(wall, 1),
+        "load_average_before_after": [round(load, 2), round(os.getloadavg()[0], 2)],
+        "per_question_ms": {name: round(1000 * value / n, 1) for name, value in parts.items()
+                            if name != "reading the tokenizer from the GGUF file (once, at open)"},
+        "openqa_share_of_scoring": round(ours / scoring, 4),
+        "speedup_if_openqa_work_were_free": round(scoring / (scoring - ours), 3),
+        "tokens": tokens,
+        "prompt_speedup_bound_of_reuse": round(tokens["prompt"] / max(1, tokens["prompt"] - tokens.get("reused", 0)), 3),
+        "settings": summary["settings"]["sources"] | {"runs_on": summary["settings"]["runs_on"]},
+        "notes": "cProfile slows Python code (openqa's, transformers') and not llama.cpp's, so openqa's shares are upper "
+                 "bounds. speedup_if_openqa_work_were_free: scoring time over scoring time less openqa's own per-question "
+                 "work. prompt_speedup_bound_of_reuse: all prompt tokens over those llama.cpp computed, what reuse could "
+                 "give if prompt tokens were all of llama.cpp's time (its per-request work and the letters are not).",
+    }
+    name, folder = ("profile-llm-cpu.json", None) if args.output is None else (args.output.name, args.output.parent)
+    path = write_record(name, record, command_line("scripts/benchmarks/profile_llm_cpu.py", sys.argv[1:]), folder)
+    print(json.dumps({k: record[k] for k in ("per_question_ms", "openqa_share_of_scoring", "speedup_if_openqa_work_were_free",
+                                             "prompt_speedup_bound_of_reuse")}), "->", path)
+
+
+if __name__ == "__main__":
+    main()
