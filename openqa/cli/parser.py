@@ -180,8 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ev = sub.add_parser("eval", help="accuracy of a method on a dataset split, with a 95%% CI")
     _question_source_flags(ev, "dataset name: us, us5, mainland, mainland5, tw, tw-en, tw-zh", "a question file",
-                           "the dev-tuned settings of that exam's dataset (yours, where `openqa tune --questions` "
-                           "filed them, else shipped)")
+                           "the tuned settings of that exam's dataset (yours, from openqa tune --dataset or "
+                           "--questions, else shipped)")
     ev.add_argument("--split", help="with --dataset: train, dev or test (default: test)")
     ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
     ev.add_argument("--offset", type=int, default=0, help="skip the first N questions (with --limit: a slice, e.g. for "
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     tu.add_argument("--parts", help="with --method ensemble: the methods it combines, comma-separated, each as METHOD or "
                     "METHOD:top_n=N (e.g. ir-custom,ir-custom:top_n=1,pmi,llm); default: the training-free methods of the language")
     tu.add_argument("--calibrate-only", action="store_true", help="keep the method's settings (yours, else shipped) and only fit "
-                    "its probabilities on dev (what a reader or an LLM gets in any case)")
+                    "its probabilities on dev or --questions (what a reader or an LLM gets in any case)")
     tu.add_argument("--limit", type=int, help="only the first N questions (recorded with the fit)")
     _llm_flags(tu)
     _ensemble_flags(tu)
