@@ -72,6 +72,68 @@ def fingerprint_of(index: Index) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class QuestionSource:
+    """Which questions a command scores or fits on: a named ``dataset``'s ``split``, or a user's
+    ``questions`` file (MedQA JSON lines, MIRAGE with ``subset``, MedMCQA, MMLU CSV) in ``lang``,
+    scored as ``exam``. Checked when made, so a combination that cannot be meant is refused in one
+    line before any work (``eval`` and ``tune`` take the same flags and give the same refusals)."""
+
+    dataset: str | None = None
+    split: str | None = None
+    questions: Path | None = None
+    lang: str | None = None
+    exam: str | None = None
+    subset: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.dataset is None) == (self.questions is None):
+            raise OpenQAError("give --dataset or --questions (one of them)")
+        if self.exam is not None and not self.exam.strip():
+            raise OpenQAError("--exam is empty: name an exam (usmle, mcmle, twmle) or a dataset, or leave --exam out")
+        if self.dataset is not None and self.exam is not None and (
+                DATASETS[self.exam].exam if self.exam in DATASETS else self.exam) != dataset_spec(self.dataset).exam:
+            raise OpenQAError(f"--exam applies to --questions (what they are scored as); --dataset {self.dataset} "
+                              f"is scored as its own exam, {dataset_spec(self.dataset).exam}")
+        if self.questions is not None and self.split is not None:
+            raise OpenQAError("--split applies to --dataset; a --questions file is scored whole")
+        if self.dataset is not None and self.lang is not None and self.lang != dataset_spec(self.dataset).lang:
+            raise OpenQAError(f"--lang {self.lang} does not apply to --dataset {self.dataset}, "
+                              f"whose questions are {dataset_spec(self.dataset).lang}")
+        if self.subset is not None and self.questions is None:
+            raise OpenQAError("--subset picks a dataset of a MIRAGE --questions file")
+
+    def target(self) -> Exam:
+        """What the questions are scored as: a dataset's own exam, else ``exam`` in ``lang``
+        (``Exam.resolve``); its ``dataset`` is the one whose tuned settings apply."""
+        return Exam.resolve(self.dataset, self.lang, self.exam)
+
+    def load(self, ctx: Context, split: str) -> Loaded:
+        """The questions, read once and validated (a dataset's ``split`` when none was given)."""
+        if self.dataset:
+            split = self.split or split
+            questions = load_questions(self.dataset, split, ctx.settings.require_data_dir())
+            return Loaded(questions, self.dataset, split, dataset_spec(self.dataset).files[split])
+        assert self.questions is not None  # a source holds a dataset or a question file
+        path = Path(self.questions)
+        questions, digest = read_question_file_digest(path, subset=self.subset)  # one read: a pipe has no second
+        # the file by name and content: no machine path in a record
+        return Loaded(questions, path.stem, QUESTION_FILE, f"{path.name} (sha256 {digest[:16]})",
+                      {"file": path.name, "sha256": digest, **({"subset": self.subset} if self.subset else {})})
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A ``QuestionSource``'s questions, with what a record says of them: the ``name`` and ``split``
+    a result is filed under, the ``data`` file, and for a question file its name and SHA-256 (``file``)."""
+
+    questions: list[Question]
+    name: str
+    split: str
+    data: str
+    file: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
 class EvalRequest:
     """One ``openqa eval``: a method over a dataset split or a question file."""
 
@@ -95,21 +157,7 @@ class EvalRequest:
     allow_bank_overlap: bool = False
 
     def __post_init__(self) -> None:
-        if (self.dataset is None) == (self.questions is None):
-            raise OpenQAError("give --dataset or --questions (one of them)")
-        if self.exam is not None and not self.exam.strip():
-            raise OpenQAError("--exam is empty: name an exam (usmle, mcmle, twmle) or a dataset, or leave --exam out")
-        if self.dataset is not None and self.exam is not None and (
-                DATASETS[self.exam].exam if self.exam in DATASETS else self.exam) != dataset_spec(self.dataset).exam:
-            raise OpenQAError(f"--exam applies to --questions (what they are scored as); --dataset {self.dataset} "
-                              f"is scored as its own exam, {dataset_spec(self.dataset).exam}")
-        if self.questions is not None and self.split is not None:
-            raise OpenQAError("--split applies to --dataset; a --questions file is scored whole")
-        if self.dataset is not None and self.lang is not None and self.lang != dataset_spec(self.dataset).lang:
-            raise OpenQAError(f"--lang {self.lang} does not apply to --dataset {self.dataset}, "
-                              f"whose questions are {dataset_spec(self.dataset).lang}")
-        if self.subset is not None and self.questions is None:
-            raise OpenQAError("--subset picks a dataset of a MIRAGE --questions file")
+        self.source()  # its checks (one of --dataset and --questions, and what goes with each)
         if self.limit is not None and self.limit < 1:
             raise OpenQAError("--limit must be at least 1")
         if self.offset < 0:
@@ -133,6 +181,10 @@ class EvalRequest:
             parts.append(f"from{self.offset}")
         return "-".join(parts) or None
 
+    def source(self) -> QuestionSource:
+        """The questions the request scores."""
+        return QuestionSource(self.dataset, self.split, self.questions, self.lang, self.exam, self.subset)
+
     def request(self) -> Request:
         """What the request asks of its method."""
         return Request(self.overrides, self.engine, self.model, self.llm, predictions=self.predictions, ensemble=self.ensemble,
@@ -143,16 +195,9 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
     """The questions an evaluation scores, what they are scored as, the name, split and data file
     its record gives, and the request as run: a ``limit`` past the end of the questions is none
     (the full run, named as one). An ``offset`` at or past the end is a one-line error."""
-    if req.dataset:
-        spec, split = dataset_spec(req.dataset), req.split or "test"
-        questions = load_questions(req.dataset, split, ctx.settings.require_data_dir())
-        name, data = req.dataset, spec.files[split]
-    else:
-        assert req.questions is not None  # EvalRequest holds a dataset or a question file
-        path = Path(req.questions)
-        questions, digest = read_question_file_digest(path, subset=req.subset)  # one read: a pipe has no second
-        data = f"{path.name} (sha256 {digest[:16]})"  # the file by name and content: no machine path in the record
-        name, split = path.stem, QUESTION_FILE
+    source = req.source()
+    loaded = source.load(ctx, "test")
+    questions, name, split, data = loaded.questions, loaded.name, loaded.split, loaded.data
     if req.offset >= len(questions):
         raise OpenQAError(f"--offset {req.offset} is at or past the end: {name} {split} has {len(questions)} questions")
     questions = questions[req.offset:]
@@ -160,7 +205,7 @@ def load_eval_questions(ctx: Context, req: EvalRequest) -> tuple[list[Question],
         req = replace(req, limit=None)  # more than there are from the offset on: the full run
     if req.limit is not None:
         questions = questions[: req.limit]
-    return questions, Exam.resolve(req.dataset, req.lang, req.exam), name, split, data, req
+    return questions, source.target(), name, split, data, req
 
 
 def variant(ctx: Context, req: EvalRequest) -> str | None:
@@ -287,22 +332,30 @@ def retrieval_quality(ctx: Context, req: EvalRequest, retrievers: list[str]) -> 
 GRID_KEYS = ("part", "top_n", "aggregate", "query", "fusion", "weight", "avg_ql", "accuracy")
 
 
-def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), calibrate_only: bool = False,
+def tune(ctx: Context, name: str, source: QuestionSource, request: Request = Request(), calibrate_only: bool = False,
          progress: bool = True, limit: int | None = None) -> dict[str, Any]:
-    """Grid-search a method's settings on ``dataset`` dev (a method that has some, unless
-    ``calibrate_only``; the first ``limit`` questions when given), record the choice in the settings
-    folder (under the method's variant, such as an ensemble's name), then fit the probabilities of
-    the method with those settings on the same dev questions and record them beside it. Returns the
-    record: the choice (if searched), its dev accuracy, the calibration and the files written."""
-    target = Exam.resolve(dataset)
+    """Grid-search a method's settings on ``source``'s questions (a dataset's dev split, or a user's
+    own solved questions; a method that has settings, unless ``calibrate_only``; the first ``limit``
+    questions when given), record the choice in the settings folder, then fit the probabilities of
+    the method with those settings on the same questions and record them beside it. Both are filed
+    under the method's variant (an ensemble's name) and the dataset whose settings the questions are
+    scored with (``QuestionSource.target``: a question file's ``--exam`` in its ``--lang``), over the
+    context's corpus, where ``eval`` and ``answer`` scoring the same exam over that corpus find
+    them; a question file's record names it (name and SHA-256). Returns the record: the choice (if
+    searched), its accuracy, the calibration and the files written."""
+    if source.split not in (None, "dev"):
+        raise OpenQAError(f"tune fits on a dataset's dev split, not {source.split} (the test split measures what was fitted)")
+    target = source.target()
+    dataset = target.dataset  # whose settings the fit replaces
     m = method(name)
     m.require(request)
     if limit is not None and limit < 1:
         raise OpenQAError(f"--limit must be at least 1, not {limit}")
     ensure_writable(ctx.settings.settings_dir, "--settings-dir")
-    questions = load_questions(dataset, "dev", ctx.settings.require_data_dir())[:limit]
-    record: dict[str, Any] = {"dataset": dataset, "split": "dev", "method": calibration_key(name, request), "corpus": ctx.corpus,
-                              "limit": limit}
+    loaded = source.load(ctx, "dev")
+    questions = loaded.questions[:limit]
+    record: dict[str, Any] = {"dataset": dataset, "split": loaded.split, **({"questions": loaded.file} if loaded.file else {}),
+                              "exam": target.exam, "method": calibration_key(name, request), "corpus": ctx.corpus, "limit": limit}
     if request.banks:  # files of solved questions that hold the questions fitted on: refused before any work
         record["banks"] = [{"file": Path(file).name, "sha256": digest} for file, digest in zip(request.banks, bank_file_digests(request.banks))]
         checked_overlap([exam_bank(ctx, target, request.banks)], questions, request.allow_bank_overlap)
@@ -334,7 +387,8 @@ def tune(ctx: Context, name: str, dataset: str, request: Request = Request(), ca
         results, parts = opened.scorer.score_with_parts(questions, progress=progress)
         fit_on, fitted_on = m.calibration_scores(opened, results, parts)
         calibration, fitted = calibrate(fit_on, opened.scorer.scale, key, dataset, ctx.corpus, opened.settings, fitted_on,
-                                        settings_bytes, corpus_fingerprint(opened.index.manifest))
+                                        settings_bytes, corpus_fingerprint(opened.index.manifest), loaded.file,
+                                        loaded.data if loaded.file else None)
         # the settings and their calibration (the digest of the settings' bytes) in one write: both or neither
         written = save_records({**({"": record} if searched else {}),
                                 "calibration": fitted}, folder)

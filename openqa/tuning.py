@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from openqa.config import OptionSource
 from openqa.corpus.sources import corpus_tag
-from openqa.data import Question
+from openqa.data import QUESTION_FILE, Question
 from openqa.errors import OpenQAError
 from openqa.evaluate.calibration import IN_SAMPLE, Calibration, confidence_report
 from openqa.evaluate.metrics import summarise
@@ -325,14 +325,18 @@ def file_digest(path: Path) -> str:
 
 def calibrate(results: Sequence[OptionScores], scale: str, key: str, dataset: str, corpus: str | None,
               settings: dict[str, Any], fitted_on: str = IN_SAMPLE, settings_bytes: bytes | None = None,
-              fingerprint: dict[str, Any] | None = None) -> tuple[Calibration, dict[str, Any]]:
+              fingerprint: dict[str, Any] | None = None, questions: dict[str, str] | None = None,
+              label: str | None = None) -> tuple[Calibration, dict[str, Any]]:
     """Fit the probabilities of the method ``key`` on its ``dataset`` dev ``results`` (which ones
     ``fitted_on`` says) and their record, with how well they rank those answers and the digest of the
     settings record's bytes they were fitted with (``settings_bytes``: a pair that no longer matches
     is refused when read) and the ``fingerprint`` of the corpus they were fitted over (``save_tuned``
-    writes it where ``load_calibration`` finds it first)."""
-    calibration = Calibration.fit(results, scale, dataset, {k: v for k, v in settings.items() if k != "sources"}, fitted_on)
-    record = {"method": key, "dataset": dataset, "split": "dev", "corpus": corpus, "calibration": calibration.to_dict(),
+    writes it where ``load_calibration`` finds it first). Fitted on a user's question file instead
+    of dev, the record names it (``questions``: its name and SHA-256) and the calibration's
+    sentences call it ``label``; it is still filed under ``dataset``, whose settings it replaces."""
+    calibration = Calibration.fit(results, scale, label or dataset, {k: v for k, v in settings.items() if k != "sources"}, fitted_on)
+    record = {"method": key, "dataset": dataset, "split": QUESTION_FILE if questions else "dev",
+              **({"questions": questions} if questions else {}), "corpus": corpus, "calibration": calibration.to_dict(),
               "dev": {"n": len(results), **confidence_report(results, [calibration.probabilities(r) for r in results])},
               **({"settings_sha256": hashlib.sha256(settings_bytes).hexdigest()} if settings_bytes is not None else {}),
               **({FINGERPRINT: fingerprint} if fingerprint else {}),

@@ -71,11 +71,16 @@ def test_what_the_page_says_of_the_outputs_holds():
     # both questions of task 1 answered right: Aspirin, and poststreptococcal glomerulonephritis (B in question.txt)
     assert output("answer", 0)[0] == output("answer", 1)[0] == "Prediction: B"
     assert "B: Poststreptococcal glomerulonephritis" in record()["tasks"]["answer"]["files"]["question.txt"]
-    # the own corpus: the shipped settings' notice, the right answer, 1 in 3 with them and 3 in 3 with the best paragraph
+    # the own corpus: the shipped settings' notice naming tune --questions, the right answer, 1 in 3 with them and
+    # 3 in 3 with the best paragraph; then the fit on the quiz, filed for the corpus, which answer uses without a note
     assert output("own-corpus", 1)[:2] == [
-        "openqa: settings tuned on 11 books; this corpus has 2: run openqa tune --method ir-custom --dataset us to retune",
+        "openqa: settings tuned on 11 books; this corpus has 2: retune on questions you hold the answers of: "
+        "openqa tune --method ir-custom --questions FILE --lang en --corpus mine",
         "Prediction: B"]
     assert "(1/3)" in output("own-corpus", 2)[0] and "(3/3)" in output("own-corpus", 3)[0]
+    tuned = "\n".join(output("own-corpus", 4))
+    assert "fitted on quiz.jsonl (sha256 " in tuned and "tuned/ir-custom-us-corpus-mine.calibration.json" in tuned
+    assert output("own-corpus", 5)[0] == "Prediction: B" and not any(line.startswith("openqa:") for line in output("own-corpus", 5))
     compared = "\n".join(output("compare", 0))
     for name in ("us-test-ir-custom.json", "us-test-ensemble.json"):
         run = json.loads((RUNS / name).read_text())

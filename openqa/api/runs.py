@@ -15,7 +15,7 @@ from openqa.progress import shown
 if TYPE_CHECKING:
     from openqa.llm.settings import LLMSettings
     from openqa.methods import Request
-    from openqa.pipeline import EvalRequest
+    from openqa.pipeline import EvalRequest, QuestionSource
     from openqa.workspace import Context
 
 
@@ -155,16 +155,29 @@ class Tuning:
         return dict(self.record)
 
 
-def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None = None, parts: Sequence[str] | None = None,
-         calibrate_only: bool = False, progress: bool = False, workspace: Workspace | None = None,
-         ensemble: str | None = None, banks: Sequence[str | Path] = (), allow_bank_overlap: bool = False,
-         limit: int | None = None, predictions: Mapping[str, str | Path] | None = None, **where: Any) -> Tuning:
-    """Grid-search ``method``'s settings on ``dataset`` dev (an ensemble: fit its weights over
-    ``parts``) and fit its probabilities there; record both in ``settings_dir``, where ``Solver`` and
-    ``run_eval`` then find them.
+def tune(method: str = "ir-custom", dataset: str | None = None, *, questions: str | Path | None = None,
+         lang: str | None = None, exam: str | None = None, subset: str | None = None, engine: str | None = None,
+         parts: Sequence[str] | None = None, calibrate_only: bool = False, progress: bool = False,
+         workspace: Workspace | None = None, ensemble: str | None = None, banks: Sequence[str | Path] = (),
+         allow_bank_overlap: bool = False, limit: int | None = None, predictions: Mapping[str, str | Path] | None = None,
+         **where: Any) -> Tuning:
+    """Grid-search ``method``'s settings on ``dataset`` dev, or on a ``questions`` file of your own
+    solved questions (an ensemble: fit its weights over ``parts``), and fit its probabilities there;
+    record both in ``settings_dir``, where ``Solver`` and ``run_eval`` then find them.
+
+    A ``questions`` fit is filed as the settings of the exam they are scored as (``exam`` in
+    ``lang``: its dataset's, e.g. ``us`` for usmle in en) over the workspace's corpus, replacing
+    that exam's tuned settings there: ``run_eval(questions=..., lang=..., exam=...)``, ``run_eval``
+    on that exam's datasets and ``Solver.open`` with the same language, exam and corpus use it. Its
+    record names the file (name and SHA-256).
 
     :param method: the method whose settings are searched.
-    :param dataset: the dataset whose dev split is searched.
+    :param dataset: the dataset whose dev split is searched (default: us, unless ``questions`` is given).
+    :param questions: a file of solved questions to fit on instead (MedQA JSON lines, MIRAGE, MedMCQA, MMLU CSV).
+    :param lang: the language of ``questions`` (default: en).
+    :param exam: what ``questions`` are scored as, and so whose settings the fit replaces (``usmle``,
+        ``mcmle``, ``twmle``, or a dataset's name; default: usmle for en, mcmle for zh).
+    :param subset: the dataset of a MIRAGE ``questions`` file.
     :param engine: another engine's index for the method.
     :param parts: with ``ensemble``: the methods it combines (``METHOD`` or ``METHOD:top_n=N``).
     :param calibrate_only: keep the settings and fit only the probabilities.
@@ -174,14 +187,20 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     environment variable.
     :param ensemble: with ``ensemble``: the name its fit is filed under (default: the exam's own).
     :param banks: files of solved questions added to a bank part's bank.
-    :param allow_bank_overlap: let a file of ``banks`` hold dev questions fitted on (refused otherwise).
-    :param limit: only the first ``limit`` dev questions.
+    :param allow_bank_overlap: let a file of ``banks`` hold questions fitted on (refused otherwise).
+    :param limit: only the first ``limit`` questions.
     :param predictions: with ``ensemble``: part label -> a predictions file that part reads (its dev questions).
-    :returns: the tuning (``record``: the grid, the chosen settings, the calibration, their files)."""
+    :returns: the tuning (``record``: the grid, the chosen settings, the calibration, their files).
+    :raises OpenQAError: on bad arguments, a missing or bad question file, missing data or indexes (one line)."""
     from openqa.data.questions import DATASETS
     from openqa.methods import Request
+    from openqa.pipeline import QuestionSource
 
-    method, dataset = method_name(method), arg.one_of("dataset", dataset, DATASETS)
+    method = method_name(method)
+    file = arg.path("questions", questions)
+    source = QuestionSource(dataset=arg.optional_one_of("dataset", dataset, DATASETS) or (None if file else "us"),
+                            questions=file, lang=None if lang is None else lang_name(lang),
+                            exam=arg.optional_text("exam", exam), subset=arg.optional_text("subset", subset))
     arg.flag("calibrate_only", calibrate_only)
     arg.flag("progress", progress)
     given = None if parts is None else tuple(arg.texts("parts", list(parts) if isinstance(parts, tuple) else parts))
@@ -190,17 +209,17 @@ def tune(method: str = "ir-custom", dataset: str = "us", *, engine: str | None =
     request = Request(engine=optional_engine(engine), parts=given, ensemble=arg.optional_text("ensemble", ensemble),
                       banks=bank_files(banks), allow_bank_overlap=arg.flag("allow_bank_overlap", allow_bank_overlap),
                       predictions=prediction_files(predictions))
-    return tune_in(Workspace.of(workspace, **where).context(), method, dataset, request, calibrate_only, progress,
+    return tune_in(Workspace.of(workspace, **where).context(), method, source, request, calibrate_only, progress,
                    arg.optional_whole("limit", limit, 1))
 
 
-def tune_in(ctx: Context, method: str, dataset: str, request: Request, calibrate_only: bool = False,
+def tune_in(ctx: Context, method: str, source: QuestionSource, request: Request, calibrate_only: bool = False,
             progress: bool = False, limit: int | None = None) -> Tuning:
     """``tune`` in a given ``Context`` (the CLI's path)."""
     from openqa.pipeline import tune as run
 
     with shown(progress):
-        record = run(ctx, method, dataset, request, calibrate_only, progress, limit)
+        record = run(ctx, method, source, request, calibrate_only, progress, limit)
     return Tuning(record.get("chosen"), record, record["files"])
 
 

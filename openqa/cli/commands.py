@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from openqa import arguments as arg
 from openqa.cli.printing import confidence_lines, note, print_json, settings_line
 from openqa.config import Settings
 from openqa.errors import OpenQAError, UsageError
@@ -158,7 +159,7 @@ def cmd_eval(args: argparse.Namespace) -> None:
     from openqa.pipeline import EvalRequest, retrieval_quality
 
     request = EvalRequest(
-        method=args.method, dataset=args.dataset, split=args.split, questions=args.questions and Path(args.questions),
+        method=args.method, dataset=args.dataset, split=args.split, questions=arg.path("--questions", args.questions),
         lang=args.lang, exam=args.exam, limit=args.limit, offset=args.offset, engine=args.engine, model=args.model,
         overrides=_overrides(args),
         llm=_llm_settings(args, args.method), subset=args.subset, predictions=_predictions(args), ensemble=args.ensemble,
@@ -215,8 +216,9 @@ def overlap_line(record: dict[str, Any]) -> str:
 
 def cmd_tune(args: argparse.Namespace) -> None:
     from openqa.api import tune_in
-    from openqa.evaluate.calibration import FEW_QUESTIONS
+    from openqa.evaluate.calibration import FEW_QUESTIONS, dataset_label
     from openqa.methods import Request
+    from openqa.pipeline import QuestionSource
 
     parts = None
     if args.parts is not None:
@@ -226,18 +228,21 @@ def cmd_tune(args: argparse.Namespace) -> None:
     request = Request(engine=args.engine, model=args.model, llm=_llm_settings(args, args.method), parts=parts,
                       predictions=_predictions(args), ensemble=args.ensemble, banks=tuple(args.bank),
                       allow_bank_overlap=args.allow_bank_overlap)
-    record = tune_in(_context(args), args.method, args.dataset, request, args.calibrate_only, progress=True,
+    source = QuestionSource(dataset=args.dataset, questions=arg.path("--questions", args.questions), lang=args.lang, exam=args.exam, subset=args.subset)
+    record = tune_in(_context(args), args.method, source, request, args.calibrate_only, progress=True,
                      limit=args.limit).record
     calibration = record["calibration"]
+    fitted_on = dataset_label(calibration["dataset"])
     if overlap_line(record):
         note(overlap_line(record))
     if "chosen" in record:
-        print(f"chose {record['chosen']} (dev accuracy {record['dev_accuracy']:.2f}%); wrote {record['files']['settings']}")
-    print(f"probabilities: temperature {calibration['temperature']:.3g} fitted on {args.dataset} dev "
-          f"({calibration['n']} questions); wrote {record['files']['calibration']}; eval and answer now use these over the shipped ones")
+        print(f"chose {record['chosen']} (accuracy {record['dev_accuracy']:.2f}% on {fitted_on}); wrote {record['files']['settings']}")
+    scope = f"{record['exam']} questions" + (f" over corpus {record['corpus']}" if record["corpus"] else "")
+    print(f"probabilities: temperature {calibration['temperature']:.3g} fitted on {fitted_on} ({calibration['n']} questions); "
+          f"wrote {record['files']['calibration']}; eval and answer scoring {scope} now use these over the shipped ones")
     if calibration["n"] < FEW_QUESTIONS:
-        note(f"fitted on {calibration['n']} dev questions, fewer than {FEW_QUESTIONS}: these settings are mostly noise, "
-             "and every run using them says so; tune on more questions (leave out --limit)")
+        note(f"fitted on {calibration['n']} questions, fewer than {FEW_QUESTIONS}: these settings are mostly noise, "
+             "and every run using them says so; tune on more questions" + (" (leave out --limit)" if record["limit"] else ""))
 
 
 def cmd_answer(args: argparse.Namespace) -> None:

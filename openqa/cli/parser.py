@@ -53,6 +53,21 @@ def _scorer_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--query", choices=QUERY_MODES, help="question part of queries: phrases (MetaMap), filter (our medical filter), full, or option (none: the option alone); top-N and aggregate then come from the best dev row for it (default: tuned)")
 
 
+def _question_source_flags(parser: argparse.ArgumentParser, dataset: str, questions: str, exam: str) -> None:
+    """Which questions a command scores or fits on (``openqa.pipeline.QuestionSource``): a dataset
+    (``dataset`` says which split), or a question file in any format openqa reads, in ``--lang``,
+    scored as ``--exam`` (``questions`` and ``exam`` say what they are to this command)."""
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--dataset", help=dataset)
+    src.add_argument("--questions", metavar="FILE", help=f"{questions} (with --lang): MedQA JSON lines, MIRAGE benchmark "
+                     "JSON (with --subset), MedMCQA JSON lines (opa..opd, cop) or MMLU CSV (.csv: question, four options, "
+                     "answer letter); every question needs its answer")
+    parser.add_argument("--subset", help="with a MIRAGE --questions file: which of its datasets (e.g. medqa, mmlu, pubmedqa)")
+    parser.add_argument("--lang", choices=LANGS, help="with --questions: their language, which picks the corpus (default: en)")
+    parser.add_argument("--exam", help="what --questions are scored as: usmle, mcmle, twmle (or a dataset's name, e.g. "
+                        f"mainland): the paper's per-exam parameters and {exam} (default: usmle for en, mcmle for zh)")
+
+
 def _llm_flags(parser: argparse.ArgumentParser) -> None:
     """Settings of ``--method llm``: backend, evidence, scoring, order bias, requests and the reply cache."""
     g = parser.add_argument_group("--method llm (an instruction model reads the evidence)")
@@ -164,13 +179,10 @@ def build_parser() -> argparse.ArgumentParser:
     _common(st)
 
     ev = sub.add_parser("eval", help="accuracy of a method on a dataset split, with a 95%% CI")
-    src = ev.add_mutually_exclusive_group(required=True)
-    src.add_argument("--dataset", help="dataset name: us, us5, mainland, mainland5, tw, tw-en, tw-zh")
-    src.add_argument("--questions", help="a question file (with --lang): MedQA JSON lines, MIRAGE benchmark JSON (with --subset), MedMCQA JSON lines (opa..opd, cop) or MMLU CSV (.csv: question, four options, answer letter)")
-    ev.add_argument("--subset", help="with a MIRAGE --questions file: which of its datasets (e.g. medqa, mmlu, pubmedqa)")
+    _question_source_flags(ev, "dataset name: us, us5, mainland, mainland5, tw, tw-en, tw-zh", "a question file",
+                           "the tuned settings of that exam's dataset (yours, from openqa tune --dataset or "
+                           "--questions, else shipped)")
     ev.add_argument("--split", help="with --dataset: train, dev or test (default: test)")
-    ev.add_argument("--lang", choices=LANGS, help="with --questions: their language, which picks the corpus (default: en)")
-    ev.add_argument("--exam", help="what --questions are scored as: usmle, mcmle, twmle (or a dataset's name, e.g. mainland): the paper's per-exam parameters and the dev-tuned settings of that exam's dataset (default: usmle for en, mcmle for zh)")
     ev.add_argument("--limit", type=int, help="only the first N questions (a quick check)")
     ev.add_argument("--offset", type=int, default=0, help="skip the first N questions (with --limit: a slice, e.g. for "
                     "two processes over disjoint ranges sharing one reply cache; default: 0)")
@@ -186,15 +198,19 @@ def build_parser() -> argparse.ArgumentParser:
     _corpus_flag(ev)
     _common(ev)
 
-    tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev (an ensemble: its weights), then fit "
-                        "the method's probabilities there; record both in --settings-dir")
-    tu.add_argument("--dataset", required=True, help="dataset whose dev split is searched")
+    tu = sub.add_parser("tune", help="grid-search top-N, aggregate and query mode on dev or your own solved questions (an "
+                        "ensemble: its weights), then fit the method's probabilities there; record both in --settings-dir")
+    _question_source_flags(tu, "dataset whose dev split is searched", "your own solved questions to fit on instead of a dev split",
+                           "where the fit is filed: as the settings of that exam's dataset (usmle: us, mcmle: mainland, "
+                           "twmle: tw-en or tw) over --corpus, replacing your earlier tune of it there, so that eval "
+                           "--questions and answer with the same --lang, --exam and --corpus (and eval --dataset of that "
+                           "exam) use it; the record names the file and its SHA-256")
     _method_flags(tu)
     tu.add_argument("--parts", help="with --method ensemble: the methods it combines, comma-separated, each as METHOD or "
                     "METHOD:top_n=N (e.g. ir-custom,ir-custom:top_n=1,pmi,llm); default: the training-free methods of the language")
     tu.add_argument("--calibrate-only", action="store_true", help="keep the method's settings (yours, else shipped) and only fit "
-                    "its probabilities on dev (what a reader or an LLM gets in any case)")
-    tu.add_argument("--limit", type=int, help="only the first N dev questions (recorded with the fit)")
+                    "its probabilities on dev or --questions (what a reader or an LLM gets in any case)")
+    tu.add_argument("--limit", type=int, help="only the first N questions (recorded with the fit)")
     _llm_flags(tu)
     _ensemble_flags(tu)
     _bank_flag(tu, scores_many=True)

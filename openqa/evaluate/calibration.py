@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence, cast
 import numpy as np
 
 from openqa.cancel import checkpoint
+from openqa.data import DATASETS
 from openqa.errors import OpenQAError, UsageError
 from openqa.evaluate.metrics import wilson_interval
 from openqa.scorers.base import OptionScores
@@ -187,13 +188,15 @@ def fit_temperature(logits: Sequence[np.ndarray], answers: Sequence[int]) -> flo
 
 
 def dataset_label(dataset: str) -> str:
-    """How a sentence names a dataset's dev split."""
-    return f"MedQA {dataset} dev"
+    """How a sentence names the questions a calibration was fitted on: a named dataset's dev split,
+    else the label it was given (a user's question file, by name and digest)."""
+    return f"MedQA {dataset} dev" if dataset in DATASETS else dataset
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """A method's temperature over its logits (on ``scale``), fitted on ``dataset`` dev, with what
+    """A method's temperature over its logits (on ``scale``), fitted on ``dataset`` dev (or the
+    questions ``dataset`` names: ``dataset_label``), with what
     the fit saw: ``bins`` counts the dev answers and the right ones in ``RELIABILITY_BINS`` equal-width
     bins of confidence, ``chance`` the mean of 1/options, ``settings`` the method's settings when
     fitted, ``fitted_on`` which dev logits the temperature was fitted on (a method whose weights were

@@ -73,12 +73,22 @@ def open_method(ctx: Context, name: str, target: Exam, request: Request = Reques
         differences = _DIFFERENCES.get()
         if token is not None and differences:
             parts = " (its parts first)" if opened.parts or method(name).parts else ""
-            ctx.notify_once(f"settings {differences[0]}: run openqa tune --method {name} --dataset {target.dataset}{parts} "
-                            "to retune")
+            ctx.notify_once(f"settings {differences[0]}: {retune_hint(ctx, name, target, parts)}")
         return opened
     finally:
         if token is not None:
             _DIFFERENCES.reset(token)
+
+
+def retune_hint(ctx: Context, name: str, target: Exam, parts: str = "") -> str:
+    """How to tune ``name`` (``parts``: what to tune first) again for ``target`` over the context's
+    corpus: a named corpus of the user's on questions they hold the answers of (``--questions``,
+    filed where this run looks), the textbooks on the exam's dev split."""
+    if not ctx.corpus:
+        return f"run openqa tune --method {name} --dataset {target.dataset}{parts} to retune"
+    exam = "" if target.dataset == Exam.resolve(lang=target.lang).dataset else f" --exam {target.dataset}"
+    return (f"retune on questions you hold the answers of: openqa tune --method {name} --questions FILE "
+            f"--lang {target.lang}{exam} --corpus {ctx.corpus}{parts}")
 
 
 def _open_method(ctx: Context, name: str, target: Exam, request: Request, calibrated: bool) -> Opened:

@@ -119,6 +119,9 @@ TASKS = {
              "--option A=Gentamicin --option B=Ceftriaxone", r"^(openqa:|Prediction|  [A-Z]\. |      \[)"),
         Step("openqa eval --questions quiz.jsonl --lang en --corpus mine", r"^quiz"),
         Step("openqa eval --questions quiz.jsonl --lang en --corpus mine --top-n 1", r"^(quiz|wrote)"),
+        Step("openqa tune --questions quiz.jsonl --lang en --corpus mine", r"^(chose|probabilities|openqa:)"),
+        Step('openqa answer --corpus mine --question "Which antibiotic inhibits bacterial cell wall synthesis?" '
+             "--option A=Gentamicin --option B=Ceftriaxone", r"^(openqa:|Prediction|  probability|  [A-Z]\. )"),
     ), NOTES),
     "trec": Task("A TREC run and its scoring", (
         Step("openqa eval --dataset us --split test --retrieval --output results"),

@@ -82,6 +82,7 @@ def main(data: Path) -> str:
     evaluation: Evaluation = run_eval("ir-custom", "us", split="dev", limit=10, workspace=where)
     low, high = evaluation.ci95
     tuned: Tuning = tune("ir-custom", "us", workspace=where)
+    mine: Tuning = tune("ir-custom", questions=data / "solved.jsonl", lang="en", exam="usmle", limit=100, workspace=where)
     runs: list[dict[str, object]] = browse_results(data / "results")
     curves: dict[str, object] = result_curves(data / "results", "us-dev-ir-custom.json")
     errors: tuple[type[OpenQAError], ...] = (DataError, MissingExtraError, UsageError)
@@ -97,7 +98,7 @@ def main(data: Path) -> str:
         Solver.open("nope")
     except errors as exc:
         return (f"{openqa.__version__} {exc} {built.seconds} {hits} {many} {run} {prediction} {probabilities} {low} {high} "
-                f"{tuned.chosen} {heavy} {cost.units} {runs} {curves} {options} {folder} {provenance} {summary.get('accuracy')} {fingerprint['checksum']} "
+                f"{tuned.chosen} {mine.files} {heavy} {cost.units} {runs} {curves} {options} {folder} {provenance} {summary.get('accuracy')} {fingerprint['checksum']} "
                 f"{scores[0, 0]} {ids[0, 0]}")
     return str(evaluation.accuracy)
 
