@@ -640,6 +640,20 @@ def test_an_endpoint_with_credentials_is_refused_and_never_written(root, capsys,
     assert code == 2 and one_line_error(err, "must not carry a user or password") and "s3cr" not in err + out, err
 
 
+@pytest.mark.parametrize("tail", ["?api_key=QSECRET", "/?api_key=QSECRET", "#token=QSECRET", "?a=1#token=QSECRET"])
+def test_an_endpoint_with_a_query_string_or_fragment_is_refused_without_its_token(root, capsys, fake, tmp_path, tail):
+    before = sorted((root / "results").rglob("*")) if (root / "results").exists() else []
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--endpoint", fake.url + tail, "--json")
+    shown = fake.url + tail[:tail.index("/") + 1 if tail.startswith("/") else 0]
+    assert code == 2 and one_line_error(err, f"--endpoint {shown} must not carry a query string or fragment"), err
+    assert "QSECRET" not in err + out and not fake.requests
+    assert (sorted((root / "results").rglob("*")) if (root / "results").exists() else []) == before
+    code, out, err = run(root, capsys, "--method", "llm", "--model", "fake-model", "--endpoint", fake.url + tail,
+                         "--evidence", "none", "--question", "Which drug?", "--option=A=a", "--option=B=b",
+                         command="answer")
+    assert code == 2 and one_line_error(err, "must not carry a query string or fragment") and "QSECRET" not in err + out
+
+
 def test_no_result_file_is_written_when_a_run_fails(root, capsys, fake, tmp_path):
     fake.script = [(200, "A"), (401, "no")]
     before = set((root / "results").glob("*")) if (root / "results").exists() else set()

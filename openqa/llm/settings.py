@@ -26,18 +26,25 @@ KEY_VARIABLES = ("OPENQA_API_KEY", "OPENAI_API_KEY")
 
 def check_endpoint(url: str) -> str:
     """``url`` (an ``--endpoint``), refused in one line where it carries a user or password
-    (``http://user:pass@host/v1``): a credential there would be written into records and served
-    to every client, and would replace the key of ``$OPENQA_API_KEY``. The message shows the URL
-    without them."""
+    (``http://user:pass@host/v1``), a query string (``?api_key=...``) or a fragment (``#token=...``):
+    a credential there would be written into records and served to every client, and would replace
+    the key of ``$OPENQA_API_KEY``; the client appends its paths to the URL, so a query string or
+    fragment would also end up before them (``...?api_key=k/v1/models``). The message shows the
+    URL without any of them."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
     cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    authority = rest[:cut]
+    authority, path = rest[:cut], rest[cut:]
+    host = authority.rpartition("@")[2]
+    plain = min((i for i in (path.find(c) for c in "?#") if i >= 0), default=len(path))
+    shown = f"{scheme}{sep}{host}{path[:plain]}"
     if "@" in authority:
-        shown = f"{scheme}{sep}{authority.rpartition('@')[2]}{rest[cut:]}"
         raise OpenQAError(f"--endpoint {shown} must not carry a user or password: give the key in "
                           f"${KEY_VARIABLES[0]} (or ${KEY_VARIABLES[1]}) instead")
+    if plain < len(path):
+        raise OpenQAError(f"--endpoint {shown} must not carry a query string or fragment ('?...' or '#...'): give "
+                          f"the server's base URL, and a key in ${KEY_VARIABLES[0]} (or ${KEY_VARIABLES[1]})")
     return url
 
 
