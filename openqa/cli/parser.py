@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from openqa import __version__
 from openqa.config import DEFAULT_METHOD, DEFAULT_RESULTS, ENV_RESULTS
 from openqa.languages import DEFAULT_LANG, LANGS
+from openqa.llm.settings import MAX_DEMONSTRATIONS
 from openqa.scorers.query import QUERY_MODES
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-prompt-reuse", dest="prompt_reuse", action="store_false", help="with a .gguf model: compute every prompt from an empty cache (by default a prompt reuses the rows of the previous one llama.cpp holds where that gives the same numbers, such as the shared system prompt)")
     g.add_argument("--demonstrations", type=int, default=0, metavar="K", help="show the K nearest solved questions of the "
                    "exam's bank (its dev split, train where present, --bank files) with their answers before the question "
-                   "(a question never sees itself) (default: 0)")
+                   f"(a question never sees itself; at most {MAX_DEMONSTRATIONS}) (default: 0)")
     g.add_argument("--cache-dir", help="folder of the reply cache: a rerun makes no model calls, an interrupted run resumes (default: llm-cache/ in the index folder)")
 
 

@@ -48,6 +48,11 @@ def check_endpoint(url: str) -> str:
     return url
 
 
+#: The most solved questions ``--demonstrations`` shows: each is a whole question with its options and
+#: answer in the prompt (an exam question takes some hundred tokens or more), so a larger K is refused up
+#: front rather than after the bank was searched and a prompt no model's context holds was built.
+MAX_DEMONSTRATIONS = 64
+
 #: The settings that are whole numbers (None: the default), and those that are numbers, by field.
 WHOLE = ("top_k", "evidence_tokens", "context", "permutations", "concurrency", "retries", "seed", "max_tokens", "threads",
          "batch_size", "demonstrations")
@@ -134,6 +139,9 @@ class LLMSettings:
                                  ("--demonstrations", self.demonstrations, 0)):
             if count is not None and count < low:
                 raise OpenQAError(f"{name} must be at least {low}, not {count}")
+        if self.demonstrations > MAX_DEMONSTRATIONS:
+            raise OpenQAError(f"--demonstrations must be at most {MAX_DEMONSTRATIONS}, not {self.demonstrations}: "
+                              "each is a whole solved question in the prompt")
         if not (math.isfinite(self.timeout) and self.timeout > 0):  # nan passes every comparison
             raise OpenQAError(f"--timeout must be a positive number of seconds, not {self.timeout}")
         if not (math.isfinite(self.temperature) and self.temperature >= 0):
