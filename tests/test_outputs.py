@@ -26,7 +26,7 @@ from openqa.evaluate.results import write_all_or_none
 from openqa.retrieval import manifest as manifest_module
 from openqa.retrieval.manifest import folder_lock
 from openqa.tuning import load_calibration
-from tests.helpers import OPENQA, failures_in_threads, loc, run, site_env
+from tests.helpers import OPENQA, failures_in_threads, loc, run, site_env, write_run
 
 TOPICS = "q1\tceftriaxone cell wall synthesis\nq2\taspirin cyclooxygenase\n"
 
@@ -59,7 +59,8 @@ def test_a_write_that_fails_leaves_the_old_files_and_no_temporary(tmp_path, monk
 
 def test_a_result_summary_is_read_only_with_the_files_it_was_written_with(tmp_path):
     (tmp_path / "r.md").write_text("report")
-    summary = {"accuracy": 50.0, "command": "openqa eval", "result_files": {"r.md": hashlib.sha256(b"report").hexdigest()}}
+    summary = {"dataset": "us", "split": "dev", "method": "m", "accuracy": 50.0, "command": "openqa eval",
+               "result_files": {"r.md": hashlib.sha256(b"report").hexdigest()}}
     (tmp_path / "r.json").write_text(json.dumps(summary))
     assert read_result_set(tmp_path / "r.json") == summary
     assert read_result_set(str(tmp_path / "r.json")) == summary
@@ -256,12 +257,7 @@ def test_a_second_tune_of_a_pair_waits_for_the_lock_of_the_first(tmp_path, monke
 
 
 def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_output(tmp_path, monkeypatch, capsys):
-    runs = []
-    for name, right in (("a", {0, 1}), ("b", {0, 2, 3})):
-        rows = [{"qid": f"q{i}", "digest": f"d{i}", "prediction": "A", "correct": i in right, "confidence": 0.5} for i in range(4)]
-        (tmp_path / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        (tmp_path / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "n": 4}))
-        runs.append(str(tmp_path / f"{name}.json"))
+    runs = [str(write_run(tmp_path, name, right, n=4)) for name, right in (("a", {0, 1}), ("b", {0, 2, 3}))]
     (tmp_path / "link.md").symlink_to(tmp_path / "b.predictions.jsonl")
     before = result_set(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -279,12 +275,7 @@ def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_outp
 @pytest.mark.spawns
 @pytest.mark.parametrize("name", ["/dev/stdout", "/proc/self/fd/1", "link"])
 def test_output_to_standard_output_writes_through_a_redirection_and_a_pipe(tmp_path, name):
-    runs = []
-    for run_name in ("a", "b"):
-        rows = [{"qid": f"q{i}", "digest": f"d{i}", "prediction": "A", "correct": i < 2, "confidence": 0.5} for i in range(4)]
-        (tmp_path / f"{run_name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        (tmp_path / f"{run_name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": run_name, "n": 4}))
-        runs.append(str(tmp_path / f"{run_name}.json"))
+    runs = [str(write_run(tmp_path, name, {0, 1}, n=4)) for name in ("a", "b")]
     (tmp_path / "link").symlink_to("/dev/stdout")
     output = str(tmp_path / "link") if name == "link" else name
     redirected = tmp_path / "out.md"

@@ -22,6 +22,7 @@ from openqa.data import QUESTION_FILE
 from openqa.errors import DataError, UsageError
 from openqa.evaluate.calibration import calibrated_ece, calibration_error
 from openqa.evaluate.metrics import paired_difference, wilson_interval
+from openqa.evaluate.results import not_an_eval_record
 from openqa.jsonl import decode, decode_at, numbered_lines, text_line
 from openqa.version import version_record
 
@@ -129,11 +130,9 @@ def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> d
         record = decode(record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DataError(f"{record_path}: not a readable eval record ({exc})") from None
-    if not isinstance(record, dict) or "dataset" not in record:
-        raise DataError(f"{record_path}: not an eval record (no dataset)")
-    for field in ("dataset", "split"):
-        if field in record and not isinstance(record[field], str):
-            raise DataError(f"{record_path}: its {field} is {_shown(record[field])}, not a name: not an eval record")
+    why = not_an_eval_record(record)
+    if why is not None:
+        raise DataError(f"{record_path}: not an eval record openqa wrote ({why})")
     rows: dict[str, dict[str, Any]] = {}
     lines: dict[str, str] = {}  # where each question's row stands
     lookup: dict[str, str] | None = None

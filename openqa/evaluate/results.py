@@ -397,6 +397,25 @@ def confidence_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def not_an_eval_record(value: Any) -> str | None:
+    """Why a JSON value is not an eval record ``openqa eval`` wrote (``write_results``), in a few words,
+    or None when it is one: a dataset, split and method by name, and the digests of the files written
+    with it by their plain names (``result_files``, never empty). ``{}``, ``{"result_files": {}}``,
+    a comparison's record (``openqa compare``, which names no files) and other JSON are not, so
+    that neither ``read_result_set`` nor ``compare`` takes them for a run."""
+    if not isinstance(value, dict):
+        return f"a JSON {type(value).__name__}, not an object"
+    unnamed = next((field for field in ("dataset", "split", "method") if not isinstance(value.get(field), str)), None)
+    if unnamed is not None:
+        return f"its {unnamed} is not a name" if unnamed in value else f"no {unnamed}"
+    files = value.get("result_files")
+    if not isinstance(files, dict) or not files:
+        return "no result_files: the files an eval writes with its record, by digest"
+    if not all(isinstance(n, str) and isinstance(d, str) and n and Path(n).name == n for n, d in files.items()):
+        return "its result_files are not file names with digests"
+    return None
+
+
 #: The largest result summary ``read_result_set`` reads (openqa writes some kilobytes; the predictions are beside it).
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
 
@@ -421,11 +440,10 @@ def read_result_set(path: str | Path) -> dict[str, Any]:
         summary = json.loads(read_small(path, MAX_SUMMARY_BYTES, "a result summary").decode("utf-8"))
     except (ValueError, RecursionError) as exc:
         raise OpenQAError(f"{shown}: unreadable result summary ({arg.shown(exc, 200)})") from None
-    files = summary.get("result_files", {}) if isinstance(summary, dict) else None
-    if not isinstance(files, dict) or not all(isinstance(n, str) and isinstance(d, str) and n and Path(n).name == n
-                                              for n, d in files.items()):
-        raise OpenQAError(f"{shown}: not a result summary openqa wrote (its result_files are not file names with digests)")
-    for name, digest in files.items():
+    why = not_an_eval_record(summary)
+    if why is not None:
+        raise OpenQAError(f"{shown}: not a result summary openqa wrote ({why})")
+    for name, digest in summary["result_files"].items():
         other = path.with_name(name)
         if not other.is_file() or _file_digest(other) != digest:
             raise OpenQAError(f"{arg.named(other)}: missing or from another run than {arg.named(path.name)}; "
