@@ -272,10 +272,38 @@ def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_outp
     assert (tmp_path / "cmp.md").is_file() and (tmp_path / "cmp.md.json").is_file()
 
 
+def test_compare_never_replaces_another_eval_runs_record_or_files(tmp_path, monkeypatch, capsys):
+    """NL1: an eval run not compared keeps its record and the files it names (its report here); the
+    comparison written before may be replaced."""
+    runs = [str(write_run(tmp_path, name, right, n=4)) for name, right in (("a", {0, 1}), ("b", {0, 2, 3}))]
+    other = write_run(tmp_path, "c", {0}, n=4)
+    (tmp_path / "c.md").write_text("# the report of run c\n")
+    record = json.loads(other.read_text())
+    record["result_files"]["c.md"] = hashlib.sha256(b"# the report of run c\n").hexdigest()
+    other.write_text(json.dumps(record))
+    assert read_result_set(other)
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", *runs, "--output", "cmp.md"]) == 0
+    capsys.readouterr()
+    before = result_set(tmp_path)
+    for output, replaced in (("c", "c.json, the record of an eval run"), ("c.json", "c.json, the record of an eval run"),
+                             ("c.md", "c.md, a file of the eval run c.json"),
+                             ("c.predictions.jsonl", "c.predictions.jsonl, a file of the eval run c.json")):
+        assert main(["compare", *runs, "--output", output]) == 2, output
+        err = capsys.readouterr().err
+        assert err.startswith(f"openqa: error: --output {output} would replace ") and err.endswith(
+            f"{replaced}: name another file\n") and err.count("\n") == 1, err
+    assert result_set(tmp_path) == before and read_result_set(other)
+    assert main(["compare", *runs[::-1], "--output", "cmp.md"]) == 0  # its own earlier output
+    assert result_set(tmp_path) != before and "| a.json | b.json |" in (tmp_path / "cmp.md").read_text()
+
+
 @pytest.mark.spawns
 @pytest.mark.parametrize("name", ["/dev/stdout", "/proc/self/fd/1", "link"])
 def test_output_to_standard_output_writes_through_a_redirection_and_a_pipe(tmp_path, name):
-    runs = [str(write_run(tmp_path, name, {0, 1}, n=4)) for name in ("a", "b")]
+    """NL10, NC1: standard output named as --output gets the tables once (they were printed twice),
+    with no note naming /proc/<pid>/fd/pipe:[...]; with --json, which prints the record there, it is refused."""
+    runs = [str(write_run(tmp_path, run_name, {0, 1}, n=4)) for run_name in ("a", "b")]
     (tmp_path / "link").symlink_to("/dev/stdout")
     output = str(tmp_path / "link") if name == "link" else name
     redirected = tmp_path / "out.md"
@@ -287,8 +315,17 @@ def test_output_to_standard_output_writes_through_a_redirection_and_a_pipe(tmp_p
     assert done.returncode == 0, done.stderr
     text = redirected.read_text()
     assert redirected.stat().st_ino == inode and text.startswith("before\n# us test: 2 runs on 4 common questions")
-    assert text.count("# us test: 2 runs") == 2 and sorted(p.name for p in tmp_path.iterdir()) == [
+    assert text.count("# us test: 2 runs") == 1 and sorted(p.name for p in tmp_path.iterdir()) == [
         "a.json", "a.predictions.jsonl", "b.json", "b.predictions.jsonl", "link", "out.md"]
     piped = subprocess.run([OPENQA, "compare", *runs, "--output", output], capture_output=True, text=True, timeout=120,
                            cwd=tmp_path)
-    assert piped.returncode == 0 and piped.stdout.count("# us test: 2 runs") == 2, piped.stderr
+    assert piped.returncode == 0 and piped.stdout.count("# us test: 2 runs") == 1 and "wrote" not in piped.stderr, piped.stderr
+    as_json = subprocess.run([OPENQA, "compare", *runs, "--output", output, "--json"], capture_output=True, text=True,
+                             timeout=120, cwd=tmp_path)
+    assert as_json.returncode == 2 and not as_json.stdout and as_json.stderr == (
+        f"openqa: error: --output {output} is standard output, where --json prints the record: name a file, or leave "
+        "out one of them\n")
+    to_stderr = subprocess.run([OPENQA, "compare", *runs, "--output", "/dev/stderr", "--json"], capture_output=True,
+                               text=True, timeout=120, cwd=tmp_path)
+    assert to_stderr.returncode == 0 and json.loads(to_stderr.stdout)["n"] == 4
+    assert to_stderr.stderr.endswith("\nwrote /dev/stderr\n") and to_stderr.stderr.startswith("# us test"), to_stderr.stderr

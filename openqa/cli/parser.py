@@ -273,7 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("runs", nargs="+", metavar="RUN", help="eval records (.json) or their .predictions.jsonl files, of one dataset "
                     "and split; matched on their common questions by content; the first is the baseline")
     co.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
-    co.add_argument("--output", metavar="FILE", help="also write the comparison as Markdown (FILE.md) with its JSON beside it; never one of the runs compared; - prints it only")
+    co.add_argument("--output", metavar="FILE", help="also write the comparison as Markdown (FILE.md) with its JSON beside it; never one of the runs compared nor an eval run's record or files (its earlier output may be replaced); - or /dev/stdout prints it only, once (not with --json)")
     co.add_argument("--data-dir", help="MedQA data_clean folder, for runs written before predictions carried question digests "
                     "(default: $OPENQA_DATA)")
 

@@ -22,7 +22,7 @@ from openqa.data import QUESTION_FILE
 from openqa.errors import DataError, UsageError
 from openqa.evaluate.calibration import calibrated_ece, calibration_error
 from openqa.evaluate.metrics import paired_difference, wilson_interval
-from openqa.evaluate.results import not_an_eval_record
+from openqa.evaluate.results import not_an_eval_record, output_target, refuse_run_files
 from openqa.jsonl import decode, decode_at, numbered_lines, text_line
 from openqa.version import version_record
 
@@ -120,6 +120,22 @@ def run_paths(given: Path) -> tuple[Path, Path]:
     if name.endswith(".json"):
         return given, predictions_of(given)
     raise UsageError(f"{given}: give an eval record (.json) or its predictions file (.predictions.jsonl)")
+
+
+def check_output(output: Path, runs: Sequence[Path]) -> None:
+    """Refuse, in one line before any work, an ``openqa compare --output`` that is a folder or would
+    replace one of the runs it compares (its record or predictions file, links followed), as itself
+    or as the JSON written beside it, or another eval run's record or files (``refuse_run_files``).
+    Its own earlier output may be replaced."""
+    target, regular = output_target(output)
+    written = [target, target.with_name(target.name + ".json")]
+    inputs = {path.resolve(): path for run in runs for path in run_paths(Path(run))}
+    for path in written:
+        if path.resolve() in inputs:
+            raise UsageError(f"--output {output} would replace {inputs[path.resolve()]}, one of the runs compared: "
+                             "name another file")
+    if regular:
+        refuse_run_files(written, output)
 
 
 def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> dict[str, Any]:

@@ -420,6 +420,34 @@ def not_an_eval_record(value: Any) -> str | None:
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
 
 
+def _eval_record_at(path: Path) -> dict[str, Any] | None:
+    """The eval record ``path`` holds, or None where it holds none or cannot be read as one."""
+    from openqa.jsonl import read_small
+
+    try:
+        record = json.loads(read_small(path, MAX_SUMMARY_BYTES, "a result summary").decode("utf-8"))
+    except (OpenQAError, ValueError, RecursionError):
+        return None
+    return record if not_an_eval_record(record) is None else None
+
+
+def refuse_run_files(written: list[Path], output: Path) -> None:
+    """Refuse, in one line before any work, an ``--output`` whose files ``written`` (the output and
+    what goes beside it) would replace an eval record or a file one names in its folder (its report,
+    predictions or figure): that run would no longer pass ``read_result_set``, and a record would be
+    lost for a comparison. Other files, such as the previous output of the same command, may be replaced."""
+    for path in written:
+        if not path.is_file():
+            continue
+        if _eval_record_at(path) is not None:
+            raise OpenQAError(f"--output {output} would replace {path}, the record of an eval run: name another file")
+        for record in sorted(path.parent.glob("*.json")):
+            found = _eval_record_at(record)
+            if found is not None and path.name in found["result_files"]:
+                raise OpenQAError(f"--output {output} would replace {path}, a file of the eval run {record.name}: "
+                                  "name another file")
+
+
 def read_result_set(path: str | Path) -> dict[str, Any]:
     """A result summary, refused unless the prediction and report files beside it are the ones it was
     written with (a run killed between its writes leaves a newer file beside an older summary).
