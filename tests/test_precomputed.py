@@ -120,6 +120,21 @@ def test_a_score_that_would_drop_a_vote_is_refused_at_its_line(tmp_path, score, 
                                  "1e+12 in size (give null for no score)")
 
 
+@pytest.mark.parametrize("scale", ["probability", "log-probability"])
+@pytest.mark.parametrize("score", ["2.0", "-0.5", "1.0000001"])
+def test_a_probability_outside_0_and_1_is_refused_at_its_line(tmp_path, scale, score):
+    """NL5: such a part was read as if it were probabilities (2.0 floored, logged) and fitted."""
+    good = f'{{"digest": "d1", "scores": {{"A": 1, "B": 0.0, "C": null}}, "scale": "{scale}"}}'
+    (tmp_path / "p.jsonl").write_text(good + "\n" + good.replace("d1", "d2").replace("0.0", score) + "\n")
+    with pytest.raises(DataError) as raised:
+        PrecomputedScorer(tmp_path / "p.jsonl", "ext")
+    assert str(raised.value) == (f"{tmp_path / 'p.jsonl'}:2: the score of B is {float(score)!r}, not a probability from 0 "
+                                 "to 1 (the row's scale is probability)")
+    (tmp_path / "p.jsonl").write_text(good.replace(scale, "logits") + "\n" + good.replace("d1", "d2").replace("0.0", score)
+                                      .replace(scale, "logits") + "\n")
+    assert PrecomputedScorer(tmp_path / "p.jsonl", "ext").by_digest["d2"]["scores"]["B"] == float(score)
+
+
 def test_a_question_scored_twice_otherwise_is_refused_and_the_same_row_twice_is_read(tmp_path):
     path = tmp_path / "p.jsonl"
     row = '{"digest": "d1", "scores": {"A": 0.5, "B": 0.2}, "scale": "log-probability"}'

@@ -26,7 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import RESULTS, file_sha256, shareable
-from openqa import run_record
+from openqa import OpenQAError, run_record
+from openqa.scorers.precomputed import checked_row
 
 #: What a part's name may hold: it becomes part of a file name in the results tree.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
@@ -114,6 +115,10 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             raise SystemExit(f"llm_part: {path}:{number}: a row without {', '.join(ROW)}: rerun openqa eval")
         if not (isinstance(row["qid"], str) and isinstance(row["digest"], str)):
             raise SystemExit(f"llm_part: {path}:{number}: its qid and digest must be text: rerun openqa eval")
+        try:  # what the part's reader would refuse (NaN, a probability of 2.0) is never written into it
+            checked_row(f"{path}:{number}", dict(row))
+        except OpenQAError as exc:
+            raise SystemExit(f"llm_part: {exc}") from None
         rows.append({key: row[key] for key in ROW})
     return rows
 
