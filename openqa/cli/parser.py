@@ -105,7 +105,9 @@ def _ensemble_flags(parser: argparse.ArgumentParser, files: bool = True) -> None
         return
     g.add_argument("--predictions", action="append", default=[], metavar="PART=FILE", help="read part PART's option scores from "
                    "FILE (an openqa .predictions.jsonl or JSON lines of digest, scores and scale) instead of running it; "
-                   "matched to questions by content; repeat for more parts")
+                   "PART is a label of --parts (letters, digits, '.', '_', '-'): a name of your own, or a method's "
+                   "(llm=FILE: an LLM's scores made elsewhere; pmi=FILE: the pmi part's scores are read, not run; a fit "
+                   "lists such parts under from_files); matched to questions by content; repeat for more parts")
 
 
 def _listings() -> dict[str, str]:
