@@ -224,9 +224,14 @@ def test_a_ctrl_c_inside_the_write_of_a_tuned_pair_leaves_one_whole_pair(tmp_pat
             yield
 
     monkeypatch.setattr(results_module, "interrupts_held", interrupted)
+    capsys.readouterr()
     assert tune_here(tmp_path, monkeypatch, "--limit", "1") == 130
     after = tuned_pair(tmp_path)  # the new pair, whole (the old one used to lose its settings' match)
     assert after != before and json.loads(after[1])["dev"]["n"] == 1
+    pair = [tmp_path / "tuned" / name for name in ("ir-custom-us.json", "ir-custom-us.calibration.json")]
+    written = capsys.readouterr().err.splitlines()[-1]  # NL12: the stop said "interrupted" alone, as if nothing was written
+    assert written == (f"openqa: interrupted, once {', '.join(map(str, pair))} had been written whole: the new "
+                       "files are in place, not the old ones"), written
 
     real = Path.write_bytes
 
@@ -240,7 +245,7 @@ def test_a_ctrl_c_inside_the_write_of_a_tuned_pair_leaves_one_whole_pair(tmp_pat
     assert tune_here(tmp_path, monkeypatch) == 130
     monkeypatch.setattr(Path, "write_bytes", real)
     assert tuned_pair(tmp_path) == after
-    capsys.readouterr()
+    assert capsys.readouterr().err.splitlines()[-1] == "openqa: interrupted"  # nothing new in place
 
 
 def test_a_second_tune_of_a_pair_waits_for_the_lock_of_the_first(tmp_path, monkeypatch, capsys):

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from openqa.data.questions import DATASETS
 from openqa.errors import OpenQAError
-from openqa.signals import interrupts_held
+from openqa.signals import StoppedAfterWriting, interrupts_held
 from openqa.version import version_record
 
 #: The folder of a results tree (the repository's ``eval/results``) where each exam's runs are kept, by exam.
@@ -91,9 +91,11 @@ def write_all_or_none(files: dict[Path, str | bytes]) -> None:
     temporary file is removed and the old files stay. Then the temporary files take their names in
     a few renames during which Ctrl-C and SIGTERM are held and delivered once all are done: an
     interruption leaves all old or all new files and no temporary one. (Only a SIGKILL inside those
-    microseconds can mix them; ``read_result_set`` detects that.)
+    microseconds can mix them; ``read_result_set`` detects that.) A stop delivered then is raised as
+    ``StoppedAfterWriting``, which says that the new files are in place.
     """
     temps: dict[Path, Path] = {}
+    placed = False
     try:
         for path, text in files.items():
             temps[path] = _temporary(path)
@@ -104,9 +106,12 @@ def write_all_or_none(files: dict[Path, str | bytes]) -> None:
         with interrupts_held():
             for path, tmp in temps.items():
                 tmp.replace(path)
-    except BaseException:
+            placed = True
+    except BaseException as exc:
         for tmp in temps.values():
             tmp.unlink(missing_ok=True)
+        if placed and isinstance(exc, KeyboardInterrupt):  # delivered by interrupts_held, all names taken
+            raise StoppedAfterWriting(tuple(files)) from None
         raise
 
 
