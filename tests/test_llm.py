@@ -560,7 +560,7 @@ def test_concurrent_requests_keep_question_order(root, capsys, fake, tmp_path):
 @pytest.mark.parametrize("script, args, message", [
     ([(401, {"error": {"message": "invalid key"}})], [], "set the API key in $OPENQA_API_KEY"),
     ([(500, "boom")], ["--retries", "1"], "answered 500: boom (after 2 tries)"),
-    ([(200, b"<html>not json</html>")], ["--scoring", "generate"], "not JSON"),
+    ([(200, b"<html>not json</html>")], ["--scoring", "generate"], "not valid JSON"),
     ([(400, {"error": {"message": "This model's maximum context length is 2048 tokens"}})], ["--scoring", "generate"],
      "does not fit the model's context"),
     ([(200, {"object": "chat.completion", "choices": []})], ["--scoring", "generate"], "without choices[0].message"),
@@ -597,7 +597,7 @@ def test_replies_are_cached_under_the_server_and_the_weights_it_serves(root, cap
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"model": b'{"object": "list", "data": ' + b"[" * 5_000_000 + b"]}"}, "not JSON (nested too deeply"),
+    ({"model": b'{"object": "list", "data": ' + b"[" * 5_000_000 + b"]}"}, "not valid JSON (nested too deeply"),
     ({"script": [(200, {"object": "chat.completion", "choices": [{"message": {"content": "C"}, "logprobs": {
         "content": [{"token": "C", "logprob": None, "top_logprobs": [{"token": "C", "logprob": None}]}]}}]})]},
      "sent top_logprobs that are not token/logprob pairs"),

@@ -150,7 +150,7 @@ def test_records_and_rows_that_cannot_be_counted_are_refused_in_one_line(tmp_pat
 
 
 @pytest.mark.parametrize("content, message", [(b"\xff\xfe\n", "is not UTF-8 text (invalid start byte at byte 0)"),
-                                              (b"[" * 100_000 + b"]" * 100_000, "is not JSON (nested too deeply)")])
+                                              (b"[" * 100_000 + b"]" * 100_000, "is not valid JSON (nested too deeply)")])
 def test_undecodable_records_are_refused_in_one_line(tmp_path, content, message):
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF tiny")

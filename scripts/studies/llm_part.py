@@ -76,7 +76,7 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(read_text(path))
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the decoder
-        raise SystemExit(f"llm_part: {path} is not JSON ({exc if isinstance(exc, ValueError) else 'nested too deeply'})") from None
+        raise SystemExit(f"llm_part: {path} is not valid JSON ({exc if isinstance(exc, ValueError) else 'nested too deeply'})") from None
 
 
 def shown(value: Any) -> str:
@@ -110,7 +110,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except (ValueError, RecursionError):
-            raise SystemExit(f"llm_part: {path}:{number}: not JSON") from None
+            raise SystemExit(f"llm_part: {path}:{number}: not valid JSON") from None
         if not isinstance(row, dict) or any(key not in row for key in ROW):
             raise SystemExit(f"llm_part: {path}:{number}: a row without {', '.join(ROW)}: rerun openqa eval")
         if not (isinstance(row["qid"], str) and isinstance(row["digest"], str)):
