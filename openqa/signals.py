@@ -7,7 +7,18 @@ from __future__ import annotations
 import signal
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Iterator
+
+
+class StoppedAfterWriting(KeyboardInterrupt):
+    """A stop (Ctrl-C, SIGTERM) held while files took their names and delivered once all had: the
+    command stops, but ``paths`` hold their new content, whole and in place, so what it says must
+    not let the user believe the old files are still in force (a tuned pair: the new one is used)."""
+
+    def __init__(self, paths: tuple[Path, ...]) -> None:
+        super().__init__(*map(str, paths))
+        self.paths = paths
 
 
 @contextmanager

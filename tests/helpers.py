@@ -6,6 +6,7 @@ in ``tests/servers.py``."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pty
@@ -253,9 +254,11 @@ def write_run(folder: Path, name: str, right: set[int], dataset: str = "us", ord
              "correct": i in right, "confidence": confidence} for i in range(n)]
     if order_seed is not None:
         random.Random(order_seed).shuffle(rows)
-    (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    predictions = "".join(json.dumps(r) + "\n" for r in rows)
+    (folder / f"{name}.predictions.jsonl").write_text(predictions)
     (folder / f"{name}.json").write_text(json.dumps({"dataset": dataset, "split": "test", "method": name, "n": n,
-                                                     "accuracy": round(100 * len(set(right) & set(range(n))) / n, 2)}))
+                                                     "accuracy": round(100 * len(set(right) & set(range(n))) / n, 2),
+                                                     "result_files": {f"{name}.predictions.jsonl": hashlib.sha256(predictions.encode()).hexdigest()}}))
     return folder / f"{name}.json"
 
 

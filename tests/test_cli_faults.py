@@ -45,9 +45,9 @@ def test_an_edited_paragraph_count_is_refused_or_harmless(indexed, tmp_path, eng
 
 @pytest.mark.spawns
 @pytest.mark.parametrize("line, message", [
-    ("[" * 100_000 + "]" * 100_000, "invalid JSON (nested too deeply)"),
+    ("[" * 100_000 + "]" * 100_000, "not valid JSON (nested too deeply)"),
     ('{"id": ' + "7" * 5000 + ', "question": "Why?", "options": {"A": "x", "B": "y"}, "answer_idx": "A"}',
-     "invalid JSON (Exceeds the limit (4300 digits) for integer string conversion"),
+     "not valid JSON (Exceeds the limit (4300 digits) for integer string conversion"),
 ])
 def test_question_files_json_cannot_decode_are_one_line_errors(indexed, tmp_path, line, message):
     path = tmp_path / "q.jsonl"

@@ -198,8 +198,8 @@ def test_a_run_given_twice_is_refused_however_it_is_named(tmp_path):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda record, rows: record.update(dataset={"a": 1}), "its dataset is {'a': 1}, not a name: not an eval record"),
-    (lambda record, rows: record.update(split=["test"]), "its split is ['test'], not a name: not an eval record"),
+    (lambda record, rows: record.update(dataset={"a": 1}), "not an eval record openqa wrote (its dataset is not a name)"),
+    (lambda record, rows: record.update(split=["test"]), "not an eval record openqa wrote (its split is not a name)"),
     (lambda record, rows: rows[2].update(digest=["d2"]), ':3: "digest" is [\'d2\'], not text: rerun openqa eval'),
     (lambda record, rows: rows.append({**rows[1], "prediction": "B", "correct": True}),  # row 2: predicted A, answer B
      ":11: question digest 'd1' is predicted again, otherwise than on line 2: keep one row per question"),
@@ -215,6 +215,31 @@ def test_a_run_whose_names_or_rows_cannot_be_matched_is_refused_in_one_line(tmp_
     with pytest.raises(DataError) as raised:  # a TypeError (unhashable) or a silent last row before
         compare_runs([first, second], no_lookup)
     assert str(raised.value).endswith(message) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("name, text, why", [
+    ("empty", "{}", "no dataset"),
+    ("no-files", '{"result_files": {}}', "no dataset"),
+    ("list", "[1, 2]", "a JSON list, not an object"),
+    ("cmp.md", None, "no result_files: the files an eval writes with its record, by digest"),
+])
+def test_json_that_is_no_eval_record_is_refused_by_both_readers(tmp_path, name, text, why):
+    """NL2: compare and read_result_set take only a record an eval wrote, never ``{}``, a record of no
+    files nor compare's own JSON (beside ``cmp.md``), whose dataset, split and method look like a run's."""
+    from openqa.errors import OpenQAError
+    from openqa.evaluate.results import read_result_set
+
+    first, second = write_run(tmp_path, "a", {0, 1}), write_run(tmp_path, "b", {0, 2})
+    (tmp_path / f"{name}.json").write_text(text or json.dumps(compare_runs([first, second], no_lookup)))  # compare's own
+    record = tmp_path / f"{name}.json"
+    (tmp_path / f"{name}.predictions.jsonl").write_text((tmp_path / "b.predictions.jsonl").read_text())
+    with pytest.raises(DataError) as raised:
+        compare_runs([first, record], no_lookup)
+    assert str(raised.value) == f"{record}: not an eval record openqa wrote ({why})"
+    with pytest.raises(OpenQAError) as raised:
+        read_result_set(record)
+    assert str(raised.value) == f"{record}: not a result summary openqa wrote ({why})"
+    assert read_result_set(first)["method"] == "a"
 
 
 def test_a_question_asked_twice_and_answered_alike_is_read_once(tmp_path):

@@ -122,7 +122,7 @@ def test_n_options_accepts_matching_count(tmp_path: Path) -> None:
 # --- read_question_file: bad input ------------------------------------------------------------
 
 BAD_LINES = {
-    "invalid_json": ('{"question": "x", ', "invalid JSON"),
+    "invalid_json": ('{"question": "x", ', "not valid JSON"),
     "not_object": (json.dumps([1, 2]), "JSON object"),
     "missing_question": (json.dumps(record(question=None)), "question"),
     "empty_question": (json.dumps(record(question="  ")), "question"),

@@ -13,6 +13,8 @@ from openqa.cli import main
 from openqa.data import Question
 from openqa.llm import scorer as llm_scorer
 from openqa.llm.prompts import build_messages
+from openqa.llm.settings import MAX_DEMONSTRATIONS
+from openqa.scorers.bank import QuestionBank
 from tests.helpers import make_data_dir
 from tests.llm_fixtures import make_tiny_llm
 
@@ -67,6 +69,16 @@ def test_a_negative_count_is_refused_in_one_line(root, capsys):
                  "--data-dir", str(root / "data_clean"), "--index-dir", str(root / "indexes")])
     assert code == 2
     assert capsys.readouterr().err.strip() == "openqa: error: --demonstrations must be at least 0, not -1"
+
+
+def test_a_count_over_the_maximum_is_refused_before_the_bank_is_read(root, capsys, monkeypatch):
+    """No bank is searched nor prompt built for a K no prompt can hold (NL8)."""
+    monkeypatch.setattr(QuestionBank, "nearest", lambda *a: pytest.fail("the bank was searched"))
+    code = main(["eval", "--dataset", "us", "--method", "llm", "--model", str(root / "tiny"), "--demonstrations",
+                 str(MAX_DEMONSTRATIONS + 1), "--data-dir", str(root / "data_clean"), "--index-dir", str(root / "indexes")])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (f"openqa: error: --demonstrations must be at most {MAX_DEMONSTRATIONS}, "
+                                               f"not {MAX_DEMONSTRATIONS + 1}: each is a whole solved question in the prompt")
 
 
 def test_demonstrations_without_an_llm_are_refused_in_one_line(root, capsys):

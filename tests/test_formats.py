@@ -4,6 +4,8 @@ questions as MedQA's, with file:line errors, and scored by the IR baselines thro
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -78,8 +80,8 @@ def test_medmcqa_and_mmlu(tmp_path):
 @pytest.mark.parametrize("name, text, message", [
     ("bad.json", json.dumps({"medqa": {"0000": {"question": "Q?", "options": {"A": "x", "B": "y"}, "answer": "C"}}}, indent=2),
      r"bad.json:3: medqa 0000: 'answer' 'C' is not one of the option letters A, B"),
-    ("broken.json", '{"medqa": {\n  "0000": {"question": \n', r"broken.json:3: invalid JSON"),
-    ("deep.json", '{\n"medqa": ' + "[" * 100_000 + "\n", r"deep.json: invalid JSON \(nested too deeply\)"),
+    ("broken.json", '{"medqa": {\n  "0000": {"question": \n', r"broken.json:3: not valid JSON"),
+    ("deep.json", '{\n"medqa": ' + "[" * 100_000 + "\n", r"deep.json: not valid JSON \(nested too deeply\)"),
     ("latin1.json", b'{\n"medqa": {"0000": {"question": "Caf\xe9?"}}}', r"latin1.json:2: not valid UTF-8"),
     ("long.jsonl", '[' + " " * (1 << 20) + "]\n", r"long.jsonl:1: line longer than 1,048,576 bytes: not a question file"),
     ("mc.json", json.dumps({"question": "Q?", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 0}) + "\n",
@@ -163,3 +165,14 @@ def test_every_format_and_name_gives_the_same_predictions(tmp_path, capsys):
         seen[path.name] = (summary["accuracy"], summary["ties"]["questions_with_tied_best"], [r["prediction"] for r in rows])
     assert len(set(map(str, seen.values()))) == 1, seen
     assert next(iter(seen.values()))[1] >= 8  # the figure rests on ties
+
+
+def test_messages_say_not_valid_json_in_one_form():
+    """NC4: messages said both "invalid JSON" and "not valid JSON" (or "not JSON") for the same fault."""
+    root = Path(__file__).resolve().parents[1]
+    lines = [(path, number, line) for path in (*(root / "openqa").rglob("*.py"), *(root / "scripts").rglob("*.py"))
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)]
+    said = [f"{path.relative_to(root)}:{number}" for path, number, line in lines  # scripts: their messages and checks
+            if (path.is_relative_to(root / "openqa") or "SystemExit(" in line or "said(" in line)
+            and re.search(r"""["'][^"']*(invalid JSON|: not JSON|is not JSON \()""", line)]
+    assert not said, said

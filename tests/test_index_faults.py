@@ -261,6 +261,21 @@ def test_a_build_removes_scratch_folders_of_dead_builds_only(indexes):
     assert open_index(indexes, "en", "custom").manifest["paragraphs"] == 1
 
 
+def test_an_index_rebuilt_after_it_was_opened_is_not_called_damaged(indexes, tmp_path):
+    """NL9: an index opened, then rebuilt from another corpus by another command, is sound; the
+    opened one says to open it again, never that it is damaged nor to rebuild it (from the old corpus)."""
+    opened = open_index(indexes, "en", "custom")
+    data = make_data_dir(tmp_path / "other")
+    (data / "textbooks" / "en" / "Extra.txt").write_text("\n\n".join(f"Paragraph {i} of another book about the kidney."
+                                                                      for i in range(40)) + "\n")
+    build_index(data, indexes, "en", "custom")
+    with pytest.raises(OpenQAError) as caught:
+        opened.paragraphs.many([0, 1])
+    assert str(caught.value) == (f"index at {index_folder(indexes, 'en', 'custom')} was rebuilt since it was opened: "
+                                 "open it again (rerun the command, restart the server)")
+    assert open_index(indexes, "en", "custom").paragraphs[0]  # the new index is sound
+
+
 def test_overlapping_builds_both_succeed_and_the_last_to_finish_wins(tmp_path):
     final = tmp_path / "en-custom"
     with atomic_folder(final) as first:

@@ -174,7 +174,7 @@ def test_eval_retrieval_json_prints_json(indexed, tmp_path):
 def test_repeated_option_keys_and_mirage_ids_are_refused(indexed, tmp_path):
     jsonl = tmp_path / "q.jsonl"
     jsonl.write_text('{"question": "Why?", "options": {"A": "x", "A": "z", "B": "y"}, "answer_idx": "A"}\n')
-    assert f"{jsonl}:1: invalid JSON (key 'A' repeated in one object)" in one_line_error(run("eval", "--questions", str(jsonl), *indexed))
+    assert f"{jsonl}:1: not valid JSON (key 'A' repeated in one object)" in one_line_error(run("eval", "--questions", str(jsonl), *indexed))
     mirage = tmp_path / "benchmark.json"
     record = '{"question": "Why?", "options": {"A": "x", "B": "y"}, "answer": "A"}'
     mirage.write_text('{"medqa": {"0001": %s, "0001": %s}}\n' % (record, record))

@@ -560,7 +560,7 @@ def test_concurrent_requests_keep_question_order(root, capsys, fake, tmp_path):
 @pytest.mark.parametrize("script, args, message", [
     ([(401, {"error": {"message": "invalid key"}})], [], "set the API key in $OPENQA_API_KEY"),
     ([(500, "boom")], ["--retries", "1"], "answered 500: boom (after 2 tries)"),
-    ([(200, b"<html>not json</html>")], ["--scoring", "generate"], "not JSON"),
+    ([(200, b"<html>not json</html>")], ["--scoring", "generate"], "not valid JSON"),
     ([(400, {"error": {"message": "This model's maximum context length is 2048 tokens"}})], ["--scoring", "generate"],
      "does not fit the model's context"),
     ([(200, {"object": "chat.completion", "choices": []})], ["--scoring", "generate"], "without choices[0].message"),
@@ -597,7 +597,7 @@ def test_replies_are_cached_under_the_server_and_the_weights_it_serves(root, cap
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"model": b'{"object": "list", "data": ' + b"[" * 5_000_000 + b"]}"}, "not JSON (nested too deeply"),
+    ({"model": b'{"object": "list", "data": ' + b"[" * 5_000_000 + b"]}"}, "not valid JSON (nested too deeply"),
     ({"script": [(200, {"object": "chat.completion", "choices": [{"message": {"content": "C"}, "logprobs": {
         "content": [{"token": "C", "logprob": None, "top_logprobs": [{"token": "C", "logprob": None}]}]}}]})]},
      "sent top_logprobs that are not token/logprob pairs"),
@@ -638,6 +638,20 @@ def test_an_endpoint_with_credentials_is_refused_and_never_written(root, capsys,
     code, out, err = run(root, capsys, "--method", "llm", "--model", "fake-model", "--endpoint", url, "--evidence", "none",
                          "--json", "--question", "Which drug?", "--option=A=a", "--option=B=b", command="answer")
     assert code == 2 and one_line_error(err, "must not carry a user or password") and "s3cr" not in err + out, err
+
+
+@pytest.mark.parametrize("tail", ["?api_key=QSECRET", "/?api_key=QSECRET", "#token=QSECRET", "?a=1#token=QSECRET"])
+def test_an_endpoint_with_a_query_string_or_fragment_is_refused_without_its_token(root, capsys, fake, tmp_path, tail):
+    before = sorted((root / "results").rglob("*")) if (root / "results").exists() else []
+    code, out, err = eval_fake(root, capsys, fake, tmp_path, "--endpoint", fake.url + tail, "--json")
+    shown = fake.url + tail[:tail.index("/") + 1 if tail.startswith("/") else 0]
+    assert code == 2 and one_line_error(err, f"--endpoint {shown} must not carry a query string or fragment"), err
+    assert "QSECRET" not in err + out and not fake.requests
+    assert (sorted((root / "results").rglob("*")) if (root / "results").exists() else []) == before
+    code, out, err = run(root, capsys, "--method", "llm", "--model", "fake-model", "--endpoint", fake.url + tail,
+                         "--evidence", "none", "--question", "Which drug?", "--option=A=a", "--option=B=b",
+                         command="answer")
+    assert code == 2 and one_line_error(err, "must not carry a query string or fragment") and "QSECRET" not in err + out
 
 
 def test_no_result_file_is_written_when_a_run_fails(root, capsys, fake, tmp_path):

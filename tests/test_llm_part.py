@@ -126,6 +126,9 @@ def test_overlaps_other_runs_and_bad_names_are_refused_with_nothing_written(tmp_
     (lambda record, rows: {k: v for k, v in record.items() if k != "dataset"}, "its dataset is None, not a name"),
     (lambda record, rows: rows[0].update(qid=5), ":1: its qid and digest must be text"),
     (lambda record, rows: rows[1].update(digest=["d2"]), ":2: its qid and digest must be text"),
+    (lambda record, rows: rows[1]["scores"].update(B=float("nan")), ":2: the score of B is nan, not a finite number"),
+    (lambda record, rows: rows[0]["scores"].update(A=2.0), ":1: the score of A is 2.0, not a probability from 0 to 1"),
+    (lambda record, rows: rows[1]["scores"].update(B=-0.5), ":2: the score of B is -0.5, not a probability from 0 to 1"),
 ])
 def test_records_and_rows_that_cannot_be_counted_are_refused_in_one_line(tmp_path, spoil, message):
     """Each of these ended in a traceback (KeyError, TypeError, ZeroDivisionError, OverflowError) or, for
@@ -147,7 +150,7 @@ def test_records_and_rows_that_cannot_be_counted_are_refused_in_one_line(tmp_pat
 
 
 @pytest.mark.parametrize("content, message", [(b"\xff\xfe\n", "is not UTF-8 text (invalid start byte at byte 0)"),
-                                              (b"[" * 100_000 + b"]" * 100_000, "is not JSON (nested too deeply)")])
+                                              (b"[" * 100_000 + b"]" * 100_000, "is not valid JSON (nested too deeply)")])
 def test_undecodable_records_are_refused_in_one_line(tmp_path, content, message):
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF tiny")

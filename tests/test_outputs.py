@@ -26,7 +26,7 @@ from openqa.evaluate.results import write_all_or_none
 from openqa.retrieval import manifest as manifest_module
 from openqa.retrieval.manifest import folder_lock
 from openqa.tuning import load_calibration
-from tests.helpers import OPENQA, failures_in_threads, loc, run, site_env
+from tests.helpers import OPENQA, failures_in_threads, loc, run, site_env, write_run
 
 TOPICS = "q1\tceftriaxone cell wall synthesis\nq2\taspirin cyclooxygenase\n"
 
@@ -59,7 +59,8 @@ def test_a_write_that_fails_leaves_the_old_files_and_no_temporary(tmp_path, monk
 
 def test_a_result_summary_is_read_only_with_the_files_it_was_written_with(tmp_path):
     (tmp_path / "r.md").write_text("report")
-    summary = {"accuracy": 50.0, "command": "openqa eval", "result_files": {"r.md": hashlib.sha256(b"report").hexdigest()}}
+    summary = {"dataset": "us", "split": "dev", "method": "m", "accuracy": 50.0, "command": "openqa eval",
+               "result_files": {"r.md": hashlib.sha256(b"report").hexdigest()}}
     (tmp_path / "r.json").write_text(json.dumps(summary))
     assert read_result_set(tmp_path / "r.json") == summary
     assert read_result_set(str(tmp_path / "r.json")) == summary
@@ -223,9 +224,14 @@ def test_a_ctrl_c_inside_the_write_of_a_tuned_pair_leaves_one_whole_pair(tmp_pat
             yield
 
     monkeypatch.setattr(results_module, "interrupts_held", interrupted)
+    capsys.readouterr()
     assert tune_here(tmp_path, monkeypatch, "--limit", "1") == 130
     after = tuned_pair(tmp_path)  # the new pair, whole (the old one used to lose its settings' match)
     assert after != before and json.loads(after[1])["dev"]["n"] == 1
+    pair = [tmp_path / "tuned" / name for name in ("ir-custom-us.json", "ir-custom-us.calibration.json")]
+    written = capsys.readouterr().err.splitlines()[-1]  # NL12: the stop said "interrupted" alone, as if nothing was written
+    assert written == (f"openqa: interrupted, once {', '.join(map(str, pair))} had been written whole: the new "
+                       "files are in place, not the old ones"), written
 
     real = Path.write_bytes
 
@@ -239,7 +245,7 @@ def test_a_ctrl_c_inside_the_write_of_a_tuned_pair_leaves_one_whole_pair(tmp_pat
     assert tune_here(tmp_path, monkeypatch) == 130
     monkeypatch.setattr(Path, "write_bytes", real)
     assert tuned_pair(tmp_path) == after
-    capsys.readouterr()
+    assert capsys.readouterr().err.splitlines()[-1] == "openqa: interrupted"  # nothing new in place
 
 
 def test_a_second_tune_of_a_pair_waits_for_the_lock_of_the_first(tmp_path, monkeypatch, capsys):
@@ -256,12 +262,7 @@ def test_a_second_tune_of_a_pair_waits_for_the_lock_of_the_first(tmp_path, monke
 
 
 def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_output(tmp_path, monkeypatch, capsys):
-    runs = []
-    for name, right in (("a", {0, 1}), ("b", {0, 2, 3})):
-        rows = [{"qid": f"q{i}", "digest": f"d{i}", "prediction": "A", "correct": i in right, "confidence": 0.5} for i in range(4)]
-        (tmp_path / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        (tmp_path / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "n": 4}))
-        runs.append(str(tmp_path / f"{name}.json"))
+    runs = [str(write_run(tmp_path, name, right, n=4)) for name, right in (("a", {0, 1}), ("b", {0, 2, 3}))]
     (tmp_path / "link.md").symlink_to(tmp_path / "b.predictions.jsonl")
     before = result_set(tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -276,15 +277,38 @@ def test_compare_never_writes_over_its_own_runs_and_writes_dash_to_standard_outp
     assert (tmp_path / "cmp.md").is_file() and (tmp_path / "cmp.md.json").is_file()
 
 
+def test_compare_never_replaces_another_eval_runs_record_or_files(tmp_path, monkeypatch, capsys):
+    """NL1: an eval run not compared keeps its record and the files it names (its report here); the
+    comparison written before may be replaced."""
+    runs = [str(write_run(tmp_path, name, right, n=4)) for name, right in (("a", {0, 1}), ("b", {0, 2, 3}))]
+    other = write_run(tmp_path, "c", {0}, n=4)
+    (tmp_path / "c.md").write_text("# the report of run c\n")
+    record = json.loads(other.read_text())
+    record["result_files"]["c.md"] = hashlib.sha256(b"# the report of run c\n").hexdigest()
+    other.write_text(json.dumps(record))
+    assert read_result_set(other)
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", *runs, "--output", "cmp.md"]) == 0
+    capsys.readouterr()
+    before = result_set(tmp_path)
+    for output, replaced in (("c", "c.json, the record of an eval run"), ("c.json", "c.json, the record of an eval run"),
+                             ("c.md", "c.md, a file of the eval run c.json"),
+                             ("c.predictions.jsonl", "c.predictions.jsonl, a file of the eval run c.json")):
+        assert main(["compare", *runs, "--output", output]) == 2, output
+        err = capsys.readouterr().err
+        assert err.startswith(f"openqa: error: --output {output} would replace ") and err.endswith(
+            f"{replaced}: name another file\n") and err.count("\n") == 1, err
+    assert result_set(tmp_path) == before and read_result_set(other)
+    assert main(["compare", *runs[::-1], "--output", "cmp.md"]) == 0  # its own earlier output
+    assert result_set(tmp_path) != before and "| a.json | b.json |" in (tmp_path / "cmp.md").read_text()
+
+
 @pytest.mark.spawns
 @pytest.mark.parametrize("name", ["/dev/stdout", "/proc/self/fd/1", "link"])
 def test_output_to_standard_output_writes_through_a_redirection_and_a_pipe(tmp_path, name):
-    runs = []
-    for run_name in ("a", "b"):
-        rows = [{"qid": f"q{i}", "digest": f"d{i}", "prediction": "A", "correct": i < 2, "confidence": 0.5} for i in range(4)]
-        (tmp_path / f"{run_name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-        (tmp_path / f"{run_name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": run_name, "n": 4}))
-        runs.append(str(tmp_path / f"{run_name}.json"))
+    """NL10, NC1: standard output named as --output gets the tables once (they were printed twice),
+    with no note naming /proc/<pid>/fd/pipe:[...]; with --json, which prints the record there, it is refused."""
+    runs = [str(write_run(tmp_path, run_name, {0, 1}, n=4)) for run_name in ("a", "b")]
     (tmp_path / "link").symlink_to("/dev/stdout")
     output = str(tmp_path / "link") if name == "link" else name
     redirected = tmp_path / "out.md"
@@ -296,8 +320,17 @@ def test_output_to_standard_output_writes_through_a_redirection_and_a_pipe(tmp_p
     assert done.returncode == 0, done.stderr
     text = redirected.read_text()
     assert redirected.stat().st_ino == inode and text.startswith("before\n# us test: 2 runs on 4 common questions")
-    assert text.count("# us test: 2 runs") == 2 and sorted(p.name for p in tmp_path.iterdir()) == [
+    assert text.count("# us test: 2 runs") == 1 and sorted(p.name for p in tmp_path.iterdir()) == [
         "a.json", "a.predictions.jsonl", "b.json", "b.predictions.jsonl", "link", "out.md"]
     piped = subprocess.run([OPENQA, "compare", *runs, "--output", output], capture_output=True, text=True, timeout=120,
                            cwd=tmp_path)
-    assert piped.returncode == 0 and piped.stdout.count("# us test: 2 runs") == 2, piped.stderr
+    assert piped.returncode == 0 and piped.stdout.count("# us test: 2 runs") == 1 and "wrote" not in piped.stderr, piped.stderr
+    as_json = subprocess.run([OPENQA, "compare", *runs, "--output", output, "--json"], capture_output=True, text=True,
+                             timeout=120, cwd=tmp_path)
+    assert as_json.returncode == 2 and not as_json.stdout and as_json.stderr == (
+        f"openqa: error: --output {output} is standard output, where --json prints the record: name a file, or leave "
+        "out one of them\n")
+    to_stderr = subprocess.run([OPENQA, "compare", *runs, "--output", "/dev/stderr", "--json"], capture_output=True,
+                               text=True, timeout=120, cwd=tmp_path)
+    assert to_stderr.returncode == 0 and json.loads(to_stderr.stdout)["n"] == 4
+    assert to_stderr.stderr.endswith("\nwrote /dev/stderr\n") and to_stderr.stderr.startswith("# us test"), to_stderr.stderr

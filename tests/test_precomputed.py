@@ -120,6 +120,21 @@ def test_a_score_that_would_drop_a_vote_is_refused_at_its_line(tmp_path, score, 
                                  "1e+12 in size (give null for no score)")
 
 
+@pytest.mark.parametrize("scale", ["probability", "log-probability"])
+@pytest.mark.parametrize("score", ["2.0", "-0.5", "1.0000001"])
+def test_a_probability_outside_0_and_1_is_refused_at_its_line(tmp_path, scale, score):
+    """NL5: such a part was read as if it were probabilities (2.0 floored, logged) and fitted."""
+    good = f'{{"digest": "d1", "scores": {{"A": 1, "B": 0.0, "C": null}}, "scale": "{scale}"}}'
+    (tmp_path / "p.jsonl").write_text(good + "\n" + good.replace("d1", "d2").replace("0.0", score) + "\n")
+    with pytest.raises(DataError) as raised:
+        PrecomputedScorer(tmp_path / "p.jsonl", "ext")
+    assert str(raised.value) == (f"{tmp_path / 'p.jsonl'}:2: the score of B is {float(score)!r}, not a probability from 0 "
+                                 "to 1 (the row's scale is probability)")
+    (tmp_path / "p.jsonl").write_text(good.replace(scale, "logits") + "\n" + good.replace("d1", "d2").replace("0.0", score)
+                                      .replace(scale, "logits") + "\n")
+    assert PrecomputedScorer(tmp_path / "p.jsonl", "ext").by_digest["d2"]["scores"]["B"] == float(score)
+
+
 def test_a_question_scored_twice_otherwise_is_refused_and_the_same_row_twice_is_read(tmp_path):
     path = tmp_path / "p.jsonl"
     row = '{"digest": "d1", "scores": {"A": 0.5, "B": 0.2}, "scale": "log-probability"}'
@@ -173,3 +188,36 @@ def test_a_committed_part_written_under_the_former_name_reads_as_when_its_ensemb
     fitted = json.loads((root / "openqa" / "tuned" / "ensemble-qwen2.5-coder-1.5b-q4km-cc324af0-options-t512-dev1000-us.json").read_text())
     assert "--predictions llm=eval/results/llm-parts/" + part.name in fitted["command"]
     assert letter_prior(results, scorer.scale) == fitted["chosen"]["letter_priors"]["llm"]
+
+
+@pytest.mark.parametrize("label", ["a|b\nc", "a\tb", "a/b", "a|b"])
+def test_a_part_label_is_checked_like_an_ensemble_name(tmp_path, capsys, label):
+    """NL6: such a label broke the report's Markdown table (a newline, a '|') or would name files."""
+    from openqa.cli import main
+    from openqa.errors import OpenQAError
+    from openqa.methods.base import Request
+    from tests.helpers import make_data_dir
+
+    message = (f"ensemble part label {label!r} is not usable: give --predictions PART=FILE with letters, digits, '.', '_' "
+               "or '-' (at most 64, starting with a letter or digit)")
+    with pytest.raises(OpenQAError) as raised:
+        Request(predictions=((label, "p.jsonl"),))
+    assert str(raised.value) == message
+    (tmp_path / "p.jsonl").write_text('{"digest": "d", "scores": {"A": 0.5, "B": 0.5}, "scale": "probability"}\n')
+    (tmp_path / "tuned").mkdir()
+    code = main(["tune", "--method", "ensemble", "--dataset", "us", "--parts", f"ir-custom,{label}", "--predictions",
+                 f"{label}={tmp_path / 'p.jsonl'}", "--data-dir", str(make_data_dir(tmp_path)), "--index-dir",
+                 str(tmp_path / "indexes"), "--settings-dir", str(tmp_path / "tuned")])
+    assert code == 2 and capsys.readouterr().err == f"openqa: error: {message}\n"
+    assert not list((tmp_path / "tuned").iterdir()) and not (tmp_path / "indexes").exists()
+
+
+def test_help_says_a_method_s_name_as_part_label_reads_that_part_from_the_file(capsys):
+    """NL6: ``--predictions pmi=FILE`` reads the pmi part instead of running it, as ``llm=FILE`` does
+    (the documented use, ``test_a_part_read_from_predictions_gives_the_figures_of_running_it``): said in --help."""
+    from openqa.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["tune", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "pmi=FILE: the pmi part's scores are read, not run; a fit lists such parts under from_files" in shown

@@ -256,6 +256,8 @@ def test_openqa_serve_starts_answers_and_stops_on_ctrl_c(tmp_path, openqa_serve)
     (["--method", "reader"], "--method reader needs --model"),
     (["--method", "llm", "--model", "m", "--endpoint", "http://user:s3cret@127.0.0.1:9/v1"],
      "--endpoint http://127.0.0.1:9/v1 must not carry a user or password: give the key in $OPENQA_API_KEY"),
+    (["--method", "llm", "--model", "m", "--endpoint", "http://127.0.0.1:9/v1?api_key=s3cret"],
+     "--endpoint http://127.0.0.1:9/v1 must not carry a query string or fragment"),
     (["--port", "0"], "--port must be between 1 and 65535"),
 ])
 def test_openqa_serve_refuses_bad_flags_in_one_line(tmp_path, args, message):

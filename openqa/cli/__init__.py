@@ -21,7 +21,7 @@ try:  # a Ctrl-C while the command's modules load (a second on a busy machine) s
     from openqa.extras import missing_extra
     from openqa.limits import MIN_ADDRESS_SPACE_MB, address_space_limited, address_space_shortfall
     from openqa.progress import shown
-    from openqa.signals import native_calls_running
+    from openqa.signals import StoppedAfterWriting, native_calls_running
     from openqa.text.unicode import printable
 except KeyboardInterrupt:
     print(INTERRUPTED, file=sys.stderr)
@@ -116,8 +116,10 @@ def _run(argv: list[str] | None) -> int:
     except OpenQAError as exc:  # one line, whatever a file name or a record held
         print(f"openqa: error: {printable(str(exc))}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
+    except KeyboardInterrupt as stop:
+        written = (f", once {', '.join(map(str, stop.paths))} had been written whole: the new files are in place, "
+                   "not the old ones" if isinstance(stop, StoppedAfterWriting) else "")
+        print(printable(INTERRUPTED + written), file=sys.stderr)
         return 130
     except BrokenPipeError:  # the reader left (``| head``): stop quietly, as other programs do
         _drop_stdout()

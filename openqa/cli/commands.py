@@ -383,35 +383,37 @@ def _write_run(searcher: Searcher, topics: dict[str, str], k: int, args: argpars
     meta = {"k": k, "queries": len(qids), "tag": tag, "params": searcher.params, "topics": Path(args.topics).name,
             "index": provenance(searcher.engine), **run_record()}
     written = write_output(output, text, json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
-    print(f"wrote {written.resolve()}: {len(topics)} topics, {len(lines)} lines", file=sys.stderr)
+    print(f"wrote {_wrote(written)}: {len(topics)} topics, {len(lines)} lines", file=sys.stderr)
 
 
-def _refuse_own_input(output: Path, runs: list[Path]) -> None:
-    """Refuse, before any work, an ``openqa compare --output`` that would replace one of the runs it
-    compares (its record or predictions file, links followed), as itself or as the JSON written beside it."""
-    from openqa.evaluate.compare import run_paths
-    from openqa.evaluate.results import output_target
+def _wrote(written: Path) -> str:
+    """How a note names an output written: a stream such as ``/dev/stderr`` as the user named it (not
+    what it resolves to, ``/proc/<pid>/fd/pipe:[...]``), a file by its absolute path."""
+    from openqa.evaluate.results import stream_fd
 
-    target, _ = output_target(output)  # a folder is refused here too
-    inputs = {path.resolve(): path for run in runs for path in run_paths(run)}
-    for written in (target, target.with_name(target.name + ".json")):
-        if written.resolve() in inputs:
-            raise OpenQAError(f"--output {output} would replace {inputs[written.resolve()]}, one of the runs compared: "
-                              "name another file")
+    return str(written) if stream_fd(written) is not None else str(written.resolve())
 
 
 def cmd_compare(args: argparse.Namespace) -> None:
+    from openqa.evaluate.compare import check_output
+    from openqa.evaluate.results import stream_fd
     from openqa.pipeline import compare
 
     output = Path(args.output) if args.output not in (None, "-") else None  # --output -: standard output alone
+    runs = [Path(r) for r in args.runs]
     if output is not None:
-        _refuse_own_input(output, [Path(r) for r in args.runs])
-    record, markdown = compare(Settings.resolve(args.data_dir), [Path(r) for r in args.runs])
+        check_output(output, runs)
+        if stream_fd(output) == 1:  # standard output, where the tables are printed anyway: written once, not twice
+            if args.json:
+                raise OpenQAError(f"--output {output} is standard output, where --json prints the record: name a file, "
+                                  "or leave out one of them")
+            output = None
+    record, markdown = compare(Settings.resolve(args.data_dir), runs)
     if output is not None:
         from openqa.evaluate.results import write_output
 
         written = write_output(output, markdown, json.dumps(record, indent=2) + "\n")
-        print(f"wrote {written.resolve()}", file=sys.stderr)
+        print(f"wrote {_wrote(written)}", file=sys.stderr)
     if args.json:
         print_json(record)
     else:

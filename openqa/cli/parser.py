@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from openqa import __version__
 from openqa.config import DEFAULT_METHOD, DEFAULT_RESULTS, ENV_RESULTS
 from openqa.languages import DEFAULT_LANG, LANGS
+from openqa.llm.settings import MAX_DEMONSTRATIONS
 from openqa.scorers.query import QUERY_MODES
 
 if TYPE_CHECKING:
@@ -90,7 +91,7 @@ def _llm_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--no-prompt-reuse", dest="prompt_reuse", action="store_false", help="with a .gguf model: compute every prompt from an empty cache (by default a prompt reuses the rows of the previous one llama.cpp holds where that gives the same numbers, such as the shared system prompt)")
     g.add_argument("--demonstrations", type=int, default=0, metavar="K", help="show the K nearest solved questions of the "
                    "exam's bank (its dev split, train where present, --bank files) with their answers before the question "
-                   "(a question never sees itself) (default: 0)")
+                   f"(a question never sees itself; at most {MAX_DEMONSTRATIONS}) (default: 0)")
     g.add_argument("--cache-dir", help="folder of the reply cache: a rerun makes no model calls, an interrupted run resumes (default: llm-cache/ in the index folder)")
 
 
@@ -119,7 +120,9 @@ def _ensemble_flags(parser: argparse.ArgumentParser, files: bool = True) -> None
         return
     g.add_argument("--predictions", action="append", default=[], metavar="PART=FILE", help="read part PART's option scores from "
                    "FILE (an openqa .predictions.jsonl or JSON lines of digest, scores and scale) instead of running it; "
-                   "matched to questions by content; repeat for more parts")
+                   "PART is a label of --parts (letters, digits, '.', '_', '-'): a name of your own, or a method's "
+                   "(llm=FILE: an LLM's scores made elsewhere; pmi=FILE: the pmi part's scores are read, not run; a fit "
+                   "lists such parts under from_files); matched to questions by content; repeat for more parts")
 
 
 def _listings() -> dict[str, str]:
@@ -288,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     co.add_argument("runs", nargs="+", metavar="RUN", help="eval records (.json) or their .predictions.jsonl files, of one dataset "
                     "and split; matched on their common questions by content; the first is the baseline")
     co.add_argument("--json", action="store_true", help="print the comparison as one JSON object")
-    co.add_argument("--output", metavar="FILE", help="also write the comparison as Markdown (FILE.md) with its JSON beside it; never one of the runs compared; - prints it only")
+    co.add_argument("--output", metavar="FILE", help="also write the comparison as Markdown (FILE.md) with its JSON beside it; never one of the runs compared nor an eval run's record or files (its earlier output may be replaced); - or /dev/stdout prints it only, once (not with --json)")
     co.add_argument("--data-dir", help="MedQA data_clean folder, for runs written before predictions carried question digests "
                     "(default: $OPENQA_DATA)")
 

@@ -104,12 +104,12 @@ def _mirage(path: Path, lines: Lines, prefix: str, n_options: int | None, subset
     try:
         data = json.loads(text, object_pairs_hook=unique_keys)  # a repeated id is an error, not a lost question
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg} at column {exc.colno})") from None
+        raise DataError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
     except (RecursionError, ValueError):
         try:
             decode(text)
         except ValueError as exc:  # nesting past the recursion limit, a huge integer, a repeated key
-            raise DataError(f"{path}: invalid JSON ({exc})") from None
+            raise DataError(f"{path}: not valid JSON ({exc})") from None
         raise
     if not isinstance(data, dict) or not data or not all(isinstance(v, dict) for v in data.values()):
         raise DataError(f"{path}:1: expected MIRAGE's {{dataset: {{id: {{question, options, answer}}}}}} object")
@@ -143,7 +143,7 @@ def json_records(path: Path, lines: Lines) -> Iterator[tuple[int, Any]]:
         try:
             yield line_no, decode(line)
         except ValueError as exc:
-            raise DataError(f"{path}:{line_no}: invalid JSON ({exc})") from None
+            raise DataError(f"{path}:{line_no}: not valid JSON ({exc})") from None
 
 
 def _medmcqa(path: Path, lines: Lines, prefix: str, n_options: int | None, subset: str | None) -> list[Question]:

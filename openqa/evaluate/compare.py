@@ -22,6 +22,7 @@ from openqa.data import QUESTION_FILE
 from openqa.errors import DataError, UsageError
 from openqa.evaluate.calibration import calibrated_ece, calibration_error
 from openqa.evaluate.metrics import paired_difference, wilson_interval
+from openqa.evaluate.results import not_an_eval_record, output_target, refuse_run_files
 from openqa.jsonl import decode, decode_at, numbered_lines, text_line
 from openqa.version import version_record
 
@@ -121,6 +122,22 @@ def run_paths(given: Path) -> tuple[Path, Path]:
     raise UsageError(f"{given}: give an eval record (.json) or its predictions file (.predictions.jsonl)")
 
 
+def check_output(output: Path, runs: Sequence[Path]) -> None:
+    """Refuse, in one line before any work, an ``openqa compare --output`` that is a folder or would
+    replace one of the runs it compares (its record or predictions file, links followed), as itself
+    or as the JSON written beside it, or another eval run's record or files (``refuse_run_files``).
+    Its own earlier output may be replaced."""
+    target, regular = output_target(output)
+    written = [target, target.with_name(target.name + ".json")]
+    inputs = {path.resolve(): path for run in runs for path in run_paths(Path(run))}
+    for path in written:
+        if path.resolve() in inputs:
+            raise UsageError(f"--output {output} would replace {inputs[path.resolve()]}, one of the runs compared: "
+                             "name another file")
+    if regular:
+        refuse_run_files(written, output)
+
+
 def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> dict[str, Any]:
     """One run: its record's dataset, split, method and file, and its rows by question digest
     (``digests_of(dataset, split)`` gives qid -> digest for rows written before digests)."""
@@ -129,11 +146,9 @@ def read_run(given: Path, digests_of: Callable[[str, str], dict[str, str]]) -> d
         record = decode(record_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise DataError(f"{record_path}: not a readable eval record ({exc})") from None
-    if not isinstance(record, dict) or "dataset" not in record:
-        raise DataError(f"{record_path}: not an eval record (no dataset)")
-    for field in ("dataset", "split"):
-        if field in record and not isinstance(record[field], str):
-            raise DataError(f"{record_path}: its {field} is {_shown(record[field])}, not a name: not an eval record")
+    why = not_an_eval_record(record)
+    if why is not None:
+        raise DataError(f"{record_path}: not an eval record openqa wrote ({why})")
     rows: dict[str, dict[str, Any]] = {}
     lines: dict[str, str] = {}  # where each question's row stands
     lookup: dict[str, str] | None = None

@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from openqa.data.questions import DATASETS
 from openqa.errors import OpenQAError
-from openqa.signals import interrupts_held
+from openqa.signals import StoppedAfterWriting, interrupts_held
 from openqa.version import version_record
 
 #: The folder of a results tree (the repository's ``eval/results``) where each exam's runs are kept, by exam.
@@ -91,9 +91,11 @@ def write_all_or_none(files: dict[Path, str | bytes]) -> None:
     temporary file is removed and the old files stay. Then the temporary files take their names in
     a few renames during which Ctrl-C and SIGTERM are held and delivered once all are done: an
     interruption leaves all old or all new files and no temporary one. (Only a SIGKILL inside those
-    microseconds can mix them; ``read_result_set`` detects that.)
+    microseconds can mix them; ``read_result_set`` detects that.) A stop delivered then is raised as
+    ``StoppedAfterWriting``, which says that the new files are in place.
     """
     temps: dict[Path, Path] = {}
+    placed = False
     try:
         for path, text in files.items():
             temps[path] = _temporary(path)
@@ -104,9 +106,12 @@ def write_all_or_none(files: dict[Path, str | bytes]) -> None:
         with interrupts_held():
             for path, tmp in temps.items():
                 tmp.replace(path)
-    except BaseException:
+            placed = True
+    except BaseException as exc:
         for tmp in temps.values():
             tmp.unlink(missing_ok=True)
+        if placed and isinstance(exc, KeyboardInterrupt):  # delivered by interrupts_held, all names taken
+            raise StoppedAfterWriting(tuple(files)) from None
         raise
 
 
@@ -397,8 +402,55 @@ def confidence_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def not_an_eval_record(value: Any) -> str | None:
+    """Why a JSON value is not an eval record ``openqa eval`` wrote (``write_results``), in a few words,
+    or None when it is one: a dataset, split and method by name, and the digests of the files written
+    with it by their plain names (``result_files``, never empty). ``{}``, ``{"result_files": {}}``,
+    a comparison's record (``openqa compare``, which names no files) and other JSON are not, so
+    that neither ``read_result_set`` nor ``compare`` takes them for a run."""
+    if not isinstance(value, dict):
+        return f"a JSON {type(value).__name__}, not an object"
+    unnamed = next((field for field in ("dataset", "split", "method") if not isinstance(value.get(field), str)), None)
+    if unnamed is not None:
+        return f"its {unnamed} is not a name" if unnamed in value else f"no {unnamed}"
+    files = value.get("result_files")
+    if not isinstance(files, dict) or not files:
+        return "no result_files: the files an eval writes with its record, by digest"
+    if not all(isinstance(n, str) and isinstance(d, str) and n and Path(n).name == n for n, d in files.items()):
+        return "its result_files are not file names with digests"
+    return None
+
+
 #: The largest result summary ``read_result_set`` reads (openqa writes some kilobytes; the predictions are beside it).
 MAX_SUMMARY_BYTES = 64 * 1024 * 1024
+
+
+def _eval_record_at(path: Path) -> dict[str, Any] | None:
+    """The eval record ``path`` holds, or None where it holds none or cannot be read as one."""
+    from openqa.jsonl import read_small
+
+    try:
+        record = json.loads(read_small(path, MAX_SUMMARY_BYTES, "a result summary").decode("utf-8"))
+    except (OpenQAError, ValueError, RecursionError):
+        return None
+    return record if not_an_eval_record(record) is None else None
+
+
+def refuse_run_files(written: list[Path], output: Path) -> None:
+    """Refuse, in one line before any work, an ``--output`` whose files ``written`` (the output and
+    what goes beside it) would replace an eval record or a file one names in its folder (its report,
+    predictions or figure): that run would no longer pass ``read_result_set``, and a record would be
+    lost for a comparison. Other files, such as the previous output of the same command, may be replaced."""
+    for path in written:
+        if not path.is_file():
+            continue
+        if _eval_record_at(path) is not None:
+            raise OpenQAError(f"--output {output} would replace {path}, the record of an eval run: name another file")
+        for record in sorted(path.parent.glob("*.json")):
+            found = _eval_record_at(record)
+            if found is not None and path.name in found["result_files"]:
+                raise OpenQAError(f"--output {output} would replace {path}, a file of the eval run {record.name}: "
+                                  "name another file")
 
 
 def read_result_set(path: str | Path) -> dict[str, Any]:
@@ -421,11 +473,10 @@ def read_result_set(path: str | Path) -> dict[str, Any]:
         summary = json.loads(read_small(path, MAX_SUMMARY_BYTES, "a result summary").decode("utf-8"))
     except (ValueError, RecursionError) as exc:
         raise OpenQAError(f"{shown}: unreadable result summary ({arg.shown(exc, 200)})") from None
-    files = summary.get("result_files", {}) if isinstance(summary, dict) else None
-    if not isinstance(files, dict) or not all(isinstance(n, str) and isinstance(d, str) and n and Path(n).name == n
-                                              for n, d in files.items()):
-        raise OpenQAError(f"{shown}: not a result summary openqa wrote (its result_files are not file names with digests)")
-    for name, digest in files.items():
+    why = not_an_eval_record(summary)
+    if why is not None:
+        raise OpenQAError(f"{shown}: not a result summary openqa wrote ({why})")
+    for name, digest in summary["result_files"].items():
         other = path.with_name(name)
         if not other.is_file() or _file_digest(other) != digest:
             raise OpenQAError(f"{arg.named(other)}: missing or from another run than {arg.named(path.name)}; "

@@ -163,7 +163,7 @@ class EndpointBackend(ChatBackend):
         try:
             return cast(dict[str, Any], decode(response.text))
         except ValueError as exc:  # not JSON, or nested past the recursion limit
-            raise OpenQAError(f"{self.base} sent a reply that is not JSON ({exc}; {first_line(response.text, 80)!r}): "
+            raise OpenQAError(f"{self.base} sent a reply that is not valid JSON ({exc}; {first_line(response.text, 80)!r}): "
                               "is it an OpenAI-compatible server?") from None
 
     def _status_message(self, response: Any) -> str:

@@ -26,20 +26,32 @@ KEY_VARIABLES = ("OPENQA_API_KEY", "OPENAI_API_KEY")
 
 def check_endpoint(url: str) -> str:
     """``url`` (an ``--endpoint``), refused in one line where it carries a user or password
-    (``http://user:pass@host/v1``): a credential there would be written into records and served
-    to every client, and would replace the key of ``$OPENQA_API_KEY``. The message shows the URL
-    without them."""
+    (``http://user:pass@host/v1``), a query string (``?api_key=...``) or a fragment (``#token=...``):
+    a credential there would be written into records and served to every client, and would replace
+    the key of ``$OPENQA_API_KEY``; the client appends its paths to the URL, so a query string or
+    fragment would also end up before them (``...?api_key=k/v1/models``). The message shows the
+    URL without any of them."""
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "", url
     cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    authority = rest[:cut]
+    authority, path = rest[:cut], rest[cut:]
+    host = authority.rpartition("@")[2]
+    plain = min((i for i in (path.find(c) for c in "?#") if i >= 0), default=len(path))
+    shown = f"{scheme}{sep}{host}{path[:plain]}"
     if "@" in authority:
-        shown = f"{scheme}{sep}{authority.rpartition('@')[2]}{rest[cut:]}"
         raise OpenQAError(f"--endpoint {shown} must not carry a user or password: give the key in "
                           f"${KEY_VARIABLES[0]} (or ${KEY_VARIABLES[1]}) instead")
+    if plain < len(path):
+        raise OpenQAError(f"--endpoint {shown} must not carry a query string or fragment ('?...' or '#...'): give "
+                          f"the server's base URL, and a key in ${KEY_VARIABLES[0]} (or ${KEY_VARIABLES[1]})")
     return url
 
+
+#: The most solved questions ``--demonstrations`` shows: each is a whole question with its options and
+#: answer in the prompt (an exam question takes some hundred tokens or more), so a larger K is refused up
+#: front rather than after the bank was searched and a prompt no model's context holds was built.
+MAX_DEMONSTRATIONS = 64
 
 #: The settings that are whole numbers (None: the default), and those that are numbers, by field.
 WHOLE = ("top_k", "evidence_tokens", "context", "permutations", "concurrency", "retries", "seed", "max_tokens", "threads",
@@ -127,6 +139,9 @@ class LLMSettings:
                                  ("--demonstrations", self.demonstrations, 0)):
             if count is not None and count < low:
                 raise OpenQAError(f"{name} must be at least {low}, not {count}")
+        if self.demonstrations > MAX_DEMONSTRATIONS:
+            raise OpenQAError(f"--demonstrations must be at most {MAX_DEMONSTRATIONS}, not {self.demonstrations}: "
+                              "each is a whole solved question in the prompt")
         if not (math.isfinite(self.timeout) and self.timeout > 0):  # nan passes every comparison
             raise OpenQAError(f"--timeout must be a positive number of seconds, not {self.timeout}")
         if not (math.isfinite(self.temperature) and self.temperature >= 0):

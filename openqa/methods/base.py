@@ -173,6 +173,8 @@ class Request:
     def __post_init__(self) -> None:
         if self.ensemble is not None:  # it names the settings file of the weights: checked as a corpus name
             check_name(self.ensemble, "ensemble name", "--ensemble")
+        for label, _ in self.predictions:  # it names a part in records, reports' tables and the fit: checked alike
+            check_name(label, "ensemble part label", "--predictions PART=FILE")
 
 
 def refuse_bank_flags(request: Request, name: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import mmap
+import os
 import threading
 from abc import ABC, abstractmethod
 from array import array
@@ -11,14 +12,23 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypedDict, TypeVar
+from typing import IO, Any, Callable, ClassVar, Iterable, Iterator, Sequence, TypedDict, TypeVar
 
 import numpy as np
 
 from openqa.cancel import checkpoint
 from openqa.corpus.paragraphs import Paragraph
 from openqa.errors import UsageError
-from openqa.retrieval.manifest import MANIFEST, check_counts, check_manifest, damaged, loading, mismatch, read_manifest
+from openqa.retrieval.manifest import (
+    MANIFEST,
+    check_counts,
+    check_manifest,
+    damaged,
+    loading,
+    mismatch,
+    read_manifest,
+    replaced,
+)
 from openqa.text.tokenize import DEFAULT_CONFIGS, Tokenizer
 
 PARAGRAPHS = "paragraphs.jsonl"
@@ -88,7 +98,9 @@ class ParagraphStore:
     no memory; a store without offsets (built before them) is read whole at first use.
 
     A store that cannot be parsed, or holds other than the ``rows`` paragraphs the manifest
-    records, is refused with the damaged-index error naming ``build_hint``.
+    records, is refused with the damaged-index error naming ``build_hint``. The store file is the
+    one seen when the index was opened (``check``): one that an index rebuilt since has put in its
+    place is refused as such (``replaced``), not read with the old offsets as damage.
     """
 
     #: Paragraphs kept decoded (a question's options find many of the same ones).
@@ -103,12 +115,31 @@ class ParagraphStore:
         self._map: mmap.mmap | None = None
         self._opening = threading.Lock()
         self._row = lru_cache(self.CACHED)(self._decode)
+        #: The store file's (device, inode) when the index was opened (None: not there).
+        self._opened: tuple[int, int] | None = None
 
     def check(self) -> None:
         """Compare the store with the manifest's paragraph count now: with offsets this reads only
-        their length (memory-mapped); a store written before offsets is checked when first read."""
+        their length (memory-mapped); a store written before offsets is checked when first read.
+        The store file seen now is the one later reads must find."""
+        if self._opened is None:
+            try:
+                seen = self.path.stat()
+                self._opened = (seen.st_dev, seen.st_ino)
+            except OSError:  # a missing store is refused as damage when it is read
+                pass
         if self._offsets is None and self.path.with_name(OFFSETS).is_file():
             self._offsets = self._read_offsets()
+
+    def _open(self) -> IO[bytes]:
+        """The store file, refused (``replaced``) where it is not the file ``check`` saw: the index was
+        rebuilt since it was opened, and the offsets and counts read then are another build's."""
+        store = open(self.path, "rb")
+        seen = os.fstat(store.fileno())
+        if self._opened is not None and (seen.st_dev, seen.st_ino) != self._opened:
+            store.close()
+            raise replaced(self.path.parent)
+        return store
 
     def __getitem__(self, index: int) -> Paragraph:
         return self.many([index])[0]
@@ -137,7 +168,7 @@ class ParagraphStore:
             if self._map is None:
                 with self._opening:
                     if self._map is None:
-                        with open(self.path, "rb") as store:
+                        with self._open() as store:
                             self._map = mmap.mmap(store.fileno(), 0, access=mmap.ACCESS_READ) if end else None
             row = json.loads(self._map[start:end] if self._map is not None else b"")
             return Paragraph(row["id"], row["book"], row["contents"])
@@ -157,8 +188,8 @@ class ParagraphStore:
     def _read(self) -> list[Paragraph]:
         """All paragraphs; a row that is not a JSON object with id, book and contents is damage."""
         folder, name = self.path.parent, self.path.name
-        with loading(folder, name, self.build_hint, errors=(TypeError,)), open(self.path, encoding="utf-8") as lines:
-            items = [Paragraph(row["id"], row["book"], row["contents"]) for row in map(json.loads, lines)]
+        with loading(folder, name, self.build_hint, errors=(TypeError,)), self._open() as store:
+            items = [Paragraph(row["id"], row["book"], row["contents"]) for row in map(json.loads, store)]
         check_counts(folder, "paragraph", {name: len(items), MANIFEST: self.rows}, self.build_hint)
         return items
 

@@ -75,6 +75,14 @@ def damaged(folder: Path, file: str, what: str, build_hint: str | None) -> Index
     return IndexDamagedError(f"index at {folder} is damaged: {file} {what}; {rebuild(build_hint)}")
 
 
+def replaced(folder: Path) -> IndexMismatchError:
+    """The one-line error for an index rebuilt (by another command) after it was opened: its files
+    are sound but no longer the ones opened, so it says to open it again, not to rebuild (a rebuild
+    with the corpus of the first opening would overwrite the new index)."""
+    return IndexMismatchError(f"index at {folder} was rebuilt since it was opened: open it again (rerun the command, "
+                              "restart the server)")
+
+
 def mismatch(folder: Path, what: str, build_hint: str | None) -> IndexMismatchError:
     """The one-line error for an index built another way than asked (``what`` says how)."""
     return IndexMismatchError(f"index at {folder} {what}; {rebuild(build_hint)}")

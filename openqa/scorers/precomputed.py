@@ -53,11 +53,18 @@ def _number(where: str, letter: str, score: Any) -> float | None:
 
 
 def _row(where: str, raw: bytes) -> dict[str, Any] | None:
-    """One row, checked: a digest or id, scores by letter (numbers or null), a known scale."""
+    """One line of the file, checked (``checked_row``); None for a blank one."""
     line = text_line(where, raw)
     if not line.strip():
         return None
-    row = decode_at(where, line)
+    return checked_row(where, decode_at(where, line))
+
+
+def checked_row(where: str, row: Any) -> dict[str, Any]:
+    """A part's row (decoded JSON), checked: a digest or id, scores by letter (numbers or null), a
+    known scale, and on the ``probability`` scale only numbers from 0 to 1 (2.0 or -0.5 would be
+    floored or logged as if they were probabilities); anything else a one-line ``DataError`` at
+    ``where``. Scripts that write parts check their rows with it, before writing."""
     if not isinstance(row, dict) or not isinstance(row.get("scores"), dict):
         raise DataError(f"{where}: expected an object with \"digest\" (or \"qid\"), \"scores\" and \"scale\"")
     if not isinstance(row.get("digest", row.get("qid")), str):
@@ -67,6 +74,10 @@ def _row(where: str, raw: bytes) -> dict[str, Any] | None:
         raise DataError(f"{where}: \"scale\" must be one of {known_scales()}, not {row.get('scale')!r}")
     row["scale"] = scale
     row["scores"] = {letter: _number(where, letter, score) for letter, score in row["scores"].items()}
+    outside = next(((letter, v) for letter, v in row["scores"].items() if v is not None and not 0 <= v <= 1), None)
+    if scale == "probability" and outside is not None:
+        raise DataError(f"{where}: the score of {outside[0]} is {outside[1]!r}, not a probability from 0 to 1 (the row's "
+                        "scale is probability)")
     return row
 
 

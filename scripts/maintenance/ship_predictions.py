@@ -51,7 +51,7 @@ def ship(record: Path) -> tuple[Path, int]:
             try:
                 row = json.loads(line)
             except ValueError:
-                raise SystemExit(f"ship_predictions: {predictions}:{number}: not JSON") from None
+                raise SystemExit(f"ship_predictions: {predictions}:{number}: not valid JSON") from None
             lines.append(json.dumps({key: row[key] for key in KEPT if key in row}, ensure_ascii=False))
     record_figures = json.loads(record.read_text(encoding="utf-8"))
     right = sum(json.loads(line)["correct"] is True for line in lines)

@@ -26,7 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import RESULTS, file_sha256, shareable
-from openqa import run_record
+from openqa import OpenQAError, run_record
+from openqa.scorers.precomputed import checked_row
 
 #: What a part's name may hold: it becomes part of a file name in the results tree.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
@@ -75,7 +76,7 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(read_text(path))
     except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply for the decoder
-        raise SystemExit(f"llm_part: {path} is not JSON ({exc if isinstance(exc, ValueError) else 'nested too deeply'})") from None
+        raise SystemExit(f"llm_part: {path} is not valid JSON ({exc if isinstance(exc, ValueError) else 'nested too deeply'})") from None
 
 
 def shown(value: Any) -> str:
@@ -109,11 +110,15 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         try:
             row = json.loads(line)
         except (ValueError, RecursionError):
-            raise SystemExit(f"llm_part: {path}:{number}: not JSON") from None
+            raise SystemExit(f"llm_part: {path}:{number}: not valid JSON") from None
         if not isinstance(row, dict) or any(key not in row for key in ROW):
             raise SystemExit(f"llm_part: {path}:{number}: a row without {', '.join(ROW)}: rerun openqa eval")
         if not (isinstance(row["qid"], str) and isinstance(row["digest"], str)):
             raise SystemExit(f"llm_part: {path}:{number}: its qid and digest must be text: rerun openqa eval")
+        try:  # what the part's reader would refuse (NaN, a probability of 2.0) is never written into it
+            checked_row(f"{path}:{number}", dict(row))
+        except OpenQAError as exc:
+            raise SystemExit(f"llm_part: {exc}") from None
         rows.append({key: row[key] for key in ROW})
     return rows
 

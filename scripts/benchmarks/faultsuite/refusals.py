@@ -134,7 +134,7 @@ def bank_cases(qfile: Callable[[str, bytes], str], loc: list[str]) -> list[Case]
              [*bank, "--bank", qfile("bank-badanswer.jsonl", b'{"question": "Why?", ' + options + b', "answer_idx": "C"}\n')],
              check=said("'C' is not one of the option letters A, B")),
         Case("--bank broken JSON", "bank", [*bank, "--bank", qfile("bank-broken.jsonl", b'{"question": "Why?", "options": {"A": "x"\n')],
-             check=said("invalid JSON")),
+             check=said("not valid JSON")),
         Case("--bank of the other language", "bank",
              [*bank, "--bank", qfile("bank-zh.jsonl", '{"question": "患者胸痛", "options": {"A": "阿司匹林", "B": "肝素"}, "answer_idx": "A"}\n'.encode())],
              check=said("is not in the language asked for (en)")),
