@@ -21,7 +21,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
@@ -91,11 +91,13 @@ def read_record(path: Path) -> dict[str, Any]:
     record = read_json(path)
     if not isinstance(record, dict):
         raise SystemExit(f"llm_part: {path} is not an eval record (a JSON {type(record).__name__}, not an object)")
-    wrong = next((f"its {key} is {shown(record.get(key))}, not {what}" for key, what, good in (
+    checks: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
         ("dataset", "a name", lambda v: isinstance(v, str)), ("split", "a name", lambda v: isinstance(v, str)),
         ("n", "a number of questions", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
         ("accuracy", "a percentage", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 100),  # not NaN
-    ) if not good(record.get(key))), None)
+    )
+    wrong = next((f"its {key} is {shown(record.get(key))}, not {what}" for key, what, good in checks
+                  if not good(record.get(key))), None)
     if wrong is not None:
         raise SystemExit(f"llm_part: {path}: {wrong}: give openqa eval's own record")
     return record
