@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "openqa"
 #: Each module's floor, by the longest prefix of its dotted name (as docs/layout.md lists them).
 LAYERS: dict[str, int] = {
     "openqa.cli": 6, "openqa.serve": 6,
-    "openqa.api": 5, "openqa.pipeline": 5,
+    "openqa.api": 5, "openqa.pipeline": 5, "openqa.training": 5,
     "openqa.methods": 4, "openqa.workspace": 4, "openqa.evaluate": 4, "openqa.tuning": 4, "openqa.answer": 4,
     "openqa.retrieval_report": 4,
     "openqa.llm": 3, "openqa.scorers": 3, "openqa.readers": 3,

@@ -93,7 +93,7 @@ def cross_fit_reader(dataset: str, reader: str = "maxout", *, folds: int = 5, ou
     :raises OpenQAError: on bad arguments, missing data or indexes (one line)."""
     from openqa.api.workspace import Workspace
     from openqa.data.questions import DATASETS
-    from openqa.pipeline import cross_fit_reader as run
+    from openqa.training import cross_fit_reader as run
     from openqa.readers.registry import READERS
     from openqa.readers.train import TrainConfig
 

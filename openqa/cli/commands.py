@@ -127,7 +127,7 @@ def _overrides(args: argparse.Namespace) -> Overrides:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from openqa.pipeline import train_reader
+    from openqa.training import train_reader
     from openqa.readers.train import TrainConfig
 
     lr = args.lr if args.lr is not None else 1e-3 if args.reader == "maxout" else 2e-5
@@ -135,7 +135,7 @@ def cmd_train(args: argparse.Namespace) -> None:
                          batch_size=args.batch_size, effective_batch=args.effective_batch, seed=args.seed)
     out = Path(args.output or f"runs/{args.reader}-{args.dataset}" + (f"-crossfit{args.cross_fit}" if args.cross_fit else ""))
     if args.cross_fit is not None:
-        from openqa.pipeline import cross_fit_reader
+        from openqa.training import cross_fit_reader
 
         if args.train_split:
             raise UsageError("--cross-fit trains on all of dev by folds: give it or --train-split, not both")
