@@ -2,7 +2,7 @@
 slice with a GGUF model (llama.cpp in process, one thread) run under ``cProfile``, its time split
 into llama.cpp's work (the prompts and letters; loading the model at the first prompt) and openqa's
 own per-question work (building prompts, tokenizing them for the reuse plan, the reply cache), and
-the tokenizer read from the GGUF file once at open. Writes
+the tokenizer read once at open (then, unprofiled, read from the GGUF file against its kept copy). Writes
 eval/results/benchmarks/profile-llm-cpu.json.
 
 The record says how far removing openqa's own per-question work could take a run (the scoring time
@@ -26,7 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib
 
@@ -55,6 +55,29 @@ def seconds(stats: pstats.Stats, functions: list[tuple[str, str]], own: bool) ->
         if any(file.endswith(ending) and name == wanted for ending, wanted in functions):
             total += tottime if own else cumtime
     return total
+
+
+def tokenizer_seconds(model: Path, rounds: int) -> dict[str, list[float]]:
+    """Seconds to read the GGUF file's tokenizer through transformers (what every start paid before
+    the tokenizer was kept) and to read its kept copy (``openqa.llm.llamacpp.kept_tokenizer``),
+    unprofiled and alternated over ``rounds``."""
+    from transformers import AutoTokenizer
+
+    from openqa.llm.llamacpp import kept_tokenizer
+
+    kept = kept_tokenizer(model)
+    ways: dict[str, Callable[[], Any]] = {
+        "from the GGUF file": lambda: AutoTokenizer.from_pretrained(str(model.parent), gguf_file=model.name),
+        "kept copy": lambda: AutoTokenizer.from_pretrained(str(kept))}
+    if kept is None or not kept.is_dir():
+        del ways["kept copy"]
+    out: dict[str, list[float]] = {way: [] for way in ways}
+    for _ in range(rounds):
+        for way, read in ways.items():
+            start = time.perf_counter()
+            read()
+            out[way].append(round(time.perf_counter() - start, 2))
+    return out
 
 
 def main() -> None:
@@ -94,6 +117,7 @@ def main() -> None:
         "load_average_before_after": [round(load, 2), round(os.getloadavg()[0], 2)],
         "per_question_ms": {name: round(1000 * value / n, 1) for name, value in parts.items()
                             if name != "reading the tokenizer from the GGUF file (once, at open)"},
+        "tokenizer_read_seconds": tokenizer_seconds(Path(args.model).resolve(), 2),
         "openqa_share_of_scoring": round(ours / scoring, 4),
         "speedup_if_openqa_work_were_free": round(scoring / (scoring - ours), 3),
         "tokens": tokens,
