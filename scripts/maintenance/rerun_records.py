@@ -62,7 +62,8 @@ def differences(old: Any, new: Any, where: str = "", ignore: tuple[str, ...] = (
     if isinstance(old, dict) and isinstance(new, dict):
         return [line for key in old if key in new and key not in ignore
                 for line in differences(old[key], new[key], f"{where}.{key}".lstrip("."), ignore)]
-    if isinstance(old, float) and isinstance(new, float) and math.isclose(old, new, rel_tol=1e-6):
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (old, new))
+    if numbers and math.isclose(old, new, rel_tol=1e-6):
         return []
     return [] if old == new else [f"{where}: {json.dumps(old, ensure_ascii=False)} -> {json.dumps(new, ensure_ascii=False)}"]
 
