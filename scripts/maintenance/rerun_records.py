@@ -215,7 +215,10 @@ def main() -> None:
         row = {**rerun(path, record, args.scratch, args.fresh), **({"settings_changed_since": changed} if changed else {})}
         (failed if "failed" in row else checked).append(row)
         if args.mark and "failed" not in row:
-            mark(path, {"because": changed + row["settings_differ"], "now": {m["figure"]: m["now"] for m in row["moved"]},
+            because = changed + row["settings_differ"] + row["index_differs"] or [
+                f"the same settings and index: openqa's code changed since it was made "
+                f"({record.get('commit') or 'no commit recorded'}, {record.get('date')})"]
+            mark(path, {"because": because, "now": {m["figure"]: m["now"] for m in row["moved"]},
                         "not_rerun": None, "report": report_path} if row["moved"] else None)
     moved = [row for row in checked if row["moved"]]
     command = "python scripts/maintenance/rerun_records.py " + shlex.join(sys.argv[1:])
