@@ -150,7 +150,8 @@ def rerun_command(record: dict[str, Any], scratch: Path) -> tuple[list[str], lis
 
 
 def rerun(path: Path, record: dict[str, Any], scratch: Path, fresh: bool) -> dict[str, Any]:
-    """Rerun one record into ``scratch`` (reusing a rerun already there unless ``fresh``) and compare."""
+    """Rerun one record into ``scratch`` (reusing a rerun already there unless ``fresh``: the row gives
+    the rerun's own date and commit) and compare."""
     folder = scratch / path.parent.relative_to(RESULTS)
     args, notes = rerun_command(record, folder)
     made = folder / path.name
@@ -164,7 +165,8 @@ def rerun(path: Path, record: dict[str, Any], scratch: Path, fresh: bool) -> dic
     moved = [{"figure": name, "recorded": figure(record, name), "now": figure(new, name)} for name in FIGURES
              if figure(record, name) is not None and figure(record, name) != figure(new, name)]
     return {"record": str(path.relative_to(RESULTS)), "method": record.get("method"), "recorded_seconds": record.get("seconds"),
-            "seconds": round(time.monotonic() - started, 1), "moved": moved,
+            "seconds": round(time.monotonic() - started, 1), "rerun_date": new.get("date"), "rerun_commit": new.get("commit"),
+            "moved": moved,
             "settings_differ": differences(record.get("settings", {}), new.get("settings", {}))[:10],
             "index_differs": differences({k: v for k, v in (record.get("index") or {}).items() if k != "built_at"},
                                          new.get("index") or {})[:5],
