@@ -51,8 +51,25 @@ def test_figures_and_settings_differences():
     assert rerun_records.figure(old, "versus_best_part.ci95") == [-0.71, 2.28] and rerun_records.figure(old, "versus_baseline.ci95") is None
     assert rerun_records.differences(old["settings"], new["settings"]) == [
         'parts.dense.probabilities: "temperature 9.73" -> "temperature 10.67"']  # 6 significant digits; entries both hold
-    assert rerun_records.differences(old["settings"], new["settings"], ignore=("probabilities",)) == []
-    sources = {"sources": {"top_n": "shipped with openqa: openqa/tuned/ir-custom-us.json",
-                           "probabilities": "shipped with openqa: openqa/tuned/ir-custom-us.calibration.json (fitted with top_n 10)"},
-               "parts": {"pmi": {"sources": {"query": "--query", "exam": "dataset us"}}}}
-    assert rerun_records.shipped_files(sources) == {"openqa/tuned/ir-custom-us.json", "openqa/tuned/ir-custom-us.calibration.json"}
+
+
+def test_settings_named_as_shipped_that_ship_otherwise_now():
+    """A record made with the shipped settings has none; one whose top-N or temperature the shipped
+    files now set otherwise (at any depth: a hybrid's dense part) lists them, as recorded and now."""
+    import json
+
+    from openqa.evaluate.calibration import Calibration
+
+    shipped = json.loads((ROOT / "openqa" / "tuned" / "ir-custom-us.json").read_text())["chosen"]
+    calibration = Calibration.from_dict(json.loads((ROOT / "openqa" / "tuned" / "dense-us.calibration.json").read_text())["calibration"])
+    file, fit = "shipped with openqa: openqa/tuned/ir-custom-us.json", "shipped with openqa: openqa/tuned/dense-us.calibration.json"
+    today = {"top_n": shipped["top_n"], "sources": {"top_n": file, "exam": "dataset us"},
+             "parts": {"dense": {"probabilities": calibration.describe(), "sources": {"probabilities": fit}}}}
+    assert rerun_records.settings_changed(record(settings=today)) == []
+    older = {**today, "top_n": shipped["top_n"] + 1,
+             "parts": {"dense": {"probabilities": "temperature 1.23 over standardized scores, fitted on MedQA us dev (1272 questions)",
+                                 "sources": {"probabilities": fit}}}}
+    assert rerun_records.settings_changed(record(settings=older)) == [
+        f"settings.top_n: {shipped['top_n'] + 1} -> {shipped['top_n']} (openqa/tuned/ir-custom-us.json)",
+        f"settings.parts.dense.probabilities: temperature 1.23 over standardized scores -> "
+        f"{calibration.describe().split(', fitted')[0]} (openqa/tuned/dense-us.calibration.json)"]

@@ -1,7 +1,7 @@
 """Rerun the committed eval records that take minutes, each into a scratch folder (never over a
 committed record), and report every figure that moved: which records were checked, which moved
 (recorded against now, with the settings that differ), which were skipped and why, and, for every
-record, the shipped settings files it names that changed after it was made.
+record, the settings it names as shipped that the shipped files (``openqa/tuned/``) now set otherwise.
 
     OPENQA_DATA=... OPENQA_INDEXES=... python scripts/maintenance/rerun_records.py --name 2026-11-28
     -> eval/results/studies/rerun-records-2026-11-28.json
@@ -12,9 +12,9 @@ this machine lacks (an LLM, a trained reader, a dense, hybrid or Lucene index no
 recorded, with ``--output`` a scratch folder (a ``--predictions`` file it names that has moved since
 is found under eval/results/ by its name). The reruns stay in the scratch folder, so a second call
 with the same folder reuses them (``--fresh`` reruns). ``--mark`` then writes the outcome into each
-committed record whose figures moved, or that could not be rerun though a settings file it names
-changed after it: a ``stale`` field (what changed, the figures now where a rerun measured them, the
-report), its figures left as they were made.
+committed record whose figures moved, or that could not be rerun though the settings it names as
+shipped changed since it was made: a ``stale`` field (what changed, the figures now where a rerun
+measured them, why it was not rerun, the report), its figures left as they were made.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import REPO, RESULTS, record_path, write_record
-from openqa.evaluate.results import HOW_ONLY
+from openqa.evaluate.calibration import Calibration
 
 #: Figures of an eval record compared with its rerun (a dotted path into the record).
 FIGURES = ("n", "correct", "accuracy", "confidence.ece", "versus_best_part.difference", "versus_best_part.ci95",
@@ -42,8 +42,6 @@ FIGURES = ("n", "correct", "accuracy", "confidence.ece", "versus_best_part.diffe
 SLOW_METHODS = {"llm": "an LLM run: a GGUF model and hours of 2 cores", "reader": "a trained reader: its model folder is not committed"}
 #: The index folders (``<lang>-<engine>``) an index engine of a record needs.
 ENGINE_FOLDERS = {"hybrid": ("custom", "dense")}
-#: What a run reads of a shipped settings file: the settings chosen on dev and the fitted probabilities.
-USED = ("chosen", "calibration")
 #: Where the settings a record names as shipped are kept.
 SHIPPED = "shipped with openqa: "
 
@@ -56,50 +54,57 @@ def figure(record: dict[str, Any], path: str) -> Any:
     return value
 
 
-def differences(old: Any, new: Any, where: str = "", ignore: tuple[str, ...] = ()) -> list[str]:
-    """Every entry (a dotted key, none named in ``ignore``) both records hold in which ``new`` differs
-    from ``old``, with both values; numbers equal to 6 significant digits do not differ."""
+def differences(old: Any, new: Any, where: str = "") -> list[str]:
+    """Every entry (a dotted key) both records hold in which ``new`` differs from ``old``, with both
+    values; numbers equal to 6 significant digits do not differ."""
     if isinstance(old, dict) and isinstance(new, dict):
-        return [line for key in old if key in new and key not in ignore
-                for line in differences(old[key], new[key], f"{where}.{key}".lstrip("."), ignore)]
+        return [line for key in old if key in new for line in differences(old[key], new[key], f"{where}.{key}".lstrip("."))]
     numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (old, new))
     if numbers and math.isclose(old, new, rel_tol=1e-6):
         return []
     return [] if old == new else [f"{where}: {json.dumps(old, ensure_ascii=False)} -> {json.dumps(new, ensure_ascii=False)}"]
 
 
-def shipped_files(value: Any) -> set[str]:
-    """The shipped settings files (``openqa/tuned/...``) a record's ``sources`` name, at any depth."""
-    if isinstance(value, dict):
-        return set().union(*(shipped_files(v) for v in value.values()))
-    if isinstance(value, str) and value.startswith(SHIPPED):
-        return {value.removeprefix(SHIPPED).split(" ")[0]}
-    return set()
+def named_settings(settings: Any, where: str = "settings") -> Iterator[tuple[str, dict[str, Any], str, str]]:
+    """Each setting a record's ``settings`` say came from a shipped file (its ``sources`` entry
+    ``shipped with openqa: openqa/tuned/FILE``), at any depth (an ensemble's or a hybrid's parts):
+    where it is, the settings holding it, its key and the file."""
+    if not isinstance(settings, dict):
+        return
+    for key, source in (settings.get("sources") or {}).items():
+        if isinstance(source, str) and source.startswith(SHIPPED):
+            yield where, settings, key, source.removeprefix(SHIPPED).split(" ")[0]
+    for key, value in settings.items():
+        if key != "sources":
+            yield from named_settings(value, f"{where}.{key}")
 
 
-def git(*args: str) -> str:
-    done = subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
-    return done.stdout.strip() if done.returncode == 0 else ""
-
-
-def changed_since(record: dict[str, Any]) -> list[str]:
-    """The shipped settings files the record names whose settings (``chosen``) or fitted
-    probabilities (``calibration``) changed after it was made (since the commit it records, else the
-    last commit before its date), each with its first difference: what a rerun reads otherwise (the
-    notes of how or where a setting was made, ``HOW_ONLY``, aside)."""
-    made = str(record.get("commit") or "").removesuffix("+dirty")
-    if not made or not git("rev-parse", "--verify", "-q", f"{made}^{{commit}}"):  # none recorded, or not in this history
-        made = git("rev-list", "-1", f"--before={record.get('date', '')}", "HEAD")
+def settings_changed(record: dict[str, Any]) -> list[str]:
+    """The settings the record names as shipped that the shipped files now set otherwise: a setting
+    chosen on dev (the file's ``chosen``, for a run of the query mode chosen) or the probabilities'
+    temperature and scale (its ``calibration``), each as recorded and now. Empty for a record made
+    with the settings that ship."""
     changed = []
-    for file in sorted(shipped_files(record.get("settings", {}))) if made else []:
-        then = git("show", f"{made}:{file}")
-        if not then or not (REPO / file).is_file():  # a file the run read before it was committed
+    for where, settings, key, file in named_settings(record.get("settings", {})):
+        try:
+            shipped = json.loads((REPO / file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            changed.append(f"{where}.{key}: {file} is no longer shipped")
             continue
-        old, new = json.loads(then), json.loads((REPO / file).read_text(encoding="utf-8"))
-        found = differences({k: old[k] for k in USED if k in old}, {k: new[k] for k in USED if k in new}, ignore=HOW_ONLY)
-        if found:
-            more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-            changed.append(f"{file} since {made[:10]}: {found[0][:120]}{more}")
+        recorded = settings.get(key)
+        if key == "probabilities":
+            now = Calibration.from_dict(shipped["calibration"]).describe() if "calibration" in shipped else None
+            if isinstance(recorded, str) and now is not None and recorded.split(", fitted")[0] != now.split(", fitted")[0]:
+                changed.append(f"{where}.probabilities: {recorded.split(', fitted')[0]} -> {now.split(', fitted')[0]} ({file})")
+            continue
+        chosen = shipped.get("chosen", {})
+        if key not in chosen or settings.get("query", chosen.get("query")) != chosen.get("query"):
+            continue  # a run with another query mode than the one chosen reads the file's grid, not its choice
+        now = chosen[key]
+        if isinstance(recorded, dict) and isinstance(now, list):  # an ensemble's weights: by part, as the file lists its parts
+            recorded = list(recorded.values())
+        if differences({key: recorded}, {key: now}):
+            changed.append(f"{where}.{key}: {json.dumps(recorded)} -> {json.dumps(now)} ({file})")
     return changed
 
 
@@ -204,17 +209,17 @@ def main() -> None:
         record = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(record, dict) or "dataset" not in record:
             continue
-        changed = changed_since(record)
+        changed = settings_changed(record)
         reason = why_skipped(record, args.max_seconds, indexes)
         if reason is None and args.limit is not None and len(checked) + len(failed) >= args.limit:
             reason = f"past --limit {args.limit}"
         if reason is not None:
-            skipped.append({"record": str(path.relative_to(RESULTS)), "why": reason, **({"settings_changed_since": changed} if changed else {})})
+            skipped.append({"record": str(path.relative_to(RESULTS)), "why": reason, **({"settings_changed": changed} if changed else {})})
             if args.mark and not reason.startswith("past --limit"):
                 mark(path, {"because": changed, "now": None, "not_rerun": reason, "report": report_path} if changed else None)
             continue
         print(f"rerunning {path.relative_to(RESULTS)} (recorded {record.get('seconds')} s)", flush=True)
-        row = {**rerun(path, record, args.scratch, args.fresh), **({"settings_changed_since": changed} if changed else {})}
+        row = {**rerun(path, record, args.scratch, args.fresh), **({"settings_changed": changed} if changed else {})}
         (failed if "failed" in row else checked).append(row)
         if args.mark and "failed" not in row:
             because = changed + row["settings_differ"] + row["index_differs"] or [
