@@ -5,6 +5,7 @@ stopped between them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Callable
 
@@ -90,8 +91,10 @@ def test_eval_and_compare_give_one_interval_for_one_pair(tmp_path):
 
     method, part = results(lambda i: i % 2 == 0), results(lambda i: i % 3 == 0)
     for name, run_results in (("method", method), ("part", part)):  # the files eval writes, rows in the dataset's order
-        (tmp_path / f"{name}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in prediction_rows(run_results)))
-        (tmp_path / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name}))
+        rows = "".join(json.dumps(r) + "\n" for r in prediction_rows(run_results))
+        (tmp_path / f"{name}.predictions.jsonl").write_text(rows)
+        (tmp_path / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "result_files": {
+            f"{name}.predictions.jsonl": hashlib.sha256(rows.encode()).hexdigest()}}))
     printed = paired_bootstrap(method, part)  # what eval records and prints as versus_best_part
     pair = compare_runs([tmp_path / "part.json", tmp_path / "method.json"], no_lookup)["pairs"][0]
     assert (pair["difference"], pair["ci95"], pair["only_this_right"], pair["only_first_right"]) == (

@@ -7,6 +7,7 @@ beside another run's, its charts, a question re-asked with its evidence marked, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 
@@ -59,7 +60,9 @@ def folders_of_runs(tmp_path):
     for where, name, right in (("", "top", {0}), ("runs/us", "same", {0, 1, 2}), ("runs/mainland", "same", {5})):
         (results / where).mkdir(parents=True, exist_ok=True)
         path = write_run(results / where, name, right, n=10)
-        path.write_text(json.dumps({**json.loads(path.read_text()), "result_files": {}}))
+        predictions = (results / where / f"{name}.predictions.jsonl").read_bytes()
+        path.write_text(json.dumps({**json.loads(path.read_text()),
+                                    "result_files": {f"{name}.predictions.jsonl": hashlib.sha256(predictions).hexdigest()}}))
     return results
 
 
