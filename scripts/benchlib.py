@@ -50,8 +50,9 @@ def placeholders() -> dict[str, str]:
     """Absolute folders of this machine and the names a shared record gives them, longest first."""
     folders = {str(Path(tempfile.gettempdir()).resolve()): "$TMPDIR", str(REPO): ".",
                str(Path(sysconfig.get_paths()["purelib"]).resolve()): "<site-packages>"}
-    if os.environ.get("OPENQA_DATA"):
-        folders[str(Path(os.environ["OPENQA_DATA"]).resolve())] = "$OPENQA_DATA"
+    for variable in ("OPENQA_DATA", "OPENQA_INDEXES"):
+        if os.environ.get(variable):
+            folders[str(Path(os.environ[variable]).resolve())] = f"${variable}"
     folders[str(Path.home())] = "~"
     return dict(sorted(folders.items(), key=lambda item: -len(item[0])))
 

@@ -5,12 +5,14 @@ stopped between them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+from typing import Callable
 
 import pytest
 
 from openqa.cancel import cancellable
-from openqa.errors import DataError, UsageError
+from openqa.errors import DataError, OpenQAError, UsageError
 from openqa.evaluate import metrics
 from openqa.evaluate.compare import compare_runs, mcnemar_exact
 from openqa.evaluate.metrics import paired_difference, wilson_interval
@@ -51,6 +53,56 @@ def test_runs_are_compared_on_their_common_questions_by_content(tmp_path):
         compare_runs([first, other], no_lookup)
 
 
+def test_the_paired_interval_worked_by_hand():
+    """The bootstrap's percentile interval where its distribution can be written down: the mean of n
+    draws of the questions' differences (+1: only the first right, -1: only the second, 0: both or
+    neither), at its 2.5th and 97.5th percentiles over 2,000 draws."""
+    alike = paired_difference(["a", "b", "c"], [True, False, True], [True, False, True])
+    assert (alike["difference"], alike["ci95"]) == (0.0, [0.0, 0.0])  # every difference 0: every draw 0
+    always = paired_difference(["a", "b"], [True, True], [False, False])
+    assert (always["difference"], always["ci95"]) == (100.0, [100.0, 100.0])
+    # differences (+1, 0): a draw of two has mean 0, 50 or 100 points with chances 1/4, 1/2, 1/4, so
+    # about 500 of 2,000 draws are 0 and 500 are 100: both percentiles fall on those ends
+    half = paired_difference(["a", "b"], [True, False], [False, False])
+    assert (half["difference"], half["ci95"], half["only_first_right"], half["only_second_right"]) == (50.0, [0.0, 100.0], 1, 0)
+    # differences (+1, +1, +1, -1): the mean of four draws is (2k - 4) / 4, k ~ Binomial(4, 3/4):
+    # P(k <= 0) = 1/256 < 2.5% < P(k <= 1) = 13/256, so the 2.5th percentile is k = 1 (-50 points);
+    # P(k <= 3) = 175/256 < 97.5%, so the 97.5th is k = 4 (+100)
+    mixed = paired_difference(["a", "b", "c", "d"], [True, True, True, False], [False, False, False, True])
+    assert (mixed["difference"], mixed["ci95"]) == (50.0, [-50.0, 100.0])
+    with pytest.raises(OpenQAError, match="one key and two answers a question, not 1 keys, 2 and 2 answers"):
+        paired_difference(["a"], [True, False], [False, False])
+
+
+def test_eval_and_compare_give_one_interval_for_one_pair(tmp_path):
+    """``openqa eval`` (an ensemble against its best part: ``paired_bootstrap`` of its results) and
+    ``openqa compare`` of the two runs' prediction files give the same difference and interval: both
+    draw the questions in the order of their digests, whatever order eval met them in."""
+    from openqa.data import Question
+    from openqa.evaluate.metrics import paired_bootstrap, prediction_rows
+    from openqa.scorers.base import OptionScores
+
+    questions = [Question(f"q{i}", f"question {i}", {k: f"option {k} of {i}" for k in "ABCD"}, "A", f"option A of {i}")
+                 for i in range(60)]
+
+    def results(right: Callable[[int], bool]) -> list[OptionScores]:
+        return [OptionScores(q, {"A": float(right(i)), "B": float(not right(i)), "C": -1.0, "D": -1.0})
+                for i, q in enumerate(questions)]
+
+    method, part = results(lambda i: i % 2 == 0), results(lambda i: i % 3 == 0)
+    for name, run_results in (("method", method), ("part", part)):  # the files eval writes, rows in the dataset's order
+        rows = "".join(json.dumps(r) + "\n" for r in prediction_rows(run_results))
+        (tmp_path / f"{name}.predictions.jsonl").write_text(rows)
+        (tmp_path / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "result_files": {
+            f"{name}.predictions.jsonl": hashlib.sha256(rows.encode()).hexdigest()}}))
+    printed = paired_bootstrap(method, part)  # what eval records and prints as versus_best_part
+    pair = compare_runs([tmp_path / "part.json", tmp_path / "method.json"], no_lookup)["pairs"][0]
+    assert (pair["difference"], pair["ci95"], pair["only_this_right"], pair["only_first_right"]) == (
+        printed["difference"], printed["ci95"], printed["only_first_right"], printed["only_second_right"]) == (16.67, [0.0, 35.0], 20, 10)
+    in_dataset_order = paired_difference([f"{i:02d}" for i in range(60)], [i % 2 == 0 for i in range(60)], [i % 3 == 0 for i in range(60)])
+    assert in_dataset_order["ci95"] != printed["ci95"]  # drawn in the order eval met them, the two intervals would differ
+
+
 @pytest.mark.spawns
 def test_the_command_prints_tables_json_and_writes_markdown(tmp_path):
     first, second = write_run(tmp_path, "a", {0, 1, 2}), write_run(tmp_path, "b", {0, 1, 2, 3, 4, 5, 6})
@@ -75,7 +127,8 @@ def test_the_bootstrap_draws_in_chunks_with_the_figures_of_one_matrix(monkeypatc
     draws = np.random.default_rng(metrics.BOOTSTRAP_SEED).integers(0, 37, size=(metrics.BOOTSTRAP_ROUNDS, 37))
     means = 100 * (a - b)[draws].mean(axis=1)
     whole = [round(float(np.percentile(means, 2.5)), 2), round(float(np.percentile(means, 97.5)), 2)]
-    assert metrics.paired_difference(first, second)["ci95"] == whole
+    keys = [f"q{i:02d}" for i in range(37)]  # in the order of the questions: drawn as given
+    assert metrics.paired_difference(keys, first, second)["ci95"] == whole
     held = []
     real_rng = np.random.default_rng
 
@@ -89,7 +142,7 @@ def test_the_bootstrap_draws_in_chunks_with_the_figures_of_one_matrix(monkeypatc
 
     monkeypatch.setattr(metrics, "BOOTSTRAP_CHUNK", 37 * 7)  # 7 resamples at a time, the last chunk shorter
     monkeypatch.setattr(np.random, "default_rng", Counted)
-    assert metrics.paired_difference(first, second)["ci95"] == whole
+    assert metrics.paired_difference(keys, first, second)["ci95"] == whole
     assert max(held) == 37 * 7 and sum(held) == 37 * metrics.BOOTSTRAP_ROUNDS
 
 
@@ -160,12 +213,12 @@ def test_a_run_of_a_question_file_is_compared_with_a_dataset_run_on_their_common
 
 
 def test_the_bootstrap_passes_a_checkpoint_between_chunks_and_draws_the_same_in_any_chunks(monkeypatch):
-    first, second = [i % 2 == 0 for i in range(100)], [i % 3 == 0 for i in range(100)]
-    whole = paired_difference(first, second)  # 2,000 resamples of 100 questions: one chunk
+    keys, first, second = [f"q{i:03d}" for i in range(100)], [i % 2 == 0 for i in range(100)], [i % 3 == 0 for i in range(100)]
+    whole = paired_difference(keys, first, second)  # 2,000 resamples of 100 questions: one chunk
     monkeypatch.setattr(metrics, "BOOTSTRAP_CHUNK", 7 * 100)  # 7 resamples a chunk: 286 chunks
     checks: list[int] = []
     with cancellable(lambda: checks.append(1)):
-        assert paired_difference(first, second) == whole
+        assert paired_difference(keys, first, second) == whole
     assert len(checks) == 286  # ceil(2000 / 7)
 
     def third_stops() -> None:
@@ -175,7 +228,7 @@ def test_the_bootstrap_passes_a_checkpoint_between_chunks_and_draws_the_same_in_
 
     checks.clear()
     with cancellable(third_stops), pytest.raises(RuntimeError, match="stopped"):
-        paired_difference(first, second)
+        paired_difference(keys, first, second)
     assert len(checks) == 3  # stopped before its third chunk
 
 

@@ -7,6 +7,7 @@ beside another run's, its charts, a question re-asked with its evidence marked, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 
@@ -17,7 +18,7 @@ from openqa import DataError, UsageError, browse_results, result_curves
 from openqa.evaluate.calibration import curves
 from openqa.serve.app import create_app
 from tests.helpers import run as run_env
-from tests.helpers import site_env
+from tests.helpers import site_env, write_run
 from tests.servers import call, running, tiny_engines
 
 
@@ -50,6 +51,60 @@ def test_the_runs_their_questions_and_nothing_outside(folder):
     for bad in ("../results/us-dev-pmi.json", "/etc/passwd", ".hidden", "nope"):
         with pytest.raises(UsageError, match="no run named"):
             browse_results(results, bad)
+
+
+def folders_of_runs(tmp_path):
+    """A results tree laid out as eval/results: a run directly inside, one in runs/us/ and one of
+    the same name in runs/mainland/ (right on other questions), each with its predictions."""
+    results = tmp_path / "results"
+    for where, name, right in (("", "top", {0}), ("runs/us", "same", {0, 1, 2}), ("runs/mainland", "same", {5})):
+        (results / where).mkdir(parents=True, exist_ok=True)
+        path = write_run(results / where, name, right, n=10)
+        predictions = (results / where / f"{name}.predictions.jsonl").read_bytes()
+        path.write_text(json.dumps({**json.loads(path.read_text()),
+                                    "result_files": {f"{name}.predictions.jsonl": hashlib.sha256(predictions).hexdigest()}}))
+    return results
+
+
+def test_each_run_is_listed_with_its_folder_and_named_by_it(tmp_path):
+    results = folders_of_runs(tmp_path)
+    listed = sorted((r["folder"], r["run"], r["accuracy"]) for r in browse_results(results))
+    assert listed == [("", "top.json", 10.0), ("runs/mainland", "same.json", 10.0), ("runs/us", "same.json", 30.0)]
+    right = {name: sum(row["correct"] for row in browse_results(results, name))
+             for name in ("runs/us/same.json", "runs/mainland/same", "same", "top.json")}
+    assert right == {"runs/us/same.json": 3, "runs/mainland/same": 1, "same": 1, "top.json": 1}  # a plain name: the first by path
+    assert result_curves(results, "runs/us/same")["n"] == 10 and result_curves(results, "runs/us/same")["run"] == "runs/us/same"
+    for bad in ("runs/../top.json", "runs/us/../../top.json", "../results/top.json", "/etc/passwd", str(results / "top.json"),
+                "runs/.hidden/same", "runs//us/same", "runs/us/", "runs\\us\\same", "runs/taiwan/same", "runs/us"):
+        with pytest.raises(UsageError, match="no run named") as refused:
+            browse_results(results, bad)
+        assert "\n" not in str(refused.value)
+    with pytest.raises(UsageError, match=r"no '\.\.', leading '/' or hidden part"):
+        result_curves(results, "runs/../../etc/passwd")
+
+
+def test_the_server_takes_a_run_with_its_folder_and_refuses_dot_dot(tmp_path):
+    results = folders_of_runs(tmp_path)
+    engines = tiny_engines(tmp_path / "site", ["ir-custom"])
+    try:
+        with running(create_app(engines, results=results)) as url:
+            status, listing = call(url, "/v1/results")
+            assert status == 200 and {(r["folder"], r["run"]) for r in listing["runs"]} == {
+                ("", "top.json"), ("runs/us", "same.json"), ("runs/mainland", "same.json")}
+            for asked in ("runs/us/same.json", "runs%2Fus%2Fsame.json"):  # as typed, and as the page encodes it
+                status, run = call(url, f"/v1/results/{asked}")
+                assert status == 200 and sum(q["correct"] for q in run["questions"]) == 3, asked
+                status, drawn = call(url, f"/v1/results/{asked}/curves")
+                assert status == 200 and drawn == result_curves(results, "runs/us/same.json"), asked
+            status, compared = call(url, "/v1/compare?runs=runs/mainland/same.json,runs/us/same.json")
+            assert status == 200 and compared["pairs"][0]["difference"] == 20.0
+            for bad in ("runs/us/..%2F..%2Ftop.json", "runs%2F..%2Ftop.json", "%2Fetc%2Fpasswd"):
+                for path in (f"/v1/results/{bad}", f"/v1/results/{bad}/curves", f"/v1/compare?runs=top.json,{bad}"):
+                    status, body = call(url, path)
+                    assert status in (400, 404), (path, status)
+                    assert status == 404 or "no run named" in body["error"], (path, body)
+    finally:
+        engines.close()
 
 
 @pytest.mark.spawns

@@ -229,12 +229,15 @@ def tune_in(ctx: Context, method: str, source: QuestionSource, request: Request,
 def browse_results(folder: str | Path, run: str | None = None) -> list[dict[str, Any]]:
     """The eval runs of a results folder, as ``openqa serve --results`` lists them (each with its
     dataset, split, method, questions, accuracy and interval, ECE, accuracy of the 20% most
-    confident, date and openqa version; an unreadable record with its reason); with ``run`` (a
-    record's name), that run's first 20,000 questions (prediction, answer, whether right,
-    probabilities: ``openqa.evaluate.browse.MAX_QUESTIONS``, a listing of a bounded size).
+    confident, date and openqa version, and its ``folder`` within ``folder``, such as ``runs/us``; an
+    unreadable record with its reason); with ``run`` (a record's name), that run's first 20,000
+    questions (prediction, answer, whether right, probabilities: ``openqa.evaluate.browse.MAX_QUESTIONS``,
+    a listing of a bounded size).
 
     :param folder: the results folder (``openqa eval --output``'s, or a clone's ``eval/results``).
-    :param run: a record's name (its file name without ``.json``); ``None`` lists the runs.
+    :param run: a record's name (its file name, ``.json`` optional), or its folder and name
+        (``runs/us/NAME``: that file alone); ``None`` lists the runs.
+    :raises UsageError: on a run that is not there, or a name with ``..``, an absolute path or a hidden part.
     """
     from openqa.evaluate.browse import list_runs, run_questions
 
@@ -250,7 +253,9 @@ def result_curves(folder: str | Path, run: str) -> dict[str, Any]:
     ``openqa serve --results`` draws.
 
     :param folder: the results folder holding the run.
-    :param run: the record's name (its file name without ``.json``); its predictions file must be beside it.
+    :param run: the record's name (its file name, ``.json`` optional), or its folder and name
+        (``runs/us/NAME``); its predictions file must be beside it.
+    :raises UsageError: on a run that is not there, or a name with ``..``, an absolute path or a hidden part.
     """
     from openqa.evaluate.browse import run_curves
 

@@ -4,8 +4,11 @@ run's questions with what it answered, and the comparison of runs (``openqa.eval
 ``openqa serve --results DIR`` shows these on its results page and ``openqa.api.browse_results``
 returns them. The records directly inside the folder are read and those in its subfolders (a tree
 laid out by kind, as the repository's ``eval/results``: ``runs/us/``, ``benchmarks/``...; hidden
-folders and links to folders left out, at most ``MAX_DEPTH`` deep). A run is named by its file name
-alone, wherever its folder; a name found twice is the one directly inside, else the first by path.
+folders and links to folders left out, at most ``MAX_DEPTH`` deep); each run is listed with its
+folder (relative to the results folder: ``runs/us``, or empty directly inside). A run is named by its
+file name alone, wherever its folder (a name found twice is the one directly inside, else the first
+by path), or by its folder and name (``runs/us/NAME``): that file alone. A name with ``..``, an
+absolute path or a hidden part is refused in one line.
 Nothing outside the folder is reachable (a link whose target is outside it is neither listed nor
 read). A record that cannot be read (half-written, malformed, a figure that is no number) is listed with its reason and
 never stops the listing; JSON files that are not eval records (benchmarks, settings) are left out.
@@ -191,20 +194,33 @@ def list_runs(folder: Path, cache: RunCache | None = None) -> list[dict[str, Any
         checkpoint()  # a server's listing stops here once it is no longer wanted
         row = cache.row(path) if cache is not None else run_row(path)
         if row is not None:
-            rows.append(row)
+            rows.append({**row, "folder": path.parent.relative_to(folder).as_posix().removeprefix(".")})
     if cache is not None:
         cache.listed(folder, paths)
     return rows
 
 
+def run_name(name: Any) -> tuple[str, str]:
+    """A run's name as given (``NAME``, ``NAME.json`` or ``FOLDER/NAME``: its folder under the results
+    folder, as the listing shows it) split into that folder ("" for none) and the file name without
+    ``.json``; refused in one line for anything else (``..``, an absolute path, a hidden part, a
+    backslash or NUL, a folder deeper than ``MAX_DEPTH``)."""
+    parts = name.split("/") if isinstance(name, str) else []
+    if (not parts or any(not part or part.startswith(".") for part in parts) or "\\" in name or "\0" in name
+            or len(parts) > MAX_DEPTH + 1):
+        raise UsageError(f"no run named {arg.shown(name)} here: give a run's name, or its folder in the results folder "
+                         "and its name (runs/us/NAME), with no '..', leading '/' or hidden part")
+    return "/".join(parts[:-1]), parts[-1].removesuffix(".json")
+
+
 def inside(folder: Path, name: str, suffix: str) -> Path:
-    """The file ``name`` + ``suffix`` inside ``folder`` (directly, else in the first of its subfolders
-    that holds it), refused for any name that is not a plain file name."""
-    if not isinstance(name, str) or not name or "/" in name or "\\" in name or name.startswith(".") or "\0" in name:
-        raise UsageError(f"no run named {arg.shown(name)} here")
+    """The file ``name`` + ``suffix`` inside ``folder``: for a name with a folder (``runs/us/NAME``)
+    that file alone, for a plain name the one directly inside, else in the first of its subfolders
+    that holds it; refused for any other name (``run_name``) and for a link out of the folder."""
+    sub, stem = run_name(name)
     top = resolved_folder(Path(folder))
-    for where in folders(Path(folder)):
-        path = where / f"{name.removesuffix('.json')}{suffix}"
+    for where in [Path(folder) / sub] if sub else folders(Path(folder)):
+        path = where / f"{stem}{suffix}"
         try:
             found = path.is_file()
         except OSError:  # a name too long for the file system, ...

@@ -218,7 +218,7 @@ def compare_runs(paths: Sequence[Path], digests_of: Callable[[str, str], dict[st
         })
     pairs = []
     for run, right in zip(runs[1:], correct[1:]):
-        diff = paired_difference(right.tolist(), correct[0].tolist())
+        diff = paired_difference(common, right.tolist(), correct[0].tolist())
         only_this = [d for d, a, b in zip(common, right, correct[0]) if a and not b]
         only_first = [d for d, a, b in zip(common, right, correct[0]) if b and not a]
         pairs.append({

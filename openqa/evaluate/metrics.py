@@ -83,17 +83,31 @@ BOOTSTRAP_CHUNK = 1 << 20
 
 
 def paired_bootstrap(first: Sequence[OptionScores], second: Sequence[OptionScores]) -> dict[str, Any]:
-    """The accuracy of ``first`` minus that of ``second`` on the same questions (points), with a 95%
-    percentile interval from ``BOOTSTRAP_ROUNDS`` resamples of the questions (seeded: the same every run)."""
-    return paired_difference([r.prediction() == r.question.answer_idx for r in first],
+    """The accuracy of ``first`` minus that of ``second`` on the same questions, in the same order
+    (points), with its 95% interval: ``paired_difference`` keyed by each question's digest, the way
+    ``openqa compare`` keys the runs it reads, so that ``openqa eval`` and ``openqa compare`` give one
+    interval for one pair."""
+    keys = [r.question.digest() for r in first]
+    if keys != [r.question.digest() for r in second]:
+        raise OpenQAError("a paired difference needs both runs' results on the same questions, in the same order")
+    return paired_difference(keys, [r.prediction() == r.question.answer_idx for r in first],
                              [r.prediction() == r.question.answer_idx for r in second])
 
 
-def paired_difference(first: Sequence[bool], second: Sequence[bool]) -> dict[str, Any]:
-    """``paired_bootstrap`` of two runs' right (True) and wrong answers to the same questions, in order."""
+def paired_difference(keys: Sequence[str], first: Sequence[bool], second: Sequence[bool]) -> dict[str, Any]:
+    """The accuracy of ``first`` minus that of ``second`` (points) from their right (True) and wrong
+    answers to the same questions, with a 95% percentile interval from ``BOOTSTRAP_ROUNDS`` resamples
+    of the questions (seeded: the same every run). The questions are put in the order of their
+    ``keys`` (question digests; a stable sort, so a key given twice keeps both) before they are
+    drawn: the interval depends on the pair of runs alone, never on the order a file or a dataset
+    lists the questions in. The single source of every paired interval openqa prints."""
+    if not len(keys) == len(first) == len(second):
+        raise OpenQAError(f"a paired difference needs one key and two answers a question, not {len(keys)} keys, "
+                          f"{len(first)} and {len(second)} answers")
     import numpy as np
 
-    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    a, b = np.asarray(first, dtype=float)[order], np.asarray(second, dtype=float)[order]
     diff = a - b
     rng = np.random.default_rng(BOOTSTRAP_SEED)
     rows = max(1, BOOTSTRAP_CHUNK // max(1, len(diff)))  # resamples drawn at once: memory bounded whatever the questions

@@ -115,8 +115,20 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
         return await on_pool(engines, request, work, "the results listing", RESULTS_SECONDS, LANE,
                              heavy=not cache.has_listed(folder))
 
-    @app.get("/v1/results/{run}", summary=f"A run's first {MAX_QUESTIONS:,} questions (cut: whether it has more): prediction, "
-                                           "answer, probabilities, and the question's text where known")
+    # before the questions' route: a run named with its folder holds slashes, and that route takes any path
+    @app.get("/v1/results/{run:path}/curves", summary="A run's risk-coverage curve and reliability diagram, from its predictions "
+                                                 "(RUN: its name, or its folder and name: runs/us/NAME)")
+    async def run_curve(run: str, request: Request) -> Response:
+        def work() -> Response:
+            with relative.errors():
+                return encoded(run_curves(folder, run))
+
+        heavy = await run_in_threadpool(heavy_read, folder, run)
+        return await on_pool(engines, request, work, "a run's curves", RESULTS_SECONDS, LANE, heavy)
+
+    @app.get("/v1/results/{run:path}", summary=f"A run's first {MAX_QUESTIONS:,} questions (cut: whether it has more): prediction, "
+                                                "answer, probabilities, and the question's text where known (RUN: its name, or "
+                                                "its folder and name: runs/us/NAME)")
     async def questions(run: str, request: Request) -> Response:
         def work() -> Response:
             with relative.errors():
@@ -134,15 +146,6 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
 
         heavy = await run_in_threadpool(heavy_read, folder, run)
         return await on_pool(engines, request, work, "a run's questions", RESULTS_SECONDS, LANE, heavy)
-
-    @app.get("/v1/results/{run}/curves", summary="A run's risk-coverage curve and reliability diagram, from its predictions")
-    async def run_curve(run: str, request: Request) -> Response:
-        def work() -> Response:
-            with relative.errors():
-                return encoded(run_curves(folder, run))
-
-        heavy = await run_in_threadpool(heavy_read, folder, run)
-        return await on_pool(engines, request, work, "a run's curves", RESULTS_SECONDS, LANE, heavy)
 
     @app.get("/v1/compare", summary=f"Runs compared question by question (as openqa compare): ?runs=A,B[,C...], at most {MAX_COMPARED}")
     async def compare(runs: str, request: Request) -> Response:

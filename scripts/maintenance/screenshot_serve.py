@@ -69,10 +69,10 @@ def answer_page(browser: webdriver.Chrome, url: str, example: int) -> None:
 
 
 def results_page(browser: webdriver.Chrome, url: str, example: int,
-                 runs: tuple[str, ...] = ("us-test-ir-custom.json", "us-test-ensemble.json")) -> None:
-    """The results page filtered to the US test runs, ``runs`` compared (their table and charts), the
-    last one opened beside the first, showing the questions only it gets right; from the comparison
-    (``example`` is the answer page's: this page has none)."""
+                 runs: tuple[str, ...] = ("runs/us/us-test-ir-custom.json", "runs/us/us-test-ensemble.json")) -> None:
+    """The results page filtered to the US test runs, ``runs`` (named by folder and name, as the page
+    names them) compared (their table and charts), the last one opened beside the first, showing the
+    questions only it gets right; from the comparison (``example`` is the answer page's: this page has none)."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select, WebDriverWait
 

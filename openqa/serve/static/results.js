@@ -40,11 +40,17 @@ async function getJSON(url, body) {
   return data;
 }
 
+// The name a run is asked for by: its folder in the results folder and its file name (runs/us/NAME.json),
+// so that two runs of one name in different folders stay apart.
+function nameOf(run) {
+  return run.folder ? `${run.folder}/${run.run}` : run.run;
+}
+
 function showRuns() {
   const body = document.querySelector("#runs tbody");
   const needle = document.getElementById("filter").value.trim().toLowerCase();
   const readable = state.runs.filter((r) => !r.unreadable);
-  const shown = readable.filter((r) => !needle || [r.run, r.dataset, r.split, r.method, r.variant || ""].join(" ").toLowerCase().includes(needle));
+  const shown = readable.filter((r) => !needle || [r.run, r.folder || "", r.dataset, r.split, r.method, r.variant || ""].join(" ").toLowerCase().includes(needle));
   const key = state.sortKey;
   shown.sort((a, b) => {
     const x = a[key], y = b[key];
@@ -54,8 +60,8 @@ function showRuns() {
   body.replaceChildren();
   for (const run of shown) {
     const row = document.createElement("tr");
-    row.dataset.run = run.run;
-    const tick = element("input", { type: "checkbox", className: "tick", value: run.run });
+    row.dataset.run = nameOf(run);
+    const tick = element("input", { type: "checkbox", className: "tick", value: nameOf(run) });
     tick.addEventListener("change", updateCompare);
     row.appendChild(element("td", {}, [tick]));
     const name = cell(row, "");
@@ -66,7 +72,7 @@ function showRuns() {
     } else {
       name.textContent = run.run;
     }
-    cell(row, run.dataset); cell(row, run.split); cell(row, run.method + (run.variant ? ` (${run.variant})` : ""));
+    cell(row, run.folder || ""); cell(row, run.dataset); cell(row, run.split); cell(row, run.method + (run.variant ? ` (${run.variant})` : ""));
     cell(row, run.n); cell(row, accuracyText(run)); cell(row, fixed(run.ece, 3));
     cell(row, fixed(run.accuracy_at_20, 1)); cell(row, run.date); cell(row, run.openqa_version);
     body.appendChild(row);
@@ -247,9 +253,9 @@ async function reask(q, how, button, target) {
 
 function fillBeside(run) {
   const select = document.getElementById("beside");
-  const others = state.runs.filter((r) => !r.unreadable && r.questions && r.run !== run.run && r.dataset === run.dataset && r.split === run.split);
+  const others = state.runs.filter((r) => !r.unreadable && r.questions && nameOf(r) !== nameOf(run) && r.dataset === run.dataset && r.split === run.split);
   select.replaceChildren(element("option", { value: "", textContent: "no other run" }),
-    ...others.map((r) => element("option", { value: r.run, textContent: `${r.run} (${r.method})` })));
+    ...others.map((r) => element("option", { value: nameOf(r), textContent: `${nameOf(r)} (${r.method})` })));
   select.disabled = others.length === 0;
   setPairFilters(false);
 }
@@ -275,13 +281,13 @@ async function chooseBeside() {
   }
   setPairFilters(state.beside !== null);
   showQuestions();
-  drawCurves(document.getElementById("run-charts"), state.beside ? [state.run.run, state.beside.name] : [state.run.run]);
+  drawCurves(document.getElementById("run-charts"), state.beside ? [nameOf(state.run), state.beside.name] : [nameOf(state.run)]);
 }
 
 async function openRun(run) {
   state.run = run;
   state.beside = null;
-  document.getElementById("run-title").textContent = `${run.run}: ${run.method} on ${run.dataset} ${run.split}`;
+  document.getElementById("run-title").textContent = `${nameOf(run)}: ${run.method} on ${run.dataset} ${run.split}`;
   const served = run.lang && state.served.has(`${run.method}|${run.lang}`);
   document.getElementById("run-reask").textContent = !run.lang ? ""
     : run.variant ? `Re-asking is off: this run used a variant of ${run.method} (${run.variant}) that the server does not answer with.`
@@ -290,7 +296,7 @@ async function openRun(run) {
   fillBeside(run);
   state.cut = null;
   try {
-    const listed = await getJSON(`v1/results/${encodeURIComponent(run.run)}`);
+    const listed = await getJSON(`v1/results/${encodeURIComponent(nameOf(run))}`);
     state.questions = listed.questions;
     state.cut = listed.cut ? listed.most : null;
   } catch (error) {
@@ -300,7 +306,7 @@ async function openRun(run) {
   document.getElementById("run").hidden = false;
   document.getElementById("run").scrollIntoView();  // below the list of runs: brought into sight
   showQuestions();
-  drawCurves(document.getElementById("run-charts"), [run.run]);
+  drawCurves(document.getElementById("run-charts"), [nameOf(run)]);
 }
 
 // ---------------------------------------------------------------- comparison
