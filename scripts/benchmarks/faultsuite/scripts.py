@@ -90,8 +90,8 @@ def get_model_cases(root: Path, tiny: Path | None) -> list[Case]:
 def _slice(folder: Path, start: int, answers: str, variant: str = "tiny-options", **record: Any) -> str:
     """A slice of an LLM run (questions start+1 ...) as openqa eval writes it: its predictions and record."""
     stem = f"us-test-llm-{variant}-from{start}-limit{len(answers)}"
-    rows = [{"qid": f"us-test-{start + i + 1}", "digest": f"d{start + i + 1}", "scores": {"A": -0.3, "B": -1.2},
-             "scale": "log-probability", "correct": letter == "A"} for i, letter in enumerate(answers)]
+    rows = [{"qid": f"us-test-{start + i + 1}", "digest": f"d{start + i + 1}", "scores": {"A": 0.7, "B": 0.3},
+             "scale": "probability", "correct": letter == "A"} for i, letter in enumerate(answers)]
     (folder / f"{stem}.predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (folder / f"{stem}.json").write_text(json.dumps({
         "dataset": "us", "split": "test", "method": "llm", "n": len(answers), "accuracy": round(100 * answers.count("A") / len(answers), 2),
