@@ -15,7 +15,7 @@ import pytest
 
 from openqa.config import OptionSource, prefixed
 from openqa.jsonl import readable
-from openqa.serve.engines import in_request_words
+from openqa.serve.public import in_request_words
 from openqa.tuning import resolve_settings, shipped_folder
 from tests.helpers import make_data_dir
 

@@ -93,9 +93,9 @@ def cross_fit_reader(dataset: str, reader: str = "maxout", *, folds: int = 5, ou
     :raises OpenQAError: on bad arguments, missing data or indexes (one line)."""
     from openqa.api.workspace import Workspace
     from openqa.data.questions import DATASETS
-    from openqa.training import cross_fit_reader as run
     from openqa.readers.registry import READERS
     from openqa.readers.train import TrainConfig
+    from openqa.training import cross_fit_reader as run
 
     dataset = arg.one_of("dataset", dataset, DATASETS)
     reader = arg.one_of("reader", reader, READERS)

@@ -127,8 +127,8 @@ def _overrides(args: argparse.Namespace) -> Overrides:
 
 
 def cmd_train(args: argparse.Namespace) -> None:
-    from openqa.training import train_reader
     from openqa.readers.train import TrainConfig
+    from openqa.training import train_reader
 
     lr = args.lr if args.lr is not None else 1e-3 if args.reader == "maxout" else 2e-5
     config = TrainConfig(epochs=args.epochs, lr=lr,

@@ -35,13 +35,11 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Hashable, Iterable, TypeVar, cast
+from typing import Any, Callable, Hashable, TypeVar, cast
 
-import openqa
 from openqa.answer import language_note, no_match_message
 from openqa.api import search_hits
 from openqa.cancel import cancellable, checkpoint
-from openqa.config import OptionSource
 from openqa.data import Question, load_questions
 from openqa.data.pasted import clean_text
 from openqa.errors import IndexDamagedError, IndexMissingError, OpenQAError
@@ -55,6 +53,7 @@ from openqa.retrieval.base import Index
 from openqa.retrieval.manifest import MANIFEST
 from openqa.retrieval.registry import ENGINES, engine_class, index_folder, open_index
 from openqa.serve.examples import measured_accuracy
+from openqa.serve.public import Public, in_request_words
 from openqa.serve.workers import FairPool, JobCap, TooManyJobs
 from openqa.workspace import Context, Exam, OpenOnce
 
@@ -63,8 +62,6 @@ T = TypeVar("T")
 #: ``--method all``: every registered method (a missing index that builds in seconds is built first,
 #: as ``openqa answer`` does; one that takes longer is reported with the command that builds it).
 ALL = "all"
-#: How the API names the options a settings source may name (``OptionSource``; the others keep their flag).
-REQUEST_FIELDS = {"top_n": "request top_n", "lang": "lang"}
 #: Threads scoring questions (beside the JVM's own thread): more than the cores, so a few large questions
 #: cannot hold every thread while small ones wait.
 WORKERS = max(4, min(16, 2 * (os.cpu_count() or 2)))
@@ -162,42 +159,6 @@ class Offer:
                  "built_at": m.get("built_at")}
         return {"method": self.method, "lang": self.lang, "available": True, "index": index,
                 "settings": in_request_words(self.opened.settings)}
-
-
-def in_request_words(value: Any) -> Any:
-    """Settings (nested, as a record holds them) with each source that names an option rendered as
-    the API names it (``REQUEST_FIELDS``: ``request top_n`` where the command line says ``--top-n``)."""
-    if isinstance(value, dict):
-        return {key: in_request_words(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [in_request_words(item) for item in value]
-    if isinstance(value, OptionSource):
-        return value.render(REQUEST_FIELDS)
-    return value
-
-
-class Public:
-    """Text sent to clients with the server's folders named, and the ``files`` it was given (``--bank``,
-    ``--model``) by their names alone, never as absolute paths."""
-
-    def __init__(self, ctx: Context, files: Iterable[str | Path] = ()) -> None:
-        s = ctx.settings
-        folders = [(s.index_dir, "<index folder>"), (s.data_dir, "<data folder>"), (s.settings_dir, "<settings folder>"),
-                   (s.models_dir, "<models folder>"), (Path(openqa.__file__).parent, "<openqa package>")]
-        folders += [(Path(file).expanduser().absolute(), Path(file).name) for file in files]
-        pairs = {str(Path(p).resolve()): label for p, label in folders if p is not None}
-        pairs.update({str(p): label for p, label in folders if p is not None and Path(p).is_absolute()})
-        self.pairs = sorted(pairs.items(), key=lambda pair: -len(pair[0]))  # longest (innermost) first
-
-    def __call__(self, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {key: self(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self(item) for item in value]
-        if isinstance(value, str):
-            for path, label in self.pairs:
-                value = value.replace(path, label)
-        return value
 
 
 def pick(items: list[str], known: tuple[str, ...], what: str) -> list[str]:
