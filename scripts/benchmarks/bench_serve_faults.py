@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -647,9 +648,9 @@ LONG_RUN = 25_000
 
 
 def write_run(folder: Path, name: str, questions: list[Any], seed: int, record: dict[str, Any] | None = None) -> None:
-    """A run as ``openqa eval`` writes it (its record and predictions), of seeded random probabilities:
-    over ``questions`` (real ones: matched by content, their texts shown) or, given a number, that many
-    made-up questions."""
+    """A run as ``openqa eval`` writes it (its record, naming its predictions file by digest in
+    ``result_files``, and the predictions), of seeded random probabilities: over ``questions`` (real
+    ones: matched by content, their texts shown) or, given a number, that many made-up questions."""
     rng = random.Random(seed)
     items = questions if isinstance(questions, list) else [SimpleNamespace(qid=f"long-{i}", digest=lambda i=i: f"d{i}",
                                                                             answer_idx="ABCD"[i % 4]) for i in range(questions)]
@@ -661,10 +662,12 @@ def write_run(folder: Path, name: str, questions: list[Any], seed: int, record: 
         rows.append({"qid": question.qid, "digest": question.digest(), "prediction": prediction, "answer": question.answer_idx,
                      "correct": prediction == question.answer_idx, "confidence": probabilities[prediction],
                      "probabilities": probabilities})
-    (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    predictions = "".join(json.dumps(row) + "\n" for row in rows)
+    (folder / f"{name}.predictions.jsonl").write_text(predictions)
     right = sum(row["correct"] for row in rows)
+    files = {f"{name}.predictions.jsonl": hashlib.sha256(predictions.encode()).hexdigest()}
     (folder / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "n": len(rows),
-                                                     "accuracy": round(100 * right / len(rows), 2), "result_files": {},
+                                                     "accuracy": round(100 * right / len(rows), 2), "result_files": files,
                                                      **(record or {})}))
 
 
