@@ -4,8 +4,9 @@ Starts ``openqa serve --lang en,zh --method ir-custom,pmi --results FOLDER`` as 
 free loopback port over a scratch index folder (the English custom index copied from yours, so it can
 be rebuilt and deleted under the server; the others linked read-only), the real MedQA data folder and
 a scratch results folder (three runs of the US test questions, two runs of 25,000 made-up questions,
-faulty runs and a link out of the folder). While
-a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases one at a time:
+faulty runs, a link out of the folder, a record whose predictions link out, and a run name found both
+directly inside and in a subfolder). While a probe sends ``GET /v1/health`` every 50 ms, it runs
+hostile and unlucky cases one at a time:
 
 * oversized (bodies over the limit, announced or streamed; questions over a method's size limit),
 * a 136 KB paste whose line once made the parser quadratic, malformed bodies (empty, form-encoded,
@@ -26,9 +27,12 @@ a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases 
 * the results endpoints (``--results``): the listing and the page, each run's questions and curves,
   comparisons, a run longer than a listing (said to be cut), hostile run names and faulty runs on
   every endpoint, compare refusals (past 8 runs, a run twice, one run 400 times), HEAD and other
-  methods; a client's jobs in flight capped (a 429 past it, for results and for answers); long
-  comparisons whose clients leave; English answers beside a client looping long comparisons and
-  beside one keeping four costly 1,960-character Chinese PMI questions in flight (work weighed by
+  methods; a run name found twice (directly inside and in ``runs/us``) listed by folder and name and
+  each opened as its own run; a record whose predictions file links out of the folder not offered for
+  opening and refused in one line; run names with ``..``, an absolute path or a hidden part refused
+  (400) on every endpoint; a client's jobs in flight capped (a 429 past it, for results and for
+  answers); long comparisons whose clients leave; English answers beside a client looping long
+  comparisons and beside one keeping four costly 1,960-character Chinese PMI questions in flight (work weighed by
   its cost, not its characters), beside one keeping 8 reads of a 25,000-question run and the listing
   in flight, and beside one keeping 8 answers of 200 evidence paragraphs in flight (target: p95 under
   0.2 s each), a second client's comparisons beside long ones, and one address past its cap however
@@ -40,7 +44,10 @@ a probe sends ``GET /v1/health`` every 50 ms, it runs hostile and unlucky cases 
   connections, a slow body, and 12 clients opening a connection per request): every request the
   server received answered, none reset (a new connection after it stopped listening is refused);
   SIGTERM and Ctrl-C during long comparisons; ``--client-header`` telling users behind one address
-  apart (a light user beside a heavy one, a greedy one capped) and refused when it is no header name;
+  apart (a light user beside a heavy one, a greedy one capped), the last of several values counting
+  (a client's own header line before the one a proxy appends, or a comma-joined value, escapes no
+  cap), and refused when it is no header name; an ``--endpoint`` with a query-string token refused at
+  start in one line that does not show it;
   ``--ensemble bank`` with an English ``--bank`` file in a private folder (every offer of both
   languages available, the folder shown to no client, the ensemble's answer with its solved
   questions) and ``--method ensemble --model`` refused rather than the model dropped.
@@ -63,6 +70,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import random
@@ -79,7 +87,8 @@ from dataclasses import dataclass, field
 from http.client import HTTPConnection, HTTPException
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
+from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
@@ -214,6 +223,23 @@ def raw_exchange(port: int, data: bytes, trickle: float = 0.0, hang_up: bool = F
     return int(reply.split(b" ", 2)[1]) if reply.startswith(b"HTTP/") else "no reply"
 
 
+def raw_post(body: bytes, *lines: str) -> bytes:
+    """A ``POST /v1/answer`` of ``body`` as raw bytes (for ``raw_exchange``), with the header ``lines``
+    added as given (``Name: value``: a header may come twice, which ``request`` cannot send)."""
+    extra = "".join(f"{line}\r\n" for line in lines).encode()
+    return (b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%sContent-Length: %d"
+            b"\r\n\r\n%s" % (extra, len(body), body))
+
+
+def past_cap(port: int, send: Callable[[int], int | str], extra: int = 4) -> tuple[int, list[int | str]]:
+    """``send(n)`` for as many ``n`` as one client's cap on jobs in flight (``/v1/methods``) and
+    ``extra`` more, all at once: the cap and the outcomes."""
+    methods = request(port, "GET", "/v1/methods")[1]
+    cap = int(methods["limits"]["max_in_flight"]) if isinstance(methods, dict) else 0
+    with ThreadPoolExecutor(cap + extra) as pool:
+        return cap, list(pool.map(send, range(cap + extra)))
+
+
 #: Outcomes of a request that count as reset: the server closed or reset the connection instead of answering.
 RESETS = ("ConnectionResetError", "RemoteDisconnected", "BrokenPipeError", "IncompleteRead", "BadStatusLine")
 
@@ -303,8 +329,15 @@ class Bench:
         self.resets = 0
         self.questions = {lang: load_questions(dataset, "test", data_dir) for lang, dataset in DATASETS.items()}
         self.cases: list[Case] = []
+        #: Run only the cases whose name holds one of these (a driver checking some cases alone); empty: every case.
+        self.only: tuple[str, ...] = ()
+
+    def wanted(self, name: str) -> bool:
+        return not self.only or any(part in name for part in self.only)
 
     def case(self, name: str, category: str, expected: set[int], run: Callable[[Case], None]) -> None:
+        if not self.wanted(name):
+            return
         case = Case(name, category, expected)
         start = time.monotonic()
         try:
@@ -400,9 +433,7 @@ def hostile_cases(bench: Bench) -> None:
 
     def trickle(case: Case) -> None:
         body = json.dumps(ok).encode()
-        case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
-                                                b"\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body), trickle=0.1,
-                                          hang_up=True))
+        case.statuses.append(raw_exchange(port, raw_post(body), trickle=0.1, hang_up=True))
 
     bench.case("slow body: a byte every 0.1 s for 3 s, then gone", "slow", {"hung up"}, trickle)
 
@@ -424,10 +455,7 @@ def hostile_cases(bench: Bench) -> None:
 
     def disconnecting(case: Case) -> None:
         for question in big_zh:
-            body = answer_body(question, "pmi", "zh")
-            case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                                                    b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
-                                              hang_up=True))
+            case.statuses.append(raw_exchange(port, raw_post(answer_body(question, "pmi", "zh")), hang_up=True))
         time.sleep(1)
         case.statuses.append(request(port, "POST", "/v1/answer", answer_body(zh[0], "pmi", "zh"))[0])
 
@@ -546,9 +574,7 @@ def hostile_cases(bench: Bench) -> None:
 
     def left_early(case: Case) -> None:
         for body in heavy[:4]:
-            case.statuses.append(raw_exchange(port, b"POST /v1/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
-                                                    b"application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body),
-                                              hang_up=True, linger=0.5))
+            case.statuses.append(raw_exchange(port, raw_post(body), hang_up=True, linger=0.5))
         time.sleep(1.5)
         before = cpu_seconds(bench.pid)
         time.sleep(3)
@@ -647,9 +673,9 @@ LONG_RUN = 25_000
 
 
 def write_run(folder: Path, name: str, questions: list[Any], seed: int, record: dict[str, Any] | None = None) -> None:
-    """A run as ``openqa eval`` writes it (its record and predictions), of seeded random probabilities:
-    over ``questions`` (real ones: matched by content, their texts shown) or, given a number, that many
-    made-up questions."""
+    """A run as ``openqa eval`` writes it (its record, naming its predictions file by digest in
+    ``result_files``, and the predictions), of seeded random probabilities: over ``questions`` (real
+    ones: matched by content, their texts shown) or, given a number, that many made-up questions."""
     rng = random.Random(seed)
     items = questions if isinstance(questions, list) else [SimpleNamespace(qid=f"long-{i}", digest=lambda i=i: f"d{i}",
                                                                             answer_idx="ABCD"[i % 4]) for i in range(questions)]
@@ -661,17 +687,25 @@ def write_run(folder: Path, name: str, questions: list[Any], seed: int, record: 
         rows.append({"qid": question.qid, "digest": question.digest(), "prediction": prediction, "answer": question.answer_idx,
                      "correct": prediction == question.answer_idx, "confidence": probabilities[prediction],
                      "probabilities": probabilities})
-    (folder / f"{name}.predictions.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    predictions = "".join(json.dumps(row) + "\n" for row in rows)
+    (folder / f"{name}.predictions.jsonl").write_text(predictions)
     right = sum(row["correct"] for row in rows)
+    files = {f"{name}.predictions.jsonl": hashlib.sha256(predictions.encode()).hexdigest()}
     (folder / f"{name}.json").write_text(json.dumps({"dataset": "us", "split": "test", "method": name, "n": len(rows),
-                                                     "accuracy": round(100 * right / len(rows), 2), "result_files": {},
+                                                     "accuracy": round(100 * right / len(rows), 2), "result_files": files,
                                                      **(record or {})}))
+
+
+#: What the qids of the predictions outside the results folder start with: no reply may hold it.
+OUTSIDE = "outside-"
 
 
 def results_folder(folder: Path, outside: Path, questions: list[Question]) -> None:
     """The folder ``openqa serve --results`` reads: three runs of the US test questions, two long runs of
-    made-up questions, and faulty ones (a NaN confidence, rows that are no JSON, a NaN accuracy, a
-    record without its predictions, a run linked from ``outside`` the folder)."""
+    made-up questions, faulty ones (a NaN confidence, rows that are no JSON, a NaN accuracy, a record
+    without its predictions, a run linked from ``outside`` the folder, a record inside whose predictions
+    file links out), and ``twice.json`` directly inside (30 questions), in ``runs/us`` (20) and in a
+    hidden folder."""
     for n, name in enumerate(("us-test-a", "us-test-b", "us-test-c")):
         write_run(folder, name, questions, n)
     write_run(folder, "long-a", LONG_RUN, 10)
@@ -688,11 +722,20 @@ def results_folder(folder: Path, outside: Path, questions: list[Question]) -> No
     write_run(outside, "secret", questions[:20], 24)
     for suffix in (".json", ".predictions.jsonl"):
         (folder / f"link-out{suffix}").symlink_to(outside / f"secret{suffix}")
+    write_run(outside, "elsewhere", [SimpleNamespace(qid=f"{OUTSIDE}{i}", digest=lambda i=i: f"o{i}", answer_idx="A")
+                                     for i in range(20)], 25)
+    write_run(folder, "half-link", questions[:20], 26)
+    (folder / "half-link.predictions.jsonl").unlink()
+    (folder / "half-link.predictions.jsonl").symlink_to(outside / "elsewhere.predictions.jsonl")
+    for where, n, seed in (("", 30, 27), ("runs/us", 20, 28), (".hidden", 20, 29)):
+        (folder / where).mkdir(parents=True, exist_ok=True)
+        write_run(folder / where, "twice", questions[:n], seed, {"method": f"twice in {where or 'the folder'}"})
 
 
 def results_cases(bench: Bench) -> None:
     """Every endpoint of ``openqa serve --results``: the listing, a run's questions and curves, the
-    comparison, with hostile names and faulty runs, a run longer than a listing; one client's jobs in
+    comparison, with hostile names (escaping the folder: refused) and faulty runs, a run longer than a
+    listing, a run name found in two folders, a record whose predictions link out; one client's jobs in
     flight capped (429); comparisons whose clients leave; and light clients beside comparisons and
     beside costly Chinese PMI questions (work weighed by cost, not characters)."""
     port, folder = bench.port, bench.results
@@ -753,14 +796,77 @@ def results_cases(bench: Bench) -> None:
     bench.case("results: hostile run names on every endpoint (300 characters, ../, absolute, hidden, a link out, NUL)", "results",
                {400, 404}, hostile_names)
 
+    def endpoints(name: str) -> tuple[str, str, str]:
+        """The run ``name``'s questions, its curves and its comparison with another run (``name`` as a URL sends it)."""
+        return f"/v1/results/{name}", f"/v1/results/{name}/curves", f"/v1/compare?runs=us-test-a.json,{name}"
+
+    def refused(case: Case, path: str, says: str = "") -> None:
+        """``GET path``: its status where the reply is an error of one line (saying ``says``) that shows
+        neither the folder's absolute path nor anything of the predictions outside it, else what it showed."""
+        status, data = request(port, "GET", path)
+        error = data.get("error") if isinstance(data, dict) else None
+        shown = json.dumps(data) if isinstance(data, dict) else data.decode(errors="replace")
+        leaked = OUTSIDE in shown or str(folder) in shown or str(folder.resolve()) in shown
+        one_line = isinstance(error, str) and "\n" not in error and says in error
+        case.statuses.append(status if one_line and not leaked else f"{status}: {shown[:80]}")
+
     def faulty(case: Case) -> None:
         for name in ("nan-confidence.json", "bad-rows.json"):
-            for path in (f"/v1/results/{name}", f"/v1/results/{name}/curves", f"/v1/compare?runs=us-test-a.json,{name}"):
-                status, data = request(port, "GET", path)
-                one_line = isinstance(data, dict) and "\n" not in data.get("error", "\n") and name.split(".")[0] in data["error"]
-                case.statuses.append(status if one_line else f"{status}: {str(data)[:80]}")
+            for path in endpoints(name):
+                refused(case, path, name.split(".")[0])
 
     bench.case("results: faulty runs (a NaN confidence, rows that are no JSON) refused in one line naming them", "results", {400}, faulty)
+
+    def twice(case: Case) -> Any:
+        """The listing's rows of ``twice.json``, each as (folder, method, questions)."""
+        return sorted((row.get("folder"), row.get("method"), row.get("n")) for row in get(case, "/v1/results")["runs"]
+                      if row["run"] == "twice.json")
+
+    def same_name_listed(case: Case) -> None:
+        rows = twice(case)
+        if rows != [("", "twice in the folder", 30), ("runs/us", "twice in runs/us", 20)]:
+            case.statuses.append(f"twice.json listed as {rows}")
+        case.note = f"twice.json listed as {rows} (the one in a hidden folder left out)"
+
+    bench.case("results: one run name directly inside and in runs/us: two rows, by folder and name", "results", {200},
+               same_name_listed)
+
+    def of(n: int, key: str) -> Callable[[Any], bool]:
+        """Whether a reply is of ``n`` questions: its ``key`` lists them (``questions``) or counts them (``n``)."""
+        return lambda data: (len(data[key]) if isinstance(data[key], list) else data[key]) == n
+
+    def same_name_opened(case: Case) -> None:
+        for name, n in (("twice.json", 30), ("twice", 30), ("runs/us/twice.json", 20), ("runs%2Fus%2Ftwice.json", 20),
+                        ("runs/us/twice", 20)):  # the page sends its folder and name URL-encoded
+            get(case, f"/v1/results/{name}", of(n, "questions"))
+            get(case, f"/v1/results/{name}/curves", of(n, "n"))
+        get(case, "/v1/compare?runs=twice.json,runs/us/twice.json",
+            lambda data: data["common_questions"] == 20 and len(data["pairs"]) == 1)
+
+    bench.case("results: one run name in two folders: each opened as its own run (runs/us/NAME), and compared", "results", {200},
+               same_name_opened)
+
+    def predictions_out(case: Case) -> None:
+        rows = [row for row in get(case, "/v1/results")["runs"] if row["run"] == "half-link.json"]
+        if any(row.get("questions") for row in rows):
+            case.statuses.append("offered for opening: its predictions link out of the folder")
+        for path in endpoints("half-link.json"):
+            refused(case, path)
+        case.note = f"listed as {[{k: row.get(k) for k in ('run', 'questions', 'unreadable')} for row in rows]}"
+
+    bench.case("results: a record whose predictions link out of the folder: not offered, refused in one line, nothing outside read",
+               "results", {200, 400, 404}, predictions_out)
+
+    escaping = [f"../{folder.name}/us-test-a.json", "runs/../twice.json", "runs/us/../../us-test-a.json",
+                str(folder.resolve() / "us-test-a.json"), ".hidden/twice.json", "runs/.hidden/twice.json", "runs/us/.twice.json"]
+
+    def escaping_names(case: Case) -> None:
+        for name in escaping:
+            for path in {*endpoints(quote(name, safe="/")), *endpoints(quote(name, safe=""))}:
+                refused(case, path)
+
+    bench.case("results: run names with '..', an absolute path or a hidden part refused (400) on run, curves and compare", "results",
+               {400}, escaping_names)
 
     def compare_refusals(case: Case) -> None:
         started = time.monotonic()
@@ -779,11 +885,9 @@ def results_cases(bench: Bench) -> None:
 
     bench.case("results: HEAD where GET works, other methods refused", "results", {200, 405}, methods)
 
-    def capped(send: Callable[[int], int], what: str) -> Callable[[Case], None]:
+    def capped(send: Callable[[int], int | str], what: str) -> Callable[[Case], None]:
         def run(case: Case) -> None:
-            cap = request(port, "GET", "/v1/methods")[1]["limits"]["max_in_flight"]
-            with ThreadPoolExecutor(cap + 4) as pool:
-                statuses = list(pool.map(send, range(cap + 4)))
+            cap, statuses = past_cap(port, send)
             case.statuses += statuses
             if 429 not in statuses:
                 case.statuses.append("no request refused past the cap")
@@ -861,10 +965,8 @@ def results_cases(bench: Bench) -> None:
                {200, 429, 503}, beside_large_answers)
 
     def forwarded_for(case: Case) -> None:
-        cap = request(port, "GET", "/v1/methods")[1]["limits"]["max_in_flight"]
-        with ThreadPoolExecutor(cap + 4) as pool:
-            statuses = list(pool.map(lambda n: request(port, "POST", "/v1/answer", big_pmi[n % 4], {"X-Forwarded-For": f"10.{n}.{n}.{n}"},
-                                                       source="127.0.0.13")[0], range(cap + 4)))
+        cap, statuses = past_cap(port, lambda n: request(port, "POST", "/v1/answer", big_pmi[n % 4],
+                                                         {"X-Forwarded-For": f"10.{n}.{n}.{n}"}, source="127.0.0.13")[0])
         case.statuses += statuses
         if 429 not in statuses:
             case.statuses.append("no request refused past the cap: X-Forwarded-For chose the client")
@@ -1006,11 +1108,39 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
             return subprocess.Popen(args, env=env, stdout=out, stderr=subprocess.STDOUT,
                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
-    def second_on_busy_port(case: Case) -> None:
-        result = subprocess.run(serve, env=env, capture_output=True, text=True, timeout=120)
-        printed_url = "http://" in result.stdout + result.stderr
-        case.statuses.append(result.returncode if not printed_url else "printed a URL")
-        case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+    @contextlib.contextmanager
+    def served(*flags: str) -> Iterator[int]:
+        """A server like the one under test with ``flags`` on a port of its own, up (its port), stopped after."""
+        port = free_port()
+        server = server_on(port, *flags)
+        try:
+            wait_until_up(port, server)
+            yield port
+        finally:
+            stop_process(server, signal.SIGTERM, 60)
+
+    def refused_at_start(*flags: str, says: str = "", hides: str = "", one_line: bool = False,
+                         own_port: bool = False) -> Callable[[Case], None]:
+        """``openqa serve`` as the one under test with ``flags`` added (a flag given again replaces it), on
+        its busy port or (``own_port``: a refusal made once the port is bound, as the methods open) a free
+        one: its exit status, where it printed no URL of its own (it never listened), said ``says``,
+        showed ``hides`` nowhere and (``one_line``) wrote one line; its last line the note."""
+        def run(case: Case) -> None:
+            port = free_port() if own_port else int(serve[serve.index("--port") + 1])
+            try:
+                result = subprocess.run([*serve, *flags, "--port", str(port)], env=env, capture_output=True, text=True,
+                                        timeout=300)
+            except subprocess.TimeoutExpired:
+                case.statuses.append("still serving after 300 s")
+                return
+            listening = f":{port}/"
+            out, lines = result.stdout + result.stderr, result.stderr.strip().splitlines()
+            case.statuses.append("printed a URL" if listening in out else f"showed {hides!r}" if hides and hides in out
+                                 else f"no word of {says!r}" if says not in result.stderr
+                                 else f"{len(lines)} lines" if one_line and (len(lines) != 1 or result.stdout.strip())
+                                 else result.returncode)
+            case.note = lines[-1] if lines else ""
+        return run
 
     def stop(signals: list[int], slow_client: bool, load: bool = False, flags: tuple[str, ...] = (),
              bodies: list[bytes] | None = None) -> Callable[[Case], None]:
@@ -1136,34 +1266,34 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
         """``--client-header X-Client-Id``: users behind one proxy (one address) told apart by the header it
         sets: a light user's English answers beside a heavy user's looping Chinese questions, and the
         heavy user's requests past its cap refused (429) while the light one is still answered."""
-        port = free_port()
-        server = server_on(port, "--client-header", "X-Client-Id")
-        try:
-            wait_until_up(port, server)
+        with served("--client-header", "X-Client-Id") as port:
             english = [answer_body(q, "ir-custom", "en") for q in bench.questions["en"][:50]]
             with Looper(port, "127.0.0.1", heavy, 4, headers={"X-Client-Id": "heavy-user"}) as looping:
                 asking = Looper(port, "127.0.0.1", english, 2, headers={"X-Client-Id": "light-user"})
                 with asking:
                     time.sleep(8)
-            cap = request(port, "GET", "/v1/methods")[1]["limits"]["max_in_flight"]
-            with ThreadPoolExecutor(cap + 4) as pool:
-                greedy = list(pool.map(lambda n: request(port, "POST", "/v1/answer", heavy[n % len(heavy)],
-                                                         {"X-Client-Id": "greedy-user"})[0], range(cap + 4)))
+            cap, greedy = past_cap(port, lambda n: request(port, "POST", "/v1/answer", heavy[n % len(heavy)],
+                                                           {"X-Client-Id": "greedy-user"})[0])
             case.statuses += looping.outcomes + [s if s == 200 else f"light user {s}" for s in asking.outcomes] + greedy
             if 429 not in greedy:
                 case.statuses.append("no request of one user refused past its cap")
             bench.figures["english_p95_behind_one_proxy_s"] = percentile(asking.seconds, 0.95)
             case.note = (f"one address, two users: the light user's p95 {percentile(asking.seconds, 0.95)} s over "
                          f"{len(asking.seconds)} beside the heavy one's {len(looping.seconds)} answered; a third user's "
-                         f"{cap + 4} heavy requests at once: {sorted(greedy)}")
-        finally:
-            stop_process(server, signal.SIGTERM, 60)
+                         f"{cap + 4} heavy requests at once: {sorted(greedy, key=str)}")
 
-    def bad_header(case: Case) -> None:
-        result = subprocess.run([*serve, "--client-header", "X Client"], env=env, capture_output=True, text=True, timeout=120)
-        printed_url = "http://" in result.stdout + result.stderr
-        case.statuses.append(result.returncode if not printed_url else "printed a URL")
-        case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
+    def last_value_counts(lines: Callable[[int], list[str]]) -> Callable[[Case], None]:
+        """``--client-header X-Client-Id``: the cap and 8 more heavy requests at once from one address,
+        request ``n`` with the header ``lines(n)``: a value of the client's own (another each time)
+        before the proxy's ``proxy-user``. The last value counts: one client, refused (429) past its cap."""
+        def run(case: Case) -> None:
+            with served("--client-header", "X-Client-Id") as port:
+                cap, statuses = past_cap(port, lambda n: raw_exchange(port, raw_post(heavy[n % len(heavy)], *lines(n))), 8)
+            case.statuses += statuses
+            if 429 not in statuses:
+                case.statuses.append("no request refused past the cap: the client's own value chose the client")
+            case.note = f"{cap + 8} heavy requests at once, headers as {lines(0)}: {sorted(statuses, key=str)}"
+        return run
 
     def named_ensemble_and_bank(case: Case) -> None:
         """``--ensemble bank`` with an English ``--bank`` file in a private folder, both languages: the
@@ -1174,10 +1304,7 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
         bank = private / "course-en.jsonl"
         bank.write_text("".join(json.dumps({"question": q.question, "options": q.options, "answer_idx": q.answer_idx,
                                             "answer": q.options[q.answer_idx]}) + "\n" for q in bench.questions["en"][:20]))
-        port = free_port()
-        server = server_on(port, "--method", "ir-custom,bank,ensemble", "--ensemble", "bank", "--bank", str(bank))
-        try:
-            wait_until_up(port, server)
+        with served("--method", "ir-custom,bank,ensemble", "--ensemble", "bank", "--bank", str(bank)) as port:
             status, methods = request(port, "GET", "/v1/methods")
             case.statuses.append(status)
             offers = {(o["method"], o["lang"]): o for o in methods["served"]} if isinstance(methods, dict) else {}
@@ -1191,16 +1318,6 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
             case.statuses.append(status if status != 200 or solved else "no solved questions in the ensemble's answer")
             case.note = f"{len(offers) - len(down)} of {len(offers)} offers available; bank sources (en): " \
                         f"{[src.get('file', src.get('split')) for src in offers.get(('bank', 'en'), {}).get('settings', {}).get('bank_sources', [])]}"
-        finally:
-            stop_process(server, signal.SIGTERM, 60)
-
-    def ensemble_model_dropped(case: Case) -> None:
-        result = subprocess.run([*serve, "--lang", "en", "--method", "ensemble", "--model", str(log.parent / "absent.gguf")],
-                                env=env, capture_output=True, text=True, timeout=300)
-        printed_url = "http://" in result.stdout + result.stderr
-        said = "llm part" in result.stderr
-        case.statuses.append("printed a URL" if printed_url else result.returncode if said else "the model dropped without a word")
-        case.note = result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ""
 
     heavy = heavy_bodies(bench.questions["zh"], [])[:6]
     # an in-process llama.cpp model writing long replies: a stop must not wait for its prompts, nor crash under them
@@ -1210,13 +1327,22 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
     for name, run, expected in (
         ("--ensemble bank with an English --bank file: every offer of both languages available, its folder shown to no one",
          named_ensemble_and_bank, {200}),
-        ("--method ensemble --model: refused (its ensemble has no llm part), never dropped", ensemble_model_dropped, {2}),
+        ("--method ensemble --model: refused (its ensemble has no llm part), never dropped",
+         refused_at_start("--lang", "en", "--method", "ensemble", "--model", str(log.parent / "absent.gguf"),
+                          says="llm part", own_port=True), {2}),
         ("SIGTERM during long comparisons: gone within 5 s, each answered", during_compare(signal.SIGTERM), {0, 200, 503}),
         ("Ctrl-C during long comparisons: gone within 5 s, each answered", during_compare(signal.SIGINT), {0, 200, 503}),
         ("--client-header: users behind one proxy told apart (a light one beside a heavy one; a greedy one capped)",
          behind_one_proxy, {200, 429, 503}),
-        ("--client-header that is no header name: refused before listening", bad_header, {2}),
-        ("a second openqa serve on the busy port fails before printing a URL", second_on_busy_port, {2}),
+        ("--client-header: a client's own header line before the one a proxy appends: the last counts (429s past one cap)",
+         last_value_counts(lambda n: [f"X-Client-Id: own-{n}", "X-Client-Id: proxy-user"]), {200, 429, 503}),
+        ("--client-header: a comma-joined value (the client's own, the proxy's): the last counts (429s past one cap)",
+         last_value_counts(lambda n: [f"X-Client-Id: own-{n}, proxy-user"]), {200, 429, 503}),
+        ("--client-header that is no header name: refused before listening", refused_at_start("--client-header", "X Client"), {2}),
+        ("--endpoint with a query-string token: refused at start in one line, the token not shown",
+         refused_at_start("--method", "ir-custom,llm", "--endpoint", "http://127.0.0.1:9/v1?token=qs-secret", "--model", "m",
+                          says="query string", hides="qs-secret", one_line=True), {2}),
+        ("a second openqa serve on the busy port fails before printing a URL", refused_at_start(), {2}),
         ("SIGTERM with a slow-body client connected", stop([signal.SIGTERM], True), {0}),
         ("a second Ctrl-C stops at once (exit 130)", stop([signal.SIGINT, signal.SIGINT], True), {130}),
         ("SIGHUP with a slow-body client connected (as SIGTERM)", stop([signal.SIGHUP], True), {0}),
@@ -1240,6 +1366,8 @@ def process_cases(bench: Bench, serve: list[str], env: dict[str, str], log: Path
         ("Ctrl-C while 12 more clients open a connection per request: none reset", mixed(signal.SIGINT, 12),
          {0, 200, 503, "refused"}),
     ):
+        if not bench.wanted(name):
+            continue
         case = Case(name, "process", expected)
         start = time.monotonic()
         run(case)
