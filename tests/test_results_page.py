@@ -294,7 +294,11 @@ def test_a_record_with_figures_that_are_no_numbers_is_listed_unreadable_and_the_
 @pytest.mark.spawns
 def test_links_out_of_the_folder_are_neither_listed_nor_served(faulty):
     served, url = faulty
-    assert "link-out.json" not in {row["run"] for row in browse_results(served)}
+    listed = {row["run"]: row for row in browse_results(served)}
+    assert "link-out.json" not in listed
+    # a record inside whose predictions link out: listed, but not offered for opening (page and API alike)
+    assert listed["half-out.json"]["questions"] is False and listed["alias.json"]["questions"] is True
+    assert {row["run"]: row for row in call(url, "/v1/results")[1]["runs"]}["half-out.json"]["questions"] is False
     for name in ("link-out.json", "half-out.json"):
         with pytest.raises(UsageError, match="no run named"):
             browse_results(served, name)

@@ -77,10 +77,12 @@ def within(top: Path, path: Path) -> bool:
     return where == top or top in where.parents
 
 
-def run_row(path: Path) -> dict[str, Any] | None:
+def run_row(path: Path, top: Path) -> dict[str, Any] | None:
     """One run's headline: dataset, split, method, questions, accuracy with its interval, ECE,
     accuracy of the 20% most confident, date and openqa version; ``unreadable`` with the reason
-    when the file cannot be read; None for a JSON file that is no eval record."""
+    when the file cannot be read; None for a JSON file that is no eval record. ``questions`` says
+    whether its predictions can be opened: a plain file inside ``top`` (the resolved results
+    folder), never one a link takes out of it."""
     try:
         if path.stat().st_size > MAX_RECORD_BYTES:
             return {"run": path.name, "unreadable": f"larger than {MAX_RECORD_BYTES:,} bytes"}
@@ -105,7 +107,8 @@ def run_row(path: Path) -> dict[str, Any] | None:
         lang = None
     row = {"run": path.name, "lang": lang, "dataset": record["dataset"], "split": record["split"], "method": record["method"],
            "variant": record.get("variant"), "n": record["n"], **figures, "date": record.get("date"),
-           "openqa_version": record.get("openqa_version"), "questions": predictions.is_file()}
+           "openqa_version": record.get("openqa_version"),
+           "questions": predictions.is_file() and within(top, predictions)}
     try:
         json.dumps(row, allow_nan=False)  # what a client is sent: no NaN or infinity anywhere
     except ValueError:
@@ -146,14 +149,14 @@ class RunCache:
         self._listed: set[Path] = set()
         self._lock = threading.Lock()
 
-    def row(self, path: Path) -> dict[str, Any] | None:
-        """``run_row(path)``, read again only when the record or its predictions file changed."""
+    def row(self, path: Path, top: Path) -> dict[str, Any] | None:
+        """``run_row(path, top)``, read again only when the record or its predictions file changed."""
         key = (file_stamp(path), file_stamp(run_paths(path)[1]))
         with self._lock:
             kept = self._rows.get(path)
         if kept is not None and kept[0] == key and key[0] is not None:
             return kept[1]
-        row = run_row(path)
+        row = run_row(path, top)
         with self._lock:
             self._rows[path] = (key, row)
         return row
@@ -192,7 +195,7 @@ def list_runs(folder: Path, cache: RunCache | None = None) -> list[dict[str, Any
     rows = []
     for path in paths:
         checkpoint()  # a server's listing stops here once it is no longer wanted
-        row = cache.row(path) if cache is not None else run_row(path)
+        row = cache.row(path, top) if cache is not None else run_row(path, top)
         if row is not None:
             rows.append({**row, "folder": path.parent.relative_to(folder).as_posix().removeprefix(".")})
     if cache is not None:

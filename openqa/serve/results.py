@@ -86,6 +86,7 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
         RunCache,
         inside,
         list_runs,
+        resolved_folder,
         run_curves,
         run_questions,
         run_row,
@@ -139,7 +140,8 @@ def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
                     summary: Path | None = inside(folder, run, ".json")
                 except OpenQAError:
                     summary = None
-                record = run_row(summary) if summary is not None else None  # that run's record alone, not the whole folder's
+                # that run's record alone, not the whole folder's
+                record = run_row(summary, resolved_folder(folder)) if summary is not None else None
             texts = engines.question_texts(record["dataset"], record["split"]) if record and "dataset" in record else {}
             return encoded({"run": run, "questions": [{**row, **texts.get(str(row["qid"]), {})} for row in rows], "cut": cut,
                             "most": MAX_QUESTIONS})
