@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from functools import lru_cache
-from typing import Any, TypedDict, cast
+from typing import Any, Sequence, TypedDict, cast
 
 from openqa.data import Question
 from openqa.errors import OpenQAError
@@ -84,9 +84,14 @@ class AnswerRecord(_Answer, total=False):
     settings: dict[str, Any]
 
 
-def no_match_message(lang: str, switch: str = "--lang {}") -> str:
-    """What to say of a question none of whose words is in the ``lang`` index; ``switch`` spells
-    how to choose the other language where the message is read (a flag, a JSON field)."""
+def no_match_message(lang: str, switch: str = "--lang {}", questions: Sequence[Question] = ()) -> str:
+    """What to say of questions the ``lang`` index gave no evidence for; ``switch`` spells how to
+    choose the other language where the message is read (a flag, a JSON field). When ``questions``
+    are given and each looks written in ``lang``, another language is not the cause (PMI, say, finds
+    no option word near a question word), and the message does not suggest it."""
+    if questions and all(written_in(" ".join([q.question, *q.options.values()])) == lang for q in questions):
+        return (f"the {lang} index holds no evidence for any option (no option word occurs there, "
+                "or none near a word of the question): nothing to score")
     other = language(lang).other()
     hint = f" (use {switch.format(other)})" if other else ""
     return f"no word of the question or its options occurs in the {lang} index: is it in another language?{hint}"
@@ -278,7 +283,7 @@ def render(result: OptionScores, engine: SearchEngine, top_options: int, evidenc
     evidence of the ``top_options`` best options; corpus and question text is made ``printable``
     (its escape sequences and newlines shown, not acted on)."""
     if not result.matched:
-        return f"Prediction: none: {no_match_message(engine.manifest['lang'])}"
+        return f"Prediction: none: {no_match_message(engine.manifest['lang'], questions=[result.question])}"
     data = as_dict(result, engine, evidence, sure)
     if result.abstained:
         lines = ["Prediction: none (no answer could be read from the reply; counted wrong)"]

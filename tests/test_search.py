@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from openqa import DataError, Searcher, build_index
-from openqa.api.search import rounded
+from openqa.api.search import folder_hint, rounded
 from openqa.corpus.sources import user_corpus
+from openqa.errors import IndexMissingError
 from openqa.retrieval.base import Hit, Ranking
 from tests.helpers import BOOKS, loc, make_data_dir, run
 from tests.servers import call, running, tiny_engines
@@ -264,3 +265,16 @@ def test_batch_hits_name_the_parameters_they_were_searched_with(tmp_path, monkey
     monkeypatch.setattr(search_module, "search_hits", meanwhile)
     batch = searcher.batch_search(["aspirin cyclooxygenase"], k=3)
     assert batch.params["kq"] == 1.1 and searcher.params["kq"] == 0.2
+
+
+def test_a_missing_index_folder_names_a_command_with_no_placeholders_left(tmp_path):
+    """``search --index`` on a folder with no index says how to build one there: from the folder's
+    name where openqa names folders so (``[NAME-]LANG-ENGINE``), else with the choices spelled out."""
+    assert folder_hint(tmp_path / "zh-pmi") == f"openqa index --lang zh --engine pmi --index-dir {tmp_path}"
+    assert folder_hint(tmp_path / "pubmed-en-custom") == \
+        f"openqa index --lang en --engine custom --corpus PATH --name pubmed --index-dir {tmp_path}"
+    other = folder_hint(tmp_path / "mine")
+    assert "--lang en|zh --engine custom|" in other and other.endswith(f"--index-dir {tmp_path}")
+    (tmp_path / "en-lucene").mkdir()
+    with pytest.raises(IndexMissingError, match="build it with `openqa index --lang en --engine lucene --index-dir"):
+        Searcher.from_folder(tmp_path / "en-lucene")

@@ -175,6 +175,23 @@ def rounded(scores: np.ndarray) -> list[float]:
     return [round(score, 4) for score in scores.tolist()]
 
 
+def folder_hint(folder: Path) -> str:
+    """The command that builds an index into ``folder``, for an error about it: read from the folder's
+    name where openqa could have named it (``[NAME-]LANG-ENGINE``), else with the choices spelled out
+    (the index directory is the folder's parent: openqa names the folder inside it)."""
+    import re
+
+    from openqa.languages import LANGUAGES
+    from openqa.retrieval.registry import ENGINES
+
+    where = f" --index-dir {folder.parent}"
+    named = re.fullmatch(r"(?:(?P<name>.+)-)?(?P<lang>[a-z]+)-(?P<engine>[a-z0-9]+)", folder.name)
+    if named and named["lang"] in LANGUAGES and named["engine"] in ENGINES:
+        corpus = f" --corpus PATH --name {named['name']}" if named["name"] else ""
+        return f"openqa index --lang {named['lang']} --engine {named['engine']}{corpus}{where}"
+    return f"openqa index --lang {'|'.join(LANGUAGES)} --engine {'|'.join(ENGINES)}{where}"  # it names the folder LANG-ENGINE
+
+
 def open_folder(folder: str | Path, workspace: Workspace | None = None) -> Index:
     """The index in ``folder`` (any name or place), opened as its manifest says it was built: its
     files are checked against the manifest as ``Index.load`` always does."""
@@ -188,7 +205,7 @@ def open_folder(folder: str | Path, workspace: Workspace | None = None) -> Index
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         lang, engine, tokenizer = manifest["lang"], manifest["engine"], manifest["tokenizer"]
     except (OSError, ValueError, TypeError, KeyError):
-        read_manifest(folder, "openqa index --lang LANG --engine ENGINE")  # says what is wrong
+        read_manifest(folder, folder_hint(folder))  # says what is wrong
         raise IndexDamagedError(f"{folder / MANIFEST} does not say the index's language, engine and tokenizer: "
                                 "rebuild it with openqa index") from None
     cls = engine_class(str(engine))

@@ -275,19 +275,19 @@ def cmd_answer(args: argparse.Namespace) -> None:
     if interactive:
         _answer_typed(solver, args)
         return
-    unmatched = 0
+    unmatched = []
     for number, question in enumerate(questions, start=1):
         if args.json:
             answer = solver.answer(question, evidence=args.paragraphs, min_confidence=args.min_confidence)
             print_json(answer.to_dict())
-            unmatched += not answer.matched
+            unmatched += [] if answer.matched else [question]
             continue
         text, matched = solver.text(question, args.show, args.paragraphs, sys.stdout.isatty(), args.min_confidence)
-        unmatched += not matched
+        unmatched += [] if matched else [question]
         print(("\n" if number > 1 else "") + text)
     if unmatched:
-        which = "the question" if len(questions) == 1 else f"{unmatched} of {len(questions)} questions"
-        raise OpenQAError(f"{which}: {no_match_message(solver.index.manifest['lang'])}")
+        which = "the question" if len(questions) == 1 else f"{len(unmatched)} of {len(questions)} questions"
+        raise OpenQAError(f"{which}: {no_match_message(solver.index.manifest['lang'], questions=unmatched)}")
 
 
 #: The most bytes of piped questions read (a thousand long questions are some 10 MiB).

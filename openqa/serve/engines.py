@@ -413,7 +413,7 @@ class Engines:
                     continue
                 if not self.changed(offer):
                     switch = '"lang": "{}"'
-                    message = (language_note(question, lang, switch) or None) if record["matched"] else no_match_message(lang, switch)
+                    message = (language_note(question, lang, switch) or None) if record["matched"] else no_match_message(lang, switch, [question])
                     return reply({**record, "message": message, "method": method, "lang": lang,
                                   "settings": self.public(in_request_words(record["settings"]))})
             raise RequestError(f"the index of {what} cannot be read now ({failure}); try again once a rebuild "

@@ -7,6 +7,7 @@ the JSON records under eval/results/ (so every number there has a file and a com
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -171,6 +172,19 @@ def training_table() -> list[str]:
     return rows
 
 
+def fault_command(faults: dict) -> str:
+    """How the fault record was made, as a reader reruns it: a record merged from parts run alone
+    names each part's command without the scratch file it wrote (a developer's ``$TMPDIR/...``),
+    then the merge."""
+    parts = faults.get("part_runs") or []
+    if not parts:
+        return f"`{faults['command']}`"
+    script = "python scripts/benchmarks/bench_faults.py"
+    steps = [re.sub(r"\s+--output\s+\S+", "", run["command"]).removeprefix(script).strip() for run in parts]
+    return (f"`{script}` in {len(parts)} parts run alone ({', '.join(f'`{step}`' for step in steps)}), "
+            "then merged with `--merge`")
+
+
 def results_text() -> str:
     """RESULTS.md as the records under eval/results/ make it."""
     out = ["# Results", "",
@@ -300,7 +314,7 @@ def results_text() -> str:
         bad = [k for k in ("tracebacks", "crashes", "hangs", "wrong_exits", "indexes_lost", "indexes_half_written", "scratch_left",
                            "crash_logs", "result_sets_inconsistent", "temporaries_left") if k in faults]
         out += ["", "## Faults", "",
-                f"`{faults['command']}` ({faults['date']}): {faults['cases']} hostile cases ({', '.join(faults['categories'])}) "
+                f"{fault_command(faults)} ({faults['date']}): {faults['cases']} hostile cases ({', '.join(faults['categories'])}) "
                 f"and {faults['interruptions']} interruptions (SIGINT and SIGKILL of `index` for {', '.join(faults['engines_interrupted'])}, "
                 f"and of `eval` and `tune --method ensemble`); {faults['clean_errors']} clean one-line errors, {faults['answered']} right answers, "
                 f"{faults['clean_stops']} clean stops.", "",

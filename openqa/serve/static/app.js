@@ -253,8 +253,11 @@ function show(data, key) {
   let verdict = [];  // text and the nodes of the question's language
   if (!data.matched) {
     const other = served.languages.find((l) => l !== data.lang);
-    verdict = [`No word of the question or its options occurs in the ${data.lang} (${LANG_NAMES[data.lang] || data.lang}) books.`
-      + (other ? ` Is it in another language? Choose ${other} (${LANG_NAMES[other] || other}) under Language.` : "")];
+    const foreign = !data.message || data.message.startsWith("no word");  // the server asks about another language only where the question looks written in one
+    verdict = [foreign
+      ? `No word of the question or its options occurs in the ${data.lang} (${LANG_NAMES[data.lang] || data.lang}) books.`
+        + (other ? ` Is it in another language? Choose ${other} (${LANG_NAMES[other] || other}) under Language.` : "")
+      : `The ${data.lang} (${LANG_NAMES[data.lang] || data.lang}) books hold no evidence for any option: nothing to score.`];
   } else if (chosen === null) {
     verdict = ["No option could be read from the model's reply (counted wrong in an evaluation)."];
   } else if (key && !keyed) {
