@@ -35,8 +35,10 @@ class MaxoutNet(nn.Module):
 
     def __init__(self, vectors: np.ndarray, hidden: int = 128) -> None:
         super().__init__()
-        # fp32 whatever the vectors (or a saved reader's embedding) are stored in, like every reader's weights
-        self.embed = nn.Embedding.from_pretrained(torch.from_numpy(vectors).float(), freeze=False, padding_idx=0)
+        # fp32 whatever the vectors (or a saved reader's embedding) are stored in, like every reader's weights;
+        # a copy, always: training must never write into the word2vec index's array, which the next
+        # reader (a cross-fit's next fold) is made from
+        self.embed = nn.Embedding.from_pretrained(torch.tensor(vectors, dtype=torch.float32), freeze=False, padding_idx=0)
         dim = vectors.shape[1]
         self.context = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)
         self.qa = nn.GRU(dim, hidden, batch_first=True, bidirectional=True)
