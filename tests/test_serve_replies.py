@@ -94,9 +94,9 @@ def test_the_listing_rereads_only_the_records_changed_on_disk(tmp_path, monkeypa
     read: list[str] = []
     real = browse_module.run_row
 
-    def counted(path: Path) -> Any:
+    def counted(path: Path, top: Path) -> Any:
         read.append(path.name)
-        return real(path)
+        return real(path, top)
 
     monkeypatch.setattr(browse_module, "run_row", counted)
     cache = browse_module.RunCache()
@@ -135,3 +135,21 @@ def test_a_client_is_its_address_whatever_x_forwarded_for_says():
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def test_a_reply_encoded_in_pieces_is_the_bytes_one_dumps_makes():
+    """``encoded`` writes a large reply a row at a time (other threads take the interpreter lock
+    between rows) and gives the very bytes ``JSONResponse`` would: compact, UTF-8, NaN refused."""
+    import math
+
+    from fastapi.responses import JSONResponse
+
+    from openqa.serve.schemas import encoded
+
+    rows = [{"qid": f"q{i}", "probabilities": {"A": 0.25, "B": 0.75}, "question": "é✓" * i} for i in range(50)]
+    for value in ({"run": "r", "questions": rows, "cut": False, "nested": {"x": [1, (2, 3), None]}, "keys": {1: "int"}},
+                  [], {}, "text", 3.5, None):
+        assert encoded(value).body == JSONResponse(value).body, value
+    for bad in ({"questions": [{"confidence": math.nan}]}, [math.inf]):
+        with pytest.raises(ValueError):
+            encoded(bad)
