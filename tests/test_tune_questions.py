@@ -125,7 +125,7 @@ def test_every_bad_question_file_or_flag_is_one_line_before_anything_is_written(
     bank.write_text(lines(SOLVED))
     cases = {
         ("--questions", str(tmp_path / "missing.jsonl")): "missing.jsonl",
-        ("--questions", str(tmp_path / "garbled.jsonl")): "garbled.jsonl:2: invalid JSON",
+        ("--questions", str(tmp_path / "garbled.jsonl")): "garbled.jsonl:2: not valid JSON",
         ("--questions", str(tmp_path / "unsolved.jsonl")): "unsolved.jsonl:1: 'answer_idx' None is not one of the option letters",
         ("--questions", str(tmp_path / "empty.jsonl")): "empty.jsonl: no questions",
         ("--questions", str(tmp_path / "short.csv")): "short.csv:1: expected 6 columns",

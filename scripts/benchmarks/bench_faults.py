@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
-from benchlib import REPO, record_path, write_record  # noqa: E402
+from benchlib import REPO, command_line, record_path, write_record  # noqa: E402
 
 RESULT = record_path("bench-faults.json")
 sys.path.insert(1, str(REPO))  # the typed scenarios drive the terminal with the tests' helper
@@ -52,7 +52,8 @@ def main() -> None:
     parser.add_argument("--merge", type=Path, nargs="+", metavar="RECORD", help="merge the records of parts run alone into one")
     parser.add_argument("--output", type=Path, default=RESULT, help=f"record path (default: {RESULT})")
     args = parser.parse_args()
-    command = "python scripts/benchmarks/bench_faults.py " + " ".join(sys.argv[1:])
+    # an --output elsewhere (a part's scratch record) is where this machine keeps it: FOLDER, as benchlib writes folders
+    command = command_line("scripts/benchmarks/bench_faults.py", sys.argv[1:], ("--output",))
     if args.merge:
         record = merge([json.loads(path.read_text()) for path in args.merge])
         path = write_record(args.output.name, record, command, args.output.parent)

@@ -16,12 +16,10 @@ prompt tokens over those computed), which together bound what prompt reuse alone
 from __future__ import annotations
 
 import argparse
-import contextlib
-import cProfile
-import io
 import json
 import os
 import pstats
+import subprocess
 import sys
 import tempfile
 import time
@@ -59,13 +57,13 @@ def seconds(stats: pstats.Stats, functions: list[tuple[str, str]], own: bool) ->
 
 def tokenizer_seconds(model: Path, rounds: int) -> dict[str, list[float]]:
     """Seconds to read the GGUF file's tokenizer through transformers (what every start paid before
-    the tokenizer was kept) and to read its kept copy (``openqa.llm.llamacpp.kept_tokenizer``),
-    unprofiled and alternated over ``rounds``."""
+    the tokenizer was kept) and to read its kept copy (the newest in the user's cache folder: the
+    one the profiled run read or wrote), unprofiled and alternated over ``rounds``."""
     from transformers import AutoTokenizer
 
-    from openqa.llm.llamacpp import kept_tokenizer
-
-    kept = kept_tokenizer(model)
+    # the kept copy the profiled run read or wrote: the newest in this user's cache folder
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "openqa" / "tokenizers"
+    kept = max(cache.glob("gguf-*"), key=lambda folder: folder.stat().st_mtime, default=None)
     ways: dict[str, Callable[[], Any]] = {
         "from the GGUF file": lambda: AutoTokenizer.from_pretrained(str(model.parent), gguf_file=model.name),
         "kept copy": lambda: AutoTokenizer.from_pretrained(str(kept))}
@@ -89,22 +87,20 @@ def main() -> None:
     parser.add_argument("--evidence", default="none", help="evidence of the LLM part (default: none, as bench_llm_cpu.py)")
     parser.add_argument("--output", type=Path, default=None, help="record path (default: eval/results/benchmarks/profile-llm-cpu.json)")
     args = parser.parse_args()
-    from openqa.cli import main as openqa
-
     with tempfile.TemporaryDirectory(prefix="openqa-profile-") as work:
         argv = ["eval", "--dataset", args.dataset, "--split", args.split, "--method", "llm", "--model", args.model,
                 "--evidence", args.evidence, "--threads", "1", "--limit", str(args.limit), "--data-dir", str(data_dir()),
                 "--cache-dir", str(Path(work) / "cache"), "--output", str(Path(work) / "results"), "--json"]
-        profile, out = cProfile.Profile(), io.StringIO()
+        profiled = Path(work) / "profile.out"
         load = os.getloadavg()[0]
-        start = time.perf_counter()
-        with contextlib.redirect_stdout(out):
-            code = profile.runcall(openqa, argv)
+        start = time.perf_counter()  # the command as a user runs it, under cProfile, in a process of its own
+        done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profiled), "-m", "openqa.cli", *argv],
+                              capture_output=True, text=True)
         wall = time.perf_counter() - start
-    if code != 0:
-        raise SystemExit(f"profile_llm_cpu: openqa eval failed (exit {code})")
-    summary = json.loads(out.getvalue())
-    stats = pstats.Stats(profile)
+        if done.returncode != 0:
+            raise SystemExit(f"profile_llm_cpu: openqa eval failed (exit {done.returncode}): {done.stderr.strip()[-300:]}")
+        stats = pstats.Stats(str(profiled))
+    summary = json.loads(done.stdout)
     parts = {name: round(seconds(stats, functions, own), 3) for name, (functions, own) in PARTS.items()}
     n, scoring = summary["n"], parts["scoring"]
     ours = sum(parts[name] for name in OURS)

@@ -33,7 +33,6 @@ from typing import Any, Iterator
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import REPO, RESULTS, record_path, write_record
-from openqa.evaluate.calibration import Calibration
 
 #: Figures of an eval record compared with its rerun (a dotted path into the record).
 FIGURES = ("n", "correct", "accuracy", "confidence.ece", "versus_best_part.difference", "versus_best_part.ci95",
@@ -79,6 +78,14 @@ def named_settings(settings: Any, where: str = "settings") -> Iterator[tuple[str
             yield from named_settings(value, f"{where}.{key}")
 
 
+def calibration_words(calibration: Any) -> str | None:
+    """How a record's settings name a shipped calibration (``temperature T over SCALE scores``, the
+    start of ``Calibration.describe``), from the calibration file's own fields; None without them."""
+    if not isinstance(calibration, dict) or not isinstance(calibration.get("temperature"), (int, float)):
+        return None
+    return f"temperature {calibration['temperature']:.3g} over {calibration.get('scale')} scores"
+
+
 def settings_changed(record: dict[str, Any]) -> list[str]:
     """The settings the record names as shipped that the shipped files now set otherwise: a setting
     chosen on dev (the file's ``chosen``, for a run of the query mode chosen) or the probabilities'
@@ -93,7 +100,7 @@ def settings_changed(record: dict[str, Any]) -> list[str]:
             continue
         recorded = settings.get(key)
         if key == "probabilities":
-            now = Calibration.from_dict(shipped["calibration"]).describe() if "calibration" in shipped else None
+            now = calibration_words(shipped.get("calibration"))
             if isinstance(recorded, str) and now is not None and recorded.split(", fitted")[0] != now.split(", fitted")[0]:
                 changed.append(f"{where}.probabilities: {recorded.split(', fitted')[0]} -> {now.split(', fitted')[0]} ({file})")
             continue

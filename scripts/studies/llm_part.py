@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -26,8 +27,7 @@ from typing import Any, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 from benchlib import RESULTS, file_sha256, shareable
-from openqa import OpenQAError, run_record
-from openqa.scorers.precomputed import checked_row
+from openqa import run_record
 
 #: What a part's name may hold: it becomes part of a file name in the results tree.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,80}")
@@ -117,12 +117,26 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
             raise SystemExit(f"llm_part: {path}:{number}: a row without {', '.join(ROW)}: rerun openqa eval")
         if not (isinstance(row["qid"], str) and isinstance(row["digest"], str)):
             raise SystemExit(f"llm_part: {path}:{number}: its qid and digest must be text: rerun openqa eval")
-        try:  # what the part's reader would refuse (NaN, a probability of 2.0) is never written into it
-            checked_row(f"{path}:{number}", dict(row))
-        except OpenQAError as exc:
-            raise SystemExit(f"llm_part: {exc}") from None
+        problem = row_problem(row)  # what the part's reader would refuse (NaN, a probability of 2.0) is never written
+        if problem is not None:
+            raise SystemExit(f"llm_part: {path}:{number}: {problem}")
         rows.append({key: row[key] for key in ROW})
     return rows
+
+
+def row_problem(row: dict[str, Any]) -> str | None:
+    """Why a slice's row cannot go into a part (an LLM's letter probabilities: the ``probability``
+    scale, under its former name ``log-probability`` too; each score a number from 0 to 1 or null), or None."""
+    if row["scale"] not in ("probability", "log-probability") or not isinstance(row["scores"], dict):
+        return f"scores on the {row['scale']!r} scale, not letter probabilities: rerun openqa eval --method llm"
+    for letter, score in row["scores"].items():
+        if score is None:
+            continue
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            return f"the score of {letter} is {score!r}, not a finite number"
+        if not 0 <= score <= 1:
+            return f"the score of {letter} is {score!r}, not a probability from 0 to 1 (the row's scale is probability)"
+    return None
 
 
 def question_number(qid: str) -> tuple[int, str]:
