@@ -212,7 +212,7 @@ def tuned_pair(root: Path) -> tuple[bytes, bytes]:
     return settings, calibration
 
 
-def test_a_ctrl_c_inside_the_write_of_a_tuned_pair_leaves_one_whole_pair(tmp_path, monkeypatch, capsys):
+def test_a_ctrl_c_inside_the_write_of_a_tuned_pair_leaves_one_whole_pair(tmp_path, monkeypatch, capsys, ctrl_c):
     assert tune_here(tmp_path, monkeypatch) == 0
     before = tuned_pair(tmp_path)
     held = results_module.interrupts_held
