@@ -28,10 +28,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchl
 import numpy as np
 
 from benchlib import command_line, data_dir, write_record
-from openqa import BankScorer, CrossValidation, ScoredQuestions, exam_bank, load_questions, score_parts
+from openqa import BankScorer, CrossValidation, Question, ScoredQuestions, exam_bank, load_questions, score_parts
 
 #: Neighbours tried.
 KS = (1, 3, 5, 10)
+
+
+def dev_parts(dataset: str, limit: int | None, llm: str | None, index_dir: str) -> tuple[list[Question], dict[str, ScoredQuestions]]:
+    """The first ``limit`` dev questions of ``dataset`` (file order) and the exam's default ensemble
+    parts scored on them; with ``llm``, the LLM part too, read from its compact dev predictions."""
+    data = data_dir()
+    questions = load_questions(dataset, "dev", data)[:limit]
+    scored = score_parts(questions, dataset, data_dir=data, index_dir=index_dir)  # the exam's default parts
+    if llm:
+        scored.update(score_parts(questions, dataset, ["llm"], predictions={"llm": llm}, data_dir=data, index_dir=index_dir))
+    return questions, scored
 
 
 def main(argv: list[str]) -> None:
@@ -43,11 +54,7 @@ def main(argv: list[str]) -> None:
     args = parser.parse_args(argv)
     data = data_dir()
     folds = CrossValidation()  # the ensemble's own folds, seed and L2 penalty
-    questions = load_questions(args.dataset, "dev", data)[: args.limit]
-    scored = score_parts(questions, args.dataset, data_dir=data, index_dir=args.index_dir)  # the exam's default parts
-    if args.llm:
-        scored.update(score_parts(questions, args.dataset, ["llm"], predictions={"llm": args.llm}, data_dir=data,
-                                  index_dir=args.index_dir))
+    questions, scored = dev_parts(args.dataset, args.limit, args.llm, args.index_dir)
     base = list(scored)
     print(f"scored {', '.join(base)}", file=sys.stderr)
 

@@ -21,9 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
 import numpy as np
+from studies.bank_choice import dev_parts
 
 from benchlib import command_line, data_dir, write_record
-from openqa import CrossValidation, load_questions, score_parts
+from openqa import CrossValidation, score_parts
 
 
 def main(argv: list[str]) -> None:
@@ -39,11 +40,7 @@ def main(argv: list[str]) -> None:
         parser.error("--part takes LABEL=FILE, e.g. maxout=train-maxout-us-crossfit5.predictions.jsonl")
     data = data_dir()
     folds = CrossValidation()  # the ensemble's own folds, seed and L2 penalty
-    questions = load_questions(args.dataset, "dev", data)[: args.limit]
-    scored = score_parts(questions, args.dataset, data_dir=data, index_dir=args.index_dir)  # the exam's default parts
-    if args.llm:
-        scored.update(score_parts(questions, args.dataset, ["llm"], predictions={"llm": args.llm}, data_dir=data,
-                                  index_dir=args.index_dir))
+    questions, scored = dev_parts(args.dataset, args.limit, args.llm, args.index_dir)  # as bank_choice.py scores them
     base = list(scored)
     judged = score_parts(questions, args.dataset, [label], predictions={label: file}, data_dir=data, index_dir=args.index_dir)
     without, with_part = folds.held_out(scored), folds.held_out({**scored, **judged})
