@@ -28,6 +28,8 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib
 
+from bench_llm_cpu import eval_command
+
 from benchlib import command_line, data_dir, write_record
 
 #: Each part of the time: the functions (file ending, name) whose cumulative time it is, and whether
@@ -88,13 +90,13 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=None, help="record path (default: eval/results/benchmarks/profile-llm-cpu.json)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="openqa-profile-") as work:
-        argv = ["eval", "--dataset", args.dataset, "--split", args.split, "--method", "llm", "--model", args.model,
-                "--evidence", args.evidence, "--threads", "1", "--limit", str(args.limit), "--data-dir", str(data_dir()),
-                "--cache-dir", str(Path(work) / "cache"), "--output", str(Path(work) / "results"), "--json"]
+        # the pass bench_llm_cpu.py times as reuse (one thread), with an empty reply cache
+        command = eval_command(argparse.Namespace(**vars(args), index_dir=None), ["--threads", "1", "--data-dir", str(data_dir())],
+                               Path(work) / "cache", Path(work) / "results", 0, args.limit)
         profiled = Path(work) / "profile.out"
         load = os.getloadavg()[0]
         start = time.perf_counter()  # the command as a user runs it, under cProfile, in a process of its own
-        done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profiled), "-m", "openqa.cli", *argv],
+        done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(profiled), *command[1:]],
                               capture_output=True, text=True)
         wall = time.perf_counter() - start
         if done.returncode != 0:
