@@ -80,6 +80,29 @@ def test_large_reads_first_listings_and_answers_with_many_paragraphs_are_heavy(r
     assert heavy == [weight for _, _, weight in asked]
 
 
+def test_a_read_of_an_unchanged_run_is_sent_as_kept_a_light_job_and_a_changed_run_is_read_again(results_site, monkeypatch):
+    folder, engines = results_site
+    heavy = pool_weights(monkeypatch, engines)
+    reads: list[str] = []
+    real = browse_module.question_rows
+
+    def counted(top: Path, name: str) -> Any:
+        reads.append(name)
+        return real(top, name)
+
+    monkeypatch.setattr(browse_module, "question_rows", counted)
+    with running(create_app(engines, results=folder)) as url:
+        first = [call(url, path, None) for path in ("/v1/results/large.json", "/v1/results/large.json/curves")]
+        again = [call(url, path, None) for path in ("/v1/results/large.json", "/v1/results/large.json/curves")]
+        assert first == again and [status for status, _ in first] == [200, 200]
+        assert reads == ["large.json", "large.json"] and heavy == [True, True, False, False]
+        assert call(url, "/v1/results/large", None)[1]["run"] == "large"  # the run as asked, not another name's reply
+        write_run(folder, "large", set(range(1, 6_000, 2)), n=6_000)  # the same size, other answers
+        status, changed = call(url, "/v1/results/large.json", None)
+    assert status == 200 and changed["questions"][0]["correct"] is False and first[0][1]["questions"][0]["correct"] is True
+    assert reads[-1] == "large.json" and heavy[-1] is True
+
+
 def record(folder: Path, name: str, accuracy: float) -> Path:
     """An eval record the listing shows (its predictions beside it)."""
     path = write_run(folder, name, {0}, n=10)

@@ -160,14 +160,18 @@ class Probe(threading.Thread):
 
 
 def request(port: int, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None,
-            source: str = "127.0.0.1") -> tuple[int, dict[str, Any] | bytes]:
+            source: str = "127.0.0.1", decode: bool = True) -> tuple[int, dict[str, Any] | bytes]:
     """One request on a new connection from the loopback address ``source`` (another address of
-    127.0.0.0/8 is another client to the server): its status and JSON (or raw bytes)."""
+    127.0.0.0/8 is another client to the server): its status and JSON (or raw bytes, and always
+    without ``decode``: a load's client that only counts statuses does not decode megabytes of JSON
+    in the process whose other threads time the light client)."""
     connection = HTTPConnection("127.0.0.1", port, timeout=REQUEST_TIMEOUT, source_address=(source, 0))
     try:
         connection.request(method, path, body=body, headers={"Content-Type": "application/json", **(headers or {})})
         response = connection.getresponse()
         raw = response.read()
+        if not decode:
+            return response.status, raw
         try:
             return response.status, json.loads(raw)
         except ValueError:
@@ -284,9 +288,9 @@ class Looper:
                     status = response.status
                 elif self.paths:
                     status = request(self.port, "GET", self.paths[(k * 7 + n) % len(self.paths)], headers=self.headers,
-                                     source=self.source)[0]
+                                     source=self.source, decode=False)[0]
                 else:
-                    status = request(self.port, "POST", self.path, body, headers=self.headers, source=self.source)[0]
+                    status = request(self.port, "POST", self.path, body, headers=self.headers, source=self.source, decode=False)[0]
             except ConnectionRefusedError:
                 self.outcomes.append("refused")
                 break
@@ -946,7 +950,8 @@ def results_cases(bench: Bench) -> None:
     def beside_run_reads(case: Case) -> None:
         english_beside(case, Looper(port, "127.0.0.11", [], 8, paths=["/v1/results/long-a.json", "/v1/results"]),
                        "english_p95_beside_run_reads_s", f"one client keeping 8 reads of a {LONG_RUN:,}-question run's "
-                       "questions and the listing in flight (heavy by size, encoded on the workers)")
+                       "questions and the listing in flight (the first read heavy by size, encoded on the workers; "
+                       "the later ones of the unchanged run sent as kept)")
 
     bench.case(f"English answers beside a client keeping 8 reads of a {LONG_RUN:,}-question run in flight", "fairness",
                {200, 429, 503}, beside_run_reads)
