@@ -12,7 +12,8 @@ Which records count, by rule (new records are picked up as they land):
   over part of a split are left out: they are not comparable with the paper's whole-split figures);
 - the paper's rule-based rows (PMI, IR-ES, IR-Custom) take the method's default record, the one without a
   variant (``<dataset>-<split>-<method>.json``, the dev-tuned settings that ship with openqa);
-- the paper's trained-reader rows take records of ``--method reader`` whose reader is of the row's kind
+- the paper's trained-reader rows take records of ``--method reader`` (and, on dev, cross-fits'
+  out-of-fold records) whose reader is of the row's kind
   (Max-out: ``maxout``; BERT-family: ``bert``), the best of them where there are several; the kind is
   the record's own ``reader`` field where it has one, else its training record's
   (``train-<checkpoint>.run.json``), else the first word of its checkpoint's name;
@@ -124,9 +125,11 @@ class Run:
 
 
 def runs() -> list[Run]:
-    """Every evaluation record of the results tree with an accuracy: the runs (``runs/``) and the LLM
-    parts put together from slices (``llm-parts/``), by path."""
-    paths = [*(RESULTS / "runs").rglob("*.json"), *(RESULTS / "llm-parts").glob("*.json")]
+    """Every evaluation record of the results tree with an accuracy: the runs (``runs/``), the LLM
+    parts put together from slices (``llm-parts/``) and the cross-fits' out-of-fold dev figures
+    (``training/train-*-crossfit*.json``: each dev question scored by a reader that never saw it), by path."""
+    paths = [*(RESULTS / "runs").rglob("*.json"), *(RESULTS / "llm-parts").glob("*.json"),
+             *(path for path in (RESULTS / "training").glob("train-*-crossfit*.json") if not path.name.endswith(".run.json"))]
     found = [Run(path, json.loads(path.read_text(encoding="utf-8"))) for path in sorted(paths)]
     return [run for run in found if {"dataset", "split", "n", "accuracy"} <= run.record.keys()]
 
@@ -180,6 +183,9 @@ def difference(row: Record, exam: str, dataset: str, run: Run) -> str:
     if row["kind"] == "reader":
         trained = training(run) or {}
         questions = f"{trained['train_questions']:,} of dev" if "train_questions" in trained else "dev"
+        if "cross_fit" in run.record:
+            k = run.record["cross_fit"]["k"]
+            questions = f"dev, cross-fitted in {k} folds (each question scored by a reader trained on the other {k - 1})"
         parts.append(f"training questions: {questions} (no train split in this copy)")
         if exam in row.get("models", {}):
             parts.append(f"model: {trained.get('model') or run.variant}, not the paper's {row['models'][exam]}")
@@ -195,7 +201,8 @@ def missing(row: Record, dataset: str, split: str) -> str:
     if row["kind"] == "method":
         return f"no record yet: `openqa eval --dataset {dataset} --split {split} --method {row['method']}` has not been run"
     if split == "dev":
-        return "no whole-dev record: readers here train on dev (no train split in this copy), so dev has no questions they never saw"
+        return ("no cross-fit yet: readers here train on dev (no train split in this copy), so only a cross-fit "
+                "(`openqa train --cross-fit 5`) scores all of dev with readers that never saw each question")
     return f"no record yet: no {row['row'].split(',')[0]} reader trained on {LABELS[dataset]} here"
 
 

@@ -154,7 +154,9 @@ def write_readme_table(readme: Path) -> None:
 
 
 def training_table() -> list[str]:
-    """One row per reader training run (train-*.run.json): data, evidence, settings, and loss / selection accuracy by epoch."""
+    """One row per reader training run (train-*.run.json): data, evidence, settings, and loss / selection accuracy by epoch.
+    A reader trained on all of dev (``--cross-fit``) has no selection part: its row gives the out-of-fold
+    accuracy of its cross-fit record (``train-<run>.json``), by epoch, and the epochs chosen by it."""
     rows = ["| run | reader | evidence | lr, effective batch | loss by epoch | selection accuracy % by epoch | best | command |",
             "|---|---|---|---|---|---|---|---|"]
     for path in records("train-*.run.json"):
@@ -162,12 +164,21 @@ def training_table() -> list[str]:
         c, epochs = r["config"], r["epochs"]
         evidence = f"{r['retriever']} top-{r['top_n']}" + (f", query {r['query']}" if r.get("query") else "")
         losses = ", ".join(f"{e['loss']:.4f}" for e in epochs)
-        selection = ", ".join(f"{e['selection_accuracy']:.2f}" for e in epochs)
+        name = path.name.removeprefix('train-').removesuffix('.run.json')
+        crossed = path.with_name(f"train-{name}.json")
+        if r.get("best_selection_accuracy") is None and crossed.is_file():
+            fit = json.loads(crossed.read_text())["cross_fit"]
+            selection = (f"none: all of dev; out of fold ({fit['k']} folds, {fit['questions']:,} questions): "
+                         + ", ".join(f"{v:.2f}" for v in fit["accuracy_by_epoch"].values()))
+            best = f"{max(fit['accuracy_by_epoch'].values()):.2f} out of fold, {fit['epochs_chosen']} epochs"
+        else:
+            selection = ", ".join(f"{e['selection_accuracy']:.2f}" for e in epochs)
+            best = f"{r['best_selection_accuracy']:.2f}"
         note = f" ({r['note']})" if r.get("note") else ""
         rows.append(
-            f"| {path.name.removeprefix('train-').removesuffix('.run.json')} | {' '.join(filter(None, (r['reader'], r['model'])))} ({r['dataset']}, "
+            f"| {name} | {' '.join(filter(None, (r['reader'], r['model'])))} ({r['dataset']}, "
             f"{r['train_questions']} train) | {evidence} | {c['lr']:g}, {c['effective_batch']} "
-            f"| {losses} | {selection} | {r['best_selection_accuracy']:.2f} | `{r['command']}`{note} |"
+            f"| {losses} | {selection} | {best} | `{r['command']}`{note} |"
         )
     return rows
 
@@ -237,8 +248,10 @@ def results_text() -> str:
         if fa:
             out.append(f"- Medical filter vs MetaMap, {title}: token precision {fa['precision']:.3f}, recall {fa['recall']:.3f} "
                        f"over {fa['n']} questions (`{fa['command']}`).")
-    out += ["", "## Reader training", "", "Readers train on a seeded 80/20 split of dev (`--train-split dev:0.8`: the data folder these runs read has no official train split); "
-            "the selection part picks the checkpoint that the test rows above evaluate.", "", *training_table()]
+    out += ["", "## Reader training", "", "The data folder these runs read has no official train split, so readers train on dev: "
+            "on a seeded 80/20 split (`--train-split dev:0.8`: the selection part picks the checkpoint), or cross-fitted on all of it "
+            "(`--cross-fit 5`: every dev question scored by a reader that never saw it, the epochs chosen on those scores, then one "
+            "reader trained on all of dev). The test rows above evaluate these checkpoints.", "", *training_table()]
     llms = [r for r in (load(path.name) for path in records("bench-llm*.json")) if "n_available" in r]  # bench_llm.py's
     if llms:
         from benchmarks.bench_llm import table

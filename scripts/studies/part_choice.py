@@ -8,7 +8,7 @@ part the file holds; both sets are judged by 5-fold cross-validation over those 
 held-out log-likelihood; the record gives the per-question gap with its standard error, and the
 held-out accuracy of both sets. No test question is read.
 
-    python scripts/studies/part_choice.py --dataset us --part maxout=eval/results/training/train-maxout-us-crossfit5.predictions.jsonl
+    python scripts/studies/part_choice.py --dataset us --part maxout=eval/results/training/train-maxout-us-crossfit5.part.jsonl
     -> eval/results/studies/part-choice-maxout-us-dev.json (with --llm: part-choice-maxout-llm-us-dev.json)
 """
 
