@@ -209,7 +209,7 @@ CONSTANTS = {
     "llm.md": {"95%"},  # the central share of draws an interval holds
     "methods.md": {"0.9", "0.35"},  # the paper's kD, bD
     "probabilities.md": {"25%", "100%", "95%", "0.1"},  # chance in the quoted sentence; coverages; intervals; the L2 penalty
-    "serve.md": {"600 s", "127.0", "0.1", "4.5", "20 s", "10 s", "15 s", "30 s", "0.5", "136 KB", "0.2", "5 s", "2 s", "20%", "256 KB"},  # limits, addresses, a coverage
+    "serve.md": {"600 s", "127.0", "0.1", "4.5", "20 s", "10 s", "15 s", "30 s", "0.5", "136 KB", "0.2", "5 s", "2 s", "20%", "256 KB", "128 MB"},  # limits, addresses, a coverage, the kept replies
 }
 FIGURE_LIKE = re.compile(r"\d+(?:[.,]\d+)*\s?%|\b\d+\.\d+\b|\b\d+(?:,\d{3})*\s?(?:ms|MB|GB|KB|s|q/s)\b|\b\d+(?:\.\d+)?x\b")
 
