@@ -898,8 +898,9 @@ def results_cases(bench: Bench) -> None:
             case.note = f"{cap + 4} {what} at once from one client whose cap is {cap} jobs in flight: {sorted(statuses, key=str)}"
         return run
 
-    bench.case("a client's jobs in flight capped: curves of a long run past its cap get a 429", "clients", {200, 429, 503},
-               capped(lambda _: request(port, "GET", "/v1/results/long-a.json/curves", source="127.0.0.9")[0], "curves of a long run"))
+    # comparisons, not a run's curves: those are sent as kept after the first read, each done before the next is sent
+    bench.case("a client's jobs in flight capped: comparisons of two long runs past its cap get a 429", "clients", {200, 429, 503},
+               capped(lambda _: request(port, "GET", long_compare, source="127.0.0.9")[0], "comparisons of two long runs"))
     big_pmi = heavy_bodies(bench.questions["zh"], [])[:4]
     bench.case("a client's jobs in flight capped: heavy Chinese questions past its cap get a 429", "clients", {200, 429, 503},
                capped(lambda n: request(port, "POST", "/v1/answer", big_pmi[n % 4], source="127.0.0.10")[0], "heavy Chinese questions"))
