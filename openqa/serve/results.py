@@ -131,27 +131,17 @@ def run_files(folder: Path, run: str) -> list[Path]:
 
 def planned(folder: Path, run: str, replies: Replies, what: str) -> tuple[Response | None, tuple[str, str, Stamp] | None, bool]:
     """How to read ``what`` of the run ``run``: its kept reply (or None), the key to keep a new one
-    under (None when the run's files cannot be stamped: the read refuses it), and whether the read
-    is a heavy job (a kept reply never is)."""
+    under (None when the run's files cannot be stamped: the read refuses it, a light job), and
+    whether the read is a heavy job: no kept reply, and a predictions file over ``HEAVY_BYTES`` (a
+    compressed one counted at ``COMPRESSION`` times its size), its size taken from the stamp."""
     try:
-        key = (what, run, Replies.stamp(run_files(folder, run)))
+        files = run_files(folder, run)
+        key = (what, run, Replies.stamp(files))
     except (OpenQAError, OSError):
         return None, None, False
     kept = replies.get(key)
-    return kept, key, kept is None and heavy_read(folder, run)
-
-
-def heavy_read(folder: Path, run: str) -> bool:
-    """Whether reading the run ``run`` of ``folder`` is a heavy job: its predictions file is over
-    ``HEAVY_BYTES`` (a compressed one counted at ``COMPRESSION`` times its size); a run without
-    one is refused at once, a light job."""
-    from openqa.evaluate.browse import predictions_file
-
-    try:
-        path = predictions_file(folder, run)
-        return path.stat().st_size * (COMPRESSION if path.suffix == ".gz" else 1) > HEAVY_BYTES
-    except (OpenQAError, OSError):
-        return False
+    size = key[2][0][2] * (COMPRESSION if files[0].suffix == ".gz" else 1)  # the predictions file is stamped first
+    return kept, key, kept is None and size > HEAVY_BYTES
 
 
 def add_results(app: FastAPI, folder: Path, engines: Engines) -> None:
