@@ -8,7 +8,9 @@ loaded machine only makes these tests slower."""
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import select
 import signal
 import socket
 import sys
@@ -359,6 +361,29 @@ def test_connections_waiting_to_be_accepted_are_answered_when_the_server_stops(s
             conn.close()
         with pytest.raises(ConnectionRefusedError):  # no longer listening
             socket.create_connection(address, timeout=HANG_S)
+
+
+def test_a_client_that_connects_as_the_server_stops_listening_is_refused_not_reset():
+    """A client whose handshake completes between the stopping server's last accept and the close of
+    its listening socket is reset by the close, its request unanswered. ``_drained`` leaves the queue
+    full of a connection of the server's own, so the kernel holds the client's handshake back, and
+    once the socket is closed the client is refused: it knows its request was never received."""
+    listening = transport.listen("127.0.0.1", 0)
+    listening.setblocking(False)
+    address = listening.getsockname()
+    early = socket.create_connection(address, timeout=HANG_S)
+    taken, plug = transport._drained(listening)
+    assert len(taken) == 1 and plug is not None  # the early client taken over, the queue plugged
+    late = socket.socket()
+    late.setblocking(False)
+    late.connect_ex(address)
+    assert not select.select([], [late], [], 0.2)[1]  # no place in the queue: its handshake is held back
+    listening.close()
+    plug.close()
+    assert select.select([], [late], [], HANG_S)[1]  # its next try meets a closed port
+    assert late.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == errno.ECONNREFUSED
+    for conn in (*taken, early, late):
+        conn.close()
 
 
 async def remove_reader(sock: socket.socket) -> None:

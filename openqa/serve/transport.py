@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import select
 import signal
 import socket
 from functools import partial
@@ -31,6 +32,10 @@ IDLE_SECONDS = 1.0
 FLUSH_SECONDS = 0.2
 #: The signals that stop the server (SIGHUP: its terminal closed).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Tries, and seconds each, to fill a stopping server's listening queue with a connection of its own
+#: (``_drained``): on loopback a connection is made at once, unless a client took the place first.
+PLUG_TRIES = 5
+PLUG_SECONDS = 0.05
 #: Seconds a client may take to send a request's line and headers (a trickle is cut off).
 HEADER_SECONDS = 10.0
 
@@ -144,8 +149,8 @@ class GracefulServer:
     its request after ``GRACE_SECONDS`` gets that 503 too.
 
     Every request the server has received is answered: the connections still waiting in the
-    listening socket's queue are taken over before it closes (closing it would reset them), and
-    the 503s of the requests cut off after the grace period are written before the server returns."""
+    listening socket's queue are taken over before it closes (closing it would reset them), one
+    that comes as it closes is refused (not taken in and reset), and the 503s of the requests cut off after the grace period are written before the server returns."""
 
     def __init__(self, app: FastAPI, on_stop: Callable[[], None]) -> None:
         import uvicorn
@@ -186,19 +191,58 @@ class GracefulServer:
 async def admit(server: uvicorn.Server, sockets: list[socket.socket]) -> None:
     """Stop listening on ``sockets`` (uvicorn's started ``server`` over them), first taking over the
     connections still waiting in their queues (closing a listening socket resets those: their
-    clients, who had sent a request, would get no answer). The server's protocol
-    (``header_timed``) gives them a moment to send their requests before it closes them."""
+    clients, who had sent a request, would get no answer), and turning away the ones that come
+    meanwhile before their handshake (``_drained``), so that they are refused, not reset. The
+    server's protocol (``header_timed``) gives the ones taken over a moment to send their requests
+    before it closes them."""
     loop = asyncio.get_running_loop()
-    waiting = []
+    waiting, plugs = [], []
     for sock in sockets:
         loop.remove_reader(sock.fileno())  # the loop accepts no more from it: what waits is taken here
-        waiting += _accepted(sock)
+        taken, plug = _drained(sock)
+        waiting += taken
+        plugs += [plug] if plug else []
     for listening in server.servers:
         listening.close()
+    for plug in plugs:
+        plug.close()
     make = cast(Callable[..., asyncio.Protocol], server.config.http_protocol_class)  # as uvicorn makes its protocols
     protocol = partial(make, config=server.config, server_state=server.server_state, app_state=server.lifespan.state)
     for conn in waiting:
         await loop.connect_accepted_socket(protocol, conn)
+
+
+def _drained(sock: socket.socket) -> tuple[list[socket.socket], socket.socket | None]:
+    """The connections waiting in the queue of the listening ``sock``, accepted, and a connection of
+    the server's own left alone in that queue (None where none got in), to be closed after ``sock``.
+
+    A client may finish its handshake between the last accept and the close, and the close resets
+    it. So the queue is first cut to one connection (Linux: a backlog of 0 holds one) and then
+    filled with the server's own: the kernel drops a later client's handshake while the queue is
+    full, and by the time the client tries again the socket is closed, so it is refused."""
+    taken = _accepted(sock)
+    try:
+        sock.listen(0)
+        address = _loopback(sock)
+    except OSError:  # not a listening TCP socket after all: what waits is taken, as before
+        return taken, None
+    for _ in range(PLUG_TRIES):
+        plug = socket.socket(sock.family, socket.SOCK_STREAM)
+        plug.setblocking(False)
+        plug.connect_ex(address)
+        if select.select([], [plug], [], PLUG_SECONDS)[1] and not plug.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR):
+            return taken, plug  # in the queue: it fills it until the socket closes
+        plug.close()  # a client took the one place first (or the plug was refused): take that client, try again
+        taken += _accepted(sock)
+    return taken, None
+
+
+def _loopback(sock: socket.socket) -> tuple[Any, ...]:
+    """The address a connection from this machine reaches the listening ``sock`` at."""
+    host, port, *rest = sock.getsockname()
+    if host in ("0.0.0.0", "::"):
+        host = "127.0.0.1" if sock.family == socket.AF_INET else "::1"
+    return (host, port, *rest)
 
 
 def _accepted(sock: socket.socket) -> list[socket.socket]:
