@@ -104,6 +104,11 @@ def open_page(browser, url: str) -> None:
     browser.execute_script(COUNT_ANSWERS)
 
 
+def example_buttons(browser) -> list:
+    """The page's example questions, once they have arrived (the page fetches them after it opens)."""
+    return WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".example"))
+
+
 def answers_read(browser, count: int) -> None:
     """Wait until the page has read and acted on ``count`` replies of /v1/answer since it opened."""
     WebDriverWait(browser, WAIT).until(lambda b: b.execute_script("return window.answersRead") >= count)
@@ -231,7 +236,7 @@ def test_a_question_typed_over_an_example_clears_its_answer_key_and_language(bro
     was chosen before (the key none, the language auto), and the page says so."""
     open_page(browser, url)
     WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".example"))
-    browser.find_elements(By.CSS_SELECTOR, ".example")[1].click()
+    example_buttons(browser)[1].click()
     shown(browser)
     value = lambda field: browser.execute_script(f"return document.getElementById('{field}').value")  # noqa: E731
     assert (value("key"), value("lang")) == ("A", "en")
@@ -299,7 +304,7 @@ def test_a_late_reply_never_replaces_a_newer_one(browser, url, monkeypatch):
     try:
         solve(browser, url, "SLOW: which drug blocks cell wall synthesis?\nA: Aspirin\nB: Ceftriaxone")
         WebDriverWait(browser, WAIT).until(lambda b: not b.find_element(By.ID, "solve").is_enabled())
-        browser.find_elements(By.CSS_SELECTOR, ".example")[0].click()  # a newer request while the first is out
+        example_buttons(browser)[0].click()  # a newer request while the first is out
         WebDriverWait(browser, WAIT).until(lambda b: b.find_element(By.ID, "verdict").text.startswith("Answer key (us-test-1)"))
     finally:
         gate.set()  # the slow reply arrives now, and must be dropped
