@@ -150,7 +150,8 @@ class GracefulServer:
 
     Every request the server has received is answered: the connections still waiting in the
     listening socket's queue are taken over before it closes (closing it would reset them), one
-    that comes as it closes is refused (not taken in and reset), and the 503s of the requests cut off after the grace period are written before the server returns."""
+    that comes as it closes is refused (not taken in and reset), and the 503s of the requests cut
+    off after the grace period are written before the server returns."""
 
     def __init__(self, app: FastAPI, on_stop: Callable[[], None]) -> None:
         import uvicorn
