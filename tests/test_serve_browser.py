@@ -215,10 +215,9 @@ def test_a_minimum_confidence_that_is_no_probability_is_said_not_ignored(browser
 @pytest.mark.spawns
 def test_examples_are_real_test_questions_with_their_answer_key(browser, url):
     open_page(browser, url)
-    WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".example"))
+    examples = example_buttons(browser)
     rule = browser.find_element(By.ID, "examples-rule").text
     assert "first 5 questions of the MedQA US test split, in file order" in rule and "not chosen by whether" in rule
-    examples = browser.find_elements(By.CSS_SELECTOR, ".example")
     assert [e.text.split(":")[0] for e in examples] == ["us-test-1", "us-test-2"]
     examples[1].click()
     shown(browser)
@@ -235,7 +234,6 @@ def test_a_question_typed_over_an_example_clears_its_answer_key_and_language(bro
     """The example's key and language belong to it: typing another question over it puts back what
     was chosen before (the key none, the language auto), and the page says so."""
     open_page(browser, url)
-    WebDriverWait(browser, WAIT).until(lambda b: b.find_elements(By.CSS_SELECTOR, ".example"))
     example_buttons(browser)[1].click()
     shown(browser)
     value = lambda field: browser.execute_script(f"return document.getElementById('{field}').value")  # noqa: E731

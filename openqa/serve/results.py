@@ -136,11 +136,13 @@ def planned(folder: Path, run: str, replies: Replies, what: str) -> tuple[Respon
     compressed one counted at ``COMPRESSION`` times its size), its size taken from the stamp."""
     try:
         files = run_files(folder, run)
-        key = (what, run, Replies.stamp(files))
+        stamp = Replies.stamp(files)
     except (OpenQAError, OSError):
         return None, None, False
+    key = (what, run, stamp)
     kept = replies.get(key)
-    size = key[2][0][2] * (COMPRESSION if files[0].suffix == ".gz" else 1)  # the predictions file is stamped first
+    _, _, predictions_bytes, _ = stamp[0]  # the predictions file is stamped first
+    size = predictions_bytes * (COMPRESSION if files[0].suffix == ".gz" else 1)
     return kept, key, kept is None and size > HEAVY_BYTES
 
 
