@@ -224,8 +224,9 @@ def test_the_page_lists_filters_opens_and_compares_runs(folder, tmp_path):
             wait.until(lambda d: "--method pmi --lang en" in d.find_element(By.ID, "run-reask").text)
             wait.until(lambda d: not d.find_elements(By.CSS_SELECTOR, "#questions button.reask"))  # its questions, no re-ask
             assert len(driver.find_elements(By.CSS_SELECTOR, "#questions > li")) == 2
-            for tick in driver.find_elements(By.CSS_SELECTOR, ".tick"):
+            for tick in driver.find_elements(By.CSS_SELECTOR, "input.tick"):  # the runs' boxes, not the charts' axis labels
                 tick.click()
+            wait.until(lambda d: d.find_element(By.ID, "compare").is_enabled())
             driver.find_element(By.ID, "compare").click()
             wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "#pairs tr"))
             assert "2 common questions" in driver.find_element(By.ID, "comparison-body").text
