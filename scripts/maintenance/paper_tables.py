@@ -200,6 +200,8 @@ def missing(row: Record, dataset: str, split: str) -> str:
         return "no model matched: the paper's per-model figures were not found (our BERT-family readers are in the row above)"
     if row["kind"] == "method":
         return f"no record yet: `openqa eval --dataset {dataset} --split {split} --method {row['method']}` has not been run"
+    if dataset in CHINESE and "zh" in row.get("no_model", {}):
+        return str(row["no_model"]["zh"])
     if split == "dev":
         return ("no cross-fit yet: readers here train on dev (no train split in this copy), so only a cross-fit "
                 "(`openqa train --cross-fit 5`) scores all of dev with readers that never saw each question")
