@@ -142,6 +142,15 @@ def test_the_rules_take_whole_splits_and_pick_up_new_records(scripts: Scripts) -
     cell = next(c for c in paper_tables.paper_cells([reader]) if (c.row, c.exam, c.split) == ("Max-out", "mainland", "test"))
     assert cell.run is reader and "training questions" in cell.differs
     assert reader not in paper_tables.other_runs([reader])
+    # among readers of a row, the one that learned from the most questions, however low its test figure
+    us = ROOT / "eval" / "results" / "runs" / "us"
+    cut = paper_tables.Run(us / "us-test-reader-maxout-us.json", {**reader.record, "dataset": "us", "n": 1273,
+                                                                  "accuracy": 90.0, "variant": "maxout-us"})
+    full = paper_tables.Run(us / "us-test-reader-maxout-us-crossfit5.json", {**cut.record, "accuracy": 20.0,
+                                                                             "variant": "maxout-us-crossfit5"})
+    assert paper_tables.training(cut)["train_questions"] < paper_tables.training(full)["train_questions"]
+    cell = next(c for c in paper_tables.paper_cells([cut, full]) if (c.row, c.exam, c.split) == ("Max-out", "us", "test"))
+    assert cell.run is full
 
 
 def test_split_sizes_are_those_of_the_records_over_whole_splits(scripts: Scripts) -> None:
