@@ -24,10 +24,6 @@ from openqa import known_languages
 #: `openqa tune --dataset mainland --method hybrid --settings-dir openqa/tuned`).
 TO_RERUN = (
     "openqa eval --dataset mainland --split test --method hybrid",
-    "openqa train --reader maxout --dataset mainland --train-split dev:0.8 --epochs 4 --batch-size 8 --effective-batch 16 "
-    "--output runs/maxout-mainland && openqa eval --dataset mainland --split test --method reader --model runs/maxout-mainland",
-    "openqa train --reader bert --model all-MiniLM-L6-v2 --dataset us --train-split dev:0.8 --epochs 3 --max-length 256 "
-    "--top-n 3 --lr 5e-5 --output runs/bert-minilm-us && openqa eval --dataset us --split test --method reader --model runs/bert-minilm-us",
 )
 
 
