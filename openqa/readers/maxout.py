@@ -46,7 +46,11 @@ class MaxoutNet(nn.Module):
 
     @staticmethod
     def _pooled(gru: nn.GRU, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        states, _ = gru(embedded)
+        """The GRU's states over each row's own words, max-pooled over time. The rows are packed, so the
+        backward direction starts at a row's last word, not at the batch's padding: a padded row reads
+        as it would alone, and a question's scores never depend on the rows batched with it."""
+        packed = nn.utils.rnn.pack_padded_sequence(embedded, mask.sum(dim=1).cpu(), batch_first=True, enforce_sorted=False)
+        states, _ = nn.utils.rnn.pad_packed_sequence(gru(packed)[0], batch_first=True, total_length=embedded.shape[1])
         return cast(torch.Tensor, states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values)
 
     def forward(self, context: torch.Tensor, qa: torch.Tensor) -> torch.Tensor:
