@@ -51,7 +51,7 @@ class MaxoutNet(nn.Module):
         as it would alone, and a question's scores never depend on the rows batched with it."""
         packed = nn.utils.rnn.pack_padded_sequence(embedded, mask.sum(dim=1).cpu(), batch_first=True, enforce_sorted=False)
         states, _ = nn.utils.rnn.pad_packed_sequence(gru(packed)[0], batch_first=True, total_length=embedded.shape[1])
-        return cast(torch.Tensor, states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values)
+        return states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values
 
     def forward(self, context: torch.Tensor, qa: torch.Tensor) -> torch.Tensor:
         h_c = self._pooled(self.context, self.embed(context), context != 0)
