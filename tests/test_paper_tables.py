@@ -151,6 +151,13 @@ def test_the_rules_take_whole_splits_and_pick_up_new_records(scripts: Scripts, m
     assert paper_tables.training(cut)["train_questions"] < paper_tables.training(full)["train_questions"]
     cell = next(c for c in paper_tables.paper_cells([cut, full]) if (c.row, c.exam, c.split) == ("Max-out", "us", "test"))
     assert cell.run is full
+    # a Max-out run made before its GRUs read packed rows says so, and awaits a rerun; one made after does not
+    early, late = ({**full.record, "reader": "maxout", "date": date} for date in ("2026-11-29T07:00:00+0000", "2026-11-29T09:00:00+0000"))
+    assert paper_tables.before_packed(early) and not paper_tables.before_packed(late)
+    assert not paper_tables.before_packed({**early, "reader": "bert", "variant": "bert-minilm-us"})
+    cells = {when: next(c for c in paper_tables.paper_cells([paper_tables.Run(full.path, record)])
+                        if (c.row, c.exam, c.split) == ("Max-out", "us", "test")) for when, record in (("early", early), ("late", late))}
+    assert paper_tables.BEFORE_PACKED in cells["early"].differs and paper_tables.BEFORE_PACKED not in cells["late"].differs
     # readers that learned from as many questions: the better on the dev questions that chose their checkpoint
     trained = {"maxout-us": {"train_questions": 1018, "best_selection_accuracy": 31.0},
                "maxout-us-crossfit5": {"train_questions": 1018, "best_selection_accuracy": 29.0}}

@@ -13,7 +13,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
-from paper_tables import BEST_NOTE, BEST_RULE, GENERATED, LABELS, books, paper_figure, readme_table, write_page
+from paper_tables import (
+    BEFORE_PACKED,
+    BEFORE_PACKED_NOTE,
+    BEST_NOTE,
+    BEST_RULE,
+    GENERATED,
+    LABELS,
+    before_packed,
+    books,
+    paper_figure,
+    readme_table,
+    write_page,
+)
 
 from benchlib import REPO, RESULTS, record_path
 from openqa import known_languages
@@ -63,6 +75,7 @@ def records(pattern: str) -> list[Path]:
 FORMER_TIES = "with the question id"
 
 
+
 def interval(ci95: list[float] | None) -> str:
     """A 95% interval as the tables write it: ``low-high``, one decimal ("no interval" for a record
     that keeps none, such as an LLM part put together from slices)."""
@@ -77,7 +90,8 @@ def accuracy_table() -> list[str]:
         if "ci95" not in s or s.get("limit"):
             continue
         st = s.get("settings", {})
-        method = s["method"] + (f" ({s['variant']})" if s.get("variant") else "") + (" †" if FORMER_TIES in s["ties"].get("rule", "") else "")
+        method = s["method"] + (f" ({s['variant']})" if s.get("variant") else "") + (" †" if FORMER_TIES in s["ties"].get("rule", "") else "") \
+            + (f" {BEFORE_PACKED}" if before_packed(s) else "")
         paper = None if s.get("variant") else paper_figure(s["dataset"], s["split"], s["method"])
         rows.append(
             f"| {s['dataset']} | {s['split']} | {method} | {s['n']} | **{s['accuracy']:.2f}** | {interval(s['ci95'])} "
@@ -172,7 +186,7 @@ def training_table() -> list[str]:
             best = f"{r['best_selection_accuracy']:.2f}"
         note = f" ({r['note']})" if r.get("note") else ""
         rows.append(
-            f"| {name} | {' '.join(filter(None, (r['reader'], r['model'])))} ({r['dataset']}, "
+            f"| {name}{f' {BEFORE_PACKED}' if before_packed(r) else ''} | {' '.join(filter(None, (r['reader'], r['model'])))} ({r['dataset']}, "
             f"{r['train_questions']} train) | {evidence} | {c['lr']:g}, {c['effective_batch']} "
             f"| {losses} | {selection} | {best} | `{r['command']}`{note} |"
         )
@@ -214,7 +228,8 @@ def results_text() -> str:
                        f"{stats['max_paragraph_length']} at most (`{stats['command']}`).")
     out += ["", "## Accuracy", "", *accuracy_table(), "",
             "† made under the former tie rule (ties broken by a hash with the question id, so by file name and line); "
-            "ties are now broken by the question's content alone; these rows await a rerun of their command.", ""]
+            "ties are now broken by the question's content alone; these rows await a rerun of their command.", "",
+            BEFORE_PACKED_NOTE, ""]
     out += ["## How far to trust an answer", "",
             "Probabilities are each method's option scores on its logit scale divided by a temperature fitted on the "
             "exam's dev split (`openqa tune`, shipped in `openqa/tuned/*.calibration.json`); an ensemble weighs its parts' "
@@ -247,7 +262,8 @@ def results_text() -> str:
     out += ["", "## Reader training", "", "The data folder these runs read has no official train split, so readers train on dev: "
             "on a seeded 80/20 split (`--train-split dev:0.8`: the selection part picks the checkpoint), or cross-fitted on all of it "
             "(`--cross-fit 5`: every dev question scored by a reader that never saw it, the epochs chosen on those scores, then one "
-            "reader trained on all of dev). The test rows above evaluate these checkpoints.", "", *training_table()]
+            "reader trained on all of dev). The test rows above evaluate these checkpoints.", "", *training_table(), "",
+            BEFORE_PACKED_NOTE]
     llms = [r for r in (load(path.name) for path in records("bench-llm*.json")) if "n_available" in r]  # bench_llm.py's
     if llms:
         from benchmarks.bench_llm import table
