@@ -30,6 +30,26 @@ def question_and_option(question: list[str], option: list[str], length: int) -> 
     return question[max(0, len(question) - (length - len(option))):] + option
 
 
+def _reversed(rows: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``rows`` (batch, time, features) with each row's first ``mask.sum()`` steps in reverse order and its
+    padding left in place after them."""
+    lengths = mask.sum(dim=1, keepdim=True)
+    steps = torch.arange(rows.shape[1], device=rows.device).unsqueeze(0)
+    index = torch.where(steps < lengths, lengths - 1 - steps, steps)
+    return rows.gather(1, index.unsqueeze(-1).expand_as(rows))
+
+
+def _one_way(gru: nn.GRU) -> nn.GRU:
+    """A one-direction GRU of ``gru``'s shape, whose weights ``functional_call`` replaces (``_weights``)."""
+    return nn.GRU(gru.input_size, gru.hidden_size, batch_first=True, device="meta")
+
+
+def _weights(gru: nn.GRU, direction: str) -> dict[str, torch.Tensor]:
+    """One direction's weights of a bidirectional one-layer ``gru`` ("" forward, "_reverse" backward),
+    named as a one-direction GRU names them."""
+    return {name: getattr(gru, f"{name}{direction}") for name in ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")}
+
+
 class MaxoutNet(nn.Module):
     """Two BiGRU encoders, max-pooling, and a tanh layer over the matching features."""
 
@@ -46,11 +66,14 @@ class MaxoutNet(nn.Module):
 
     @staticmethod
     def _pooled(gru: nn.GRU, embedded: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """The GRU's states over each row's own words, max-pooled over time. The rows are packed, so the
-        backward direction starts at a row's last word, not at the batch's padding: a padded row reads
-        as it would alone, and a question's scores never depend on the rows batched with it."""
-        packed = nn.utils.rnn.pack_padded_sequence(embedded, mask.sum(dim=1).cpu(), batch_first=True, enforce_sorted=False)
-        states, _ = nn.utils.rnn.pad_packed_sequence(gru(packed)[0], batch_first=True, total_length=embedded.shape[1])
+        """The GRU's states over each row's own words, max-pooled over time. Each direction reads the row's
+        words from its first end, the padding last: the forward one over the row as it is, the backward
+        one over the row's words reversed in place (``_reversed``), with the GRU's backward weights. So a
+        padded row reads as it would alone, and a question's scores never depend on the rows batched with
+        it (packing the rows would do the same, at three to four times the time on a CPU)."""
+        forward, _ = torch.func.functional_call(_one_way(gru), _weights(gru, ""), (embedded,))
+        backward, _ = torch.func.functional_call(_one_way(gru), _weights(gru, "_reverse"), (_reversed(embedded, mask),))
+        states = torch.cat([forward, _reversed(backward, mask)], dim=-1)
         return states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values
 
     def forward(self, context: torch.Tensor, qa: torch.Tensor) -> torch.Tensor:
