@@ -174,6 +174,16 @@ def test_train_cross_fit_writes_the_record_predictions_and_a_checkpoint(tmp_path
     dev = load_questions("us", "dev", site[1])
     scored = PrecomputedScorer(results / record["files"]["predictions"], "maxout").score(dev, progress=False)
     assert len(scored) == 12 and all(len(s.scores) == 4 for s in scored)
+    # whether an ensemble keeps it is judged on dev, beside the exam's parts and, with --with bank, the bank
+    script = Path(__file__).resolve().parents[1] / "scripts" / "studies" / "part_choice.py"
+    judged = subprocess.run([sys.executable, str(script), "--dataset", "us", "--part", f"maxout={results / record['files']['predictions']}",
+                             "--with", "bank", "--index-dir", str(site[2]), "--results", str(tmp_path / "studies")],
+                            capture_output=True, text=True, env={**os.environ, "OPENQA_DATA": str(site[1])}, timeout=600)
+    assert judged.returncode == 0, judged.stderr
+    choice = json.loads((tmp_path / "studies" / "part-choice-maxout-bank-us-dev.json").read_text())
+    assert choice["parts"][-1] == "bank" and choice["part"] == "maxout" and choice["n"] == 12
+    assert choice["keep_part"] == (choice["with_part"]["log_likelihood"] > choice["without_part"]["log_likelihood"])
+    assert "--results FOLDER" in choice["command"] and "--with bank" in choice["command"]
     # the checkpoint trained on all of dev scores test
     result = run("eval", "--dataset", "us", "--split", "test", "--method", "reader", "--model", str(out), "--json",
                  "--output", str(tmp_path / "eval"), *loc(site))

@@ -38,6 +38,7 @@ def main(argv: list[str]) -> None:
                         help="another part scored by name and joined to both sets, as a named ensemble has it "
                              "(e.g. bank: the exam's solved questions, where a question never finds itself); repeatable")
     parser.add_argument("--index-dir", default="indexes", help="index folder (default: ./indexes)")
+    parser.add_argument("--results", type=Path, help="folder of the record (default: eval/results/studies)")
     args = parser.parse_args(argv)
     label, _, file = args.part.partition("=")
     if not label or not file:
@@ -61,7 +62,7 @@ def main(argv: list[str]) -> None:
               "gap": {"mean": round(float(gap.mean()), 4), "se": round(float(gap.std(ddof=1) / np.sqrt(len(gap))), 4)},
               "keep_part": keep}
     name = f"part-choice-{'-'.join([label, *(['llm'] if args.llm else []), *args.also])}-{args.dataset}-dev.json"
-    path = write_record(name, record, command_line("scripts/studies/part_choice.py", argv, ("--index-dir",)))
+    path = write_record(name, record, command_line("scripts/studies/part_choice.py", argv, ("--index-dir", "--results")), args.results)
     print(f"wrote {path}: keep {label}: {keep} (held-out log-likelihood gap {record['gap']['mean']} +- {record['gap']['se']})")
 
 
