@@ -69,13 +69,13 @@ README_EXAMS = (("us", "us"), ("mainland", "mainland"), ("tw-en", "tw"), ("tw-zh
 BEST_ROW = "BERT-family, the exam's best"
 #: What a paper cell whose figure was not found says (the row's reason is listed once, under the intro).
 NOT_FOUND = "not found"
-#: When Max-out's GRUs began to read packed rows (``openqa/readers/maxout.py``): before, a padded row's
+#: When Max-out's GRUs began to read each row's own words, as packed rows would (``openqa/readers/maxout.py``): before, a padded row's
 #: backward direction started in the batch's padding, so a question's scores moved slightly (about 1e-4
 #: on a logit) with the questions batched beside it. Max-out records made before are marked, and await a rerun.
 PACKED_SINCE = datetime.strptime("2026-11-29T07:33:51+0000", "%Y-%m-%dT%H:%M:%S%z")
 #: The mark of those records, and what it says under the tables.
 BEFORE_PACKED = "‡"
-BEFORE_PACKED_NOTE = (f"{BEFORE_PACKED} a Max-out reader run before its GRUs read packed rows (its scores moved by about 1e-4 with "
+BEFORE_PACKED_NOTE = (f"{BEFORE_PACKED} a Max-out reader run before its GRUs read each row's own words (its scores moved by about 1e-4 with "
                       "the questions batched beside it; the fix came with a test that a question scores as it would alone); "
                       "these rows await a rerun of their command.")
 
@@ -209,7 +209,7 @@ def difference(row: Record, exam: str, dataset: str, run: Run) -> str:
         if exam in row.get("models", {}):
             parts.append(f"model: {trained.get('model') or run.variant}, not the paper's {row['models'][exam]}")
         if before_packed(run.record):
-            parts.append(f"{BEFORE_PACKED} run before Max-out's GRUs read packed rows, awaits a rerun")
+            parts.append(f"{BEFORE_PACKED} run before Max-out's GRUs read each row's own words, awaits a rerun")
     return "; ".join(parts)
 
 
