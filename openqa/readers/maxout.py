@@ -71,8 +71,9 @@ class MaxoutNet(nn.Module):
         one over the row's words reversed in place (``_reversed``), with the GRU's backward weights. So a
         padded row reads as it would alone, and a question's scores never depend on the rows batched with
         it (packing the rows would do the same, at three to four times the time on a CPU)."""
-        forward, _ = torch.func.functional_call(_one_way(gru), _weights(gru, ""), (embedded,))
-        backward, _ = torch.func.functional_call(_one_way(gru), _weights(gru, "_reverse"), (_reversed(embedded, mask),))
+        one_way = _one_way(gru)
+        forward, _ = torch.func.functional_call(one_way, _weights(gru, ""), (embedded,))
+        backward, _ = torch.func.functional_call(one_way, _weights(gru, "_reverse"), (_reversed(embedded, mask),))
         states = torch.cat([forward, _reversed(backward, mask)], dim=-1)
         return states.masked_fill(~mask.unsqueeze(-1), float("-inf")).max(dim=1).values
 

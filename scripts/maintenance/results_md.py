@@ -75,7 +75,6 @@ def records(pattern: str) -> list[Path]:
 FORMER_TIES = "with the question id"
 
 
-
 def interval(ci95: list[float] | None) -> str:
     """A 95% interval as the tables write it: ``low-high``, one decimal ("no interval" for a record
     that keeps none, such as an LLM part put together from slices)."""

@@ -2,8 +2,8 @@
 dev predictions, ``openqa train --cross-fit``), chosen on dev only (issue 59).
 
 The exam's default ensemble parts (and, with ``--llm``, the LLM part from its compact dev
-predictions; with ``--with bank``, the bank, as the named ensembles have them) are scored once on the first ``--limit`` dev questions (file order), and so is the
-part the file holds; both sets are judged by 5-fold cross-validation over those questions as
+predictions; with ``--with bank``, the bank, as the named ensembles have them) are scored once on
+the first ``--limit`` dev questions (file order), and so is the part the file holds; both sets are judged by 5-fold cross-validation over those questions as
 ``scripts/studies/ensemble_parts.py`` judges parts. The part is kept only if it raises the mean
 held-out log-likelihood; the record gives the per-question gap with its standard error, and the
 held-out accuracy of both sets. No test question is read.
