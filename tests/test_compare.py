@@ -202,6 +202,30 @@ def test_shipped_compact_predictions_compare_and_browse_as_the_predictions_do(tm
         compare_runs([first, second], no_lookup)
 
 
+def test_ship_part_writes_a_readers_scores_as_an_ensemble_part_and_refuses_a_run_without_them(tmp_path):
+    """``ship_predictions.py --part`` keeps each row's id, digest, scores and scale, in order and unrounded
+    (what ``--predictions NAME=FILE`` reads); a run whose rows have no scores makes no part."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "maintenance" / "ship_predictions.py"
+    record = write_run(tmp_path, "reader", {0, 2})
+    predictions = tmp_path / "reader.predictions.jsonl"
+    rows = [json.loads(line) for line in predictions.read_text().splitlines()]
+    for i, row in enumerate(rows):
+        row.update(scores={"A": -0.123456789 * i, "B": 0.5}, scale="logits")
+    predictions.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    done = subprocess.run([sys.executable, str(script), "--part", str(record)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    part = [json.loads(line) for line in (tmp_path / "reader.part.jsonl").read_text().splitlines()]
+    assert part == [{"qid": r["qid"], "digest": r["digest"], "scores": r["scores"], "scale": "logits"} for r in rows]
+    bare = write_run(tmp_path, "bare", {0})
+    done = subprocess.run([sys.executable, str(script), "--part", str(bare)], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "have no scores, scale" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "bare.part.jsonl").exists()
+
+
 def test_a_run_of_a_question_file_is_compared_with_a_dataset_run_on_their_common_questions(tmp_path):
     """``eval --questions FILE`` records its file's name as the dataset and "file" as the split: it may hold
     a dataset's questions, so it is compared with that dataset's run on what they share (by content)."""
