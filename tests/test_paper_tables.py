@@ -166,6 +166,17 @@ def test_the_rules_take_whole_splits_and_pick_up_new_records(scripts: Scripts, m
     assert cell.run is cut
 
 
+def test_a_marks_note_stands_under_a_table_only_while_a_row_carries_the_mark(scripts: Scripts) -> None:
+    """RESULTS.md explains † and ‡ under a table only while some row is marked: once every marked run is
+    rerun, its note goes too."""
+    paper_tables, results_md = scripts
+    marked = ["| us | test | reader (maxout-us) ‡ | 1273 |", "| us | test | pmi | 1273 |"]
+    notes = (results_md.FORMER_TIES_NOTE, paper_tables.BEFORE_PACKED_NOTE)
+    assert results_md.marks_noted(marked, *notes) == [paper_tables.BEFORE_PACKED_NOTE, ""]
+    assert results_md.marks_noted(marked[1:], *notes) == []
+    assert results_md.marks_noted(["| us | test | dense † | 1273 |", *marked], *notes) == [notes[0], "", notes[1], ""]
+
+
 def test_split_sizes_are_those_of_the_records_over_whole_splits(scripts: Scripts) -> None:
     """A run's record with no limit and no offset covers its whole split: its n is the size the rules
     expect (a compact LLM part put together from slices may cover part of one while its slices run)."""

@@ -205,6 +205,22 @@ def fault_command(faults: dict) -> str:
             "then merged with `--merge`")
 
 
+#: What † says under the accuracy table.
+FORMER_TIES_NOTE = ("† made under the former tie rule (ties broken by a hash with the question id, so by file name and line); "
+                    "ties are now broken by the question's content alone; these rows await a rerun of their command.")
+
+
+def marks_noted(rows: list[str], *notes: str) -> list[str]:
+    """The notes (each starting with its mark) whose mark some row of a table carries, each followed by a
+    blank line: a note with no row to explain is left out."""
+    out = []
+    for note in notes:
+        mark = note.split(" ", 1)[0]
+        if any(f" {mark} " in row for row in rows):
+            out += [note, ""]
+    return out
+
+
 def results_text() -> str:
     """RESULTS.md as the records under eval/results/ make it."""
     out = ["# Results", "",
@@ -225,10 +241,8 @@ def results_text() -> str:
             out.append(f"- Corpus `{lang}`: {stats['books']} books, {stats['paragraphs']:,} paragraphs, {stats['tokens']:,} {unit}, "
                        f"vocabulary {stats['vocabulary']:,}, paragraph length {stats['avg_paragraph_length']} on average, "
                        f"{stats['max_paragraph_length']} at most (`{stats['command']}`).")
-    out += ["", "## Accuracy", "", *accuracy_table(), "",
-            "† made under the former tie rule (ties broken by a hash with the question id, so by file name and line); "
-            "ties are now broken by the question's content alone; these rows await a rerun of their command.", "",
-            BEFORE_PACKED_NOTE, ""]
+    accuracy = accuracy_table()
+    out += ["", "## Accuracy", "", *accuracy, "", *marks_noted(accuracy, FORMER_TIES_NOTE, BEFORE_PACKED_NOTE)]
     out += ["## How far to trust an answer", "",
             "Probabilities are each method's option scores on its logit scale divided by a temperature fitted on the "
             "exam's dev split (`openqa tune`, shipped in `openqa/tuned/*.calibration.json`); an ensemble weighs its parts' "
@@ -261,8 +275,8 @@ def results_text() -> str:
     out += ["", "## Reader training", "", "The data folder these runs read has no official train split, so readers train on dev: "
             "on a seeded 80/20 split (`--train-split dev:0.8`: the selection part picks the checkpoint), or cross-fitted on all of it "
             "(`--cross-fit 5`: every dev question scored by a reader that never saw it, the epochs chosen on those scores, then one "
-            "reader trained on all of dev). The test rows above evaluate these checkpoints.", "", *training_table(), "",
-            BEFORE_PACKED_NOTE]
+            "reader trained on all of dev). The test rows above evaluate these checkpoints.", "", *(training := training_table()), "",
+            *marks_noted(training, BEFORE_PACKED_NOTE)]
     llms = [r for r in (load(path.name) for path in records("bench-llm*.json")) if "n_available" in r]  # bench_llm.py's
     if llms:
         from benchmarks.bench_llm import table
