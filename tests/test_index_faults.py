@@ -300,6 +300,31 @@ def test_many_concurrent_builds_never_collide(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["en-custom"]
 
 
+def test_a_build_reads_its_index_name_under_the_lock_another_swap_holds(tmp_path, caplog):
+    """A build checks what stands at the index's name (a folder, a file, a dangling link) only once it
+    holds the folder's lock: unlocked, it could read the name between another build's two renames (gone
+    in between), and call a folder a file; here a file appears while the lock is held, and is refused."""
+    final = tmp_path / "en-custom"
+    failures: list[BaseException] = []
+
+    def build() -> None:
+        try:
+            with atomic_folder(final) as scratch:
+                (scratch / "who").write_text("late")
+        except OpenQAError as exc:
+            failures.append(exc)
+
+    with folder_lock(tmp_path):
+        builder = threading.Thread(target=build)
+        builder.start()
+        wait_until(lambda: f"{tmp_path} is locked by" in caplog.text, "the build waits for the lock")
+        final.write_text("not an index")
+    builder.join(timeout=10)
+    assert not builder.is_alive()
+    assert [str(exc) for exc in failures] == [f"{final} is a file, not an index folder: move it away, then build again"]
+    assert final.read_text() == "not an index" and sorted(p.name for p in tmp_path.iterdir()) == ["en-custom"]
+
+
 def test_an_open_during_a_swap_waits_instead_of_restoring_the_old_index(indexes, caplog):
     """Between a swap's two renames the index name is briefly free; an open must not take it."""
     final = index_folder(indexes, "en", "custom")

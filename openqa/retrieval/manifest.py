@@ -231,12 +231,12 @@ def atomic_folder(final: Path) -> Iterator[Path]:
         dangling = isinstance(exc.filename, str) and os.path.islink(exc.filename) and not os.path.exists(exc.filename)
         what = f"{exc.filename} is a link to {os.readlink(exc.filename)}, which is not there" if dangling else exc.strerror or str(exc)
         raise OpenQAError(f"cannot make the index folder {final.parent} ({what}): name another") from None
-    if final.exists() and not final.is_dir():  # it would be hidden by the swap and never removed
-        raise OpenQAError(f"{final} is a file, not an index folder: move it away, then build again")
-    if final.is_symlink() and not final.exists():
-        raise OpenQAError(f"{final} is a symbolic link to {os.readlink(final)}, which does not exist: remove the link, "
-                          "then build again")
-    with folder_lock(final.parent):
+    with folder_lock(final.parent):  # under the lock: another build's swap never shows its name half-renamed
+        if final.exists() and not final.is_dir():  # it would be hidden by the swap and never removed
+            raise OpenQAError(f"{final} is a file, not an index folder: move it away, then build again")
+        if final.is_symlink() and not final.exists():
+            raise OpenQAError(f"{final} is a symbolic link to {os.readlink(final)}, which does not exist: remove the link, "
+                              "then build again")
         _tidy(final)
     scratch = _hidden(final, BUILDING, f"{socket.gethostname()}-{os.getpid()}-{time.time_ns()}")
     try:
