@@ -272,10 +272,11 @@ def results_text() -> str:
         if fa:
             out.append(f"- Medical filter vs MetaMap, {title}: token precision {fa['precision']:.3f}, recall {fa['recall']:.3f} "
                        f"over {fa['n']} questions (`{fa['command']}`).")
+    training = training_table()
     out += ["", "## Reader training", "", "The data folder these runs read has no official train split, so readers train on dev: "
             "on a seeded 80/20 split (`--train-split dev:0.8`: the selection part picks the checkpoint), or cross-fitted on all of it "
             "(`--cross-fit 5`: every dev question scored by a reader that never saw it, the epochs chosen on those scores, then one "
-            "reader trained on all of dev). The test rows above evaluate these checkpoints.", "", *(training := training_table()), "",
+            "reader trained on all of dev). The test rows above evaluate these checkpoints.", "", *training, "",
             *marks_noted(training, BEFORE_PACKED_NOTE)]
     llms = [r for r in (load(path.name) for path in records("bench-llm*.json")) if "n_available" in r]  # bench_llm.py's
     if llms:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # scripts/: benchlib and the other kinds of script
 
-from benchlib import RESULTS
+from benchlib import RESULTS, write_atomic
 
 #: What compare and the results page read of a prediction row.
 KEPT = ("qid", "digest", "prediction", "answer", "correct", "confidence", "probabilities", "abstained", "tied")
@@ -85,10 +85,7 @@ def ship_part(record: Path) -> tuple[Path, int]:
         raise SystemExit(f"ship_predictions: {record.name}'s predictions have no {', '.join(missing)}: "
                          "only a run that scores each option (a reader's, a method's) makes a part")
     target = record.with_name(record.name.removesuffix(".json") + ".part.jsonl")
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text("".join(json.dumps({key: row[key] for key in PART}, ensure_ascii=False) + "\n" for row in rows),
-                   encoding="utf-8")
-    tmp.replace(target)
+    write_atomic(target, "".join(json.dumps({key: row[key] for key in PART}, ensure_ascii=False) + "\n" for row in rows))
     return target, target.stat().st_size
 
 
